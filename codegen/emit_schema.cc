@@ -1,0 +1,66 @@
+// op_schema.cc: the runtime op table (names, args, attrs, defaults) and a boxed call per op, used by
+// the test harness now and by the IR, model files, ONNX export and pd-bench later.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "emitters.h"
+#include "writer.h"
+
+namespace pd::codegen {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string boxed_fn(const OpDef& op) {
+  std::vector<std::string> args, names;
+  size_t ti = 0;
+  for (const auto& a : op.args) {
+    names.push_back(quote(a.name));
+    if (a.kind == ArgKind::Tensor) args.push_back(fmt::format("::pd::detail::boxed_tensor(kOp, \"{}\", in[{}])", a.name, ti++));
+    else if (a.kind == ArgKind::OptionalTensor) args.push_back(fmt::format("::pd::detail::boxed_optional(in[{}])", ti++));
+    else if (a.kind == ArgKind::TensorList) args.push_back(fmt::format("in[{}]", ti++));
+    else if (a.default_cpp)
+      args.push_back(fmt::format("::pd::detail::attr_or<{}>(kOp, attrs, \"{}\", {})", cpp_value_type(a), a.name, *a.default_cpp));
+    else args.push_back(fmt::format("::pd::detail::attr_required<{}>(kOp, attrs, \"{}\")", cpp_value_type(a), a.name));
+  }
+  return fmt::format(
+      "std::vector<::pd::Tensor> boxed_{0}(const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
+      "  static constexpr const char* kOp = \"{0}\";\n"
+      "  ::pd::detail::check_boxed_call(kOp, in, {1}, attrs, {{{2}}});\n"
+      "  return ::pd::detail::flatten_outputs(::pd::ops::{0}({3}));\n}}\n\n",
+      op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "));
+}
+
+std::string schema_entry(const OpDef& op) {
+  std::vector<std::string> args, outs, kernels;
+  for (const auto& a : op.args)
+    args.push_back(fmt::format("{{{}, {}, {}, {}, {}}}", quote(a.name), quote(attr_kind_name(a.kind)), quote(a.dtype_class),
+                               a.default_cpp ? "true" : "false", quote(a.default_text)));
+  for (const auto& o : op.outputs)
+    outs.push_back(fmt::format("{{{}, {}, {}}}", quote(o.name), o.is_list ? "true" : "false", o.differentiable ? "true" : "false"));
+  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}}},\n", quote(op.name), quote(op.doc),
+                     quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "), op.differentiable() ? "true" : "false",
+                     op.view.empty() ? "false" : "true", op.random ? "true" : "false", op.name);
+}
+
+}  // namespace
+
+void emit_schema(const OpSet& set, const std::string& dir) {
+  std::string c = kHeader;
+  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n\n"
+       "namespace pd {\nnamespace {\n\n";
+  for (const auto& op : set.ops) c += boxed_fn(op);
+  c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = {\n";
+  for (const auto& op : set.ops) c += schema_entry(op);
+  c += fmt::format("  }};\n  return table;\n}}\n\nsize_t op_count() {{ return {}; }}\n\n}}  // namespace pd\n", set.ops.size());
+  write_if_changed(dir + "/op_schema.cc", c);
+}
+
+}  // namespace pd::codegen

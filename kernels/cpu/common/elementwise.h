@@ -1,0 +1,97 @@
+// Elementwise helpers for the CPU kernels: NumPy-style broadcast iteration and flat unary maps.
+// Every tensor handed to these is contiguous (row-major), as the kernel contract guarantees.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "pd/core/shape.h"
+#include "pd/core/tensor.h"
+
+namespace pd::kernels::cpu {
+
+namespace detail {
+template <size_t N, typename F, size_t... I>
+inline void call_indexed(F& f, int64_t o, const std::array<int64_t, N>& idx, std::index_sequence<I...>) {
+  f(o, idx[I]...);
+}
+}  // namespace detail
+
+// Calls f(out_index, in_index_0, ..., in_index_{N-1}) for every element of `out_shape`, in row-major
+// order. Input shapes are right-aligned against `out_shape` and must broadcast to it (already
+// validated by shape inference); a dim of extent 1 in an input repeats that element.
+template <size_t N, typename F>
+void broadcast_for_each(const std::array<const Shape*, N>& ins, const Shape& out_shape, F&& f) {
+  const int64_t n = shape_numel(out_shape);
+  if (n == 0) return;
+  const auto seq = std::make_index_sequence<N>{};
+  // Fast paths: every input either has the output's shape (index = o) or one element (index = 0).
+  bool simple = true;
+  std::array<int64_t, N> step{};
+  for (size_t k = 0; k < N; ++k) {
+    if (*ins[k] == out_shape) {
+      step[k] = 1;
+    } else if (shape_numel(*ins[k]) == 1) {
+      step[k] = 0;
+    } else {
+      simple = false;
+    }
+  }
+  if (simple) {
+    std::array<int64_t, N> idx{};
+    for (int64_t o = 0; o < n; ++o) {
+      for (size_t k = 0; k < N; ++k) idx[k] = o * step[k];
+      detail::call_indexed<N>(f, o, idx, seq);
+    }
+    return;
+  }
+  // General path: odometer over the output with per-input strides (0 on broadcast dims).
+  const int64_t nd = static_cast<int64_t>(out_shape.size());
+  std::vector<std::array<int64_t, N>> strides(static_cast<size_t>(nd));
+  for (size_t k = 0; k < N; ++k) {
+    const Shape& s = *ins[k];
+    const int64_t lead = nd - static_cast<int64_t>(s.size());
+    int64_t stride = 1;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      const int64_t sd = d - lead;
+      const int64_t extent = sd >= 0 ? s[sd] : 1;
+      strides[d][k] = extent == 1 ? 0 : stride;
+      stride *= extent;
+    }
+  }
+  std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
+  std::array<int64_t, N> off{};
+  for (int64_t o = 0; o < n; ++o) {
+    detail::call_indexed<N>(f, o, off, seq);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++counter[d] < out_shape[d]) {
+        for (size_t k = 0; k < N; ++k) off[k] += strides[d][k];
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[d][k] * (out_shape[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
+// out[i] = f(x[i]) over all elements; TOut defaults to the input type.
+template <typename TIn, typename TOut = TIn, typename F>
+void unary_map(const Tensor& x, Tensor& out, F&& f) {
+  const TIn* xd = x.data<TIn>();
+  TOut* od = out.data<TOut>();
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) od[i] = f(xd[i]);
+}
+
+// out = f(x, y) with broadcasting; x and y hold TIn, out holds TOut.
+template <typename TIn, typename TOut = TIn, typename F>
+void binary_map(const Tensor& x, const Tensor& y, Tensor& out, F&& f) {
+  const TIn* xd = x.data<TIn>();
+  const TIn* yd = y.data<TIn>();
+  TOut* od = out.data<TOut>();
+  broadcast_for_each<2>({&x.shape(), &y.shape()}, out.shape(),
+                        [&](int64_t o, int64_t i, int64_t j) { od[o] = f(xd[i], yd[j]); });
+}
+
+}  // namespace pd::kernels::cpu

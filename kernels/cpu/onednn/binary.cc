@@ -1,0 +1,72 @@
+// add / sub / mul / div with NumPy broadcasting through the oneDNN binary primitive.
+#include <algorithm>
+
+#include "cpu/onednn/onednn_common.h"
+#include "kernels.h"
+
+namespace pd::kernels::onednn {
+namespace {
+
+struct BinaryEntry {
+  dnnl::memory::desc src0, src1, dst;
+  dnnl::binary prim;
+};
+
+std::shared_ptr<BinaryEntry> binary_entry(dnnl::algorithm alg, const dims& a, const dims& b, const dims& o) {
+  std::string key = fmt::format("binary:{}:{}:{}:{}", static_cast<int>(alg), dims_key(a), dims_key(b), dims_key(o));
+  return cached<BinaryEntry>(key, [&] {
+    BinaryEntry e{plain_desc(a), plain_desc(b), plain_desc(o), {}};
+    e.prim = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(alg, e.src0, e.src1, e.dst), cpu_engine()));
+    return e;
+  });
+}
+
+void run_binary(const BinaryEntry& e, const dnnl::memory& s0, const dnnl::memory& s1, const dnnl::memory& d) {
+  e.prim.execute(cpu_stream(), {{DNNL_ARG_SRC_0, s0}, {DNNL_ARG_SRC_1, s1}, {DNNL_ARG_DST, d}});
+}
+
+void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (out.numel() == 0) return;
+  guarded(name, [&] {
+    dims od = to_dims(out.shape());
+    dims xd = pad_left(to_dims(x.shape()), od.size());
+    dims yd = pad_left(to_dims(y.shape()), od.size());
+    dnnl::memory dst = wrap(plain_desc(od), out);
+    dnnl::memory src1 = wrap(plain_desc(yd), y);
+    if (xd == od) {
+      run_binary(*binary_entry(alg, xd, yd, od), wrap(plain_desc(xd), x), src1, dst);
+      return;
+    }
+    // oneDNN 2.6 only broadcasts src1, so materialise the broadcast of x into out first:
+    // out = (-0.0) + x is exact for every x (including +-0 and NaN), then run in place.
+    std::fill_n(out.data<float>(), out.numel(), -0.0f);
+    run_binary(*binary_entry(dnnl::algorithm::binary_add, od, xd, od), dst, wrap(plain_desc(xd), x), dst);
+    run_binary(*binary_entry(alg, od, yd, od), dst, src1, dst);
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void add(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_op("add", dnnl::algorithm::binary_add, x, y, out);
+}
+template <typename T>
+void sub(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_op("sub", dnnl::algorithm::binary_sub, x, y, out);
+}
+template <typename T>
+void mul(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_op("mul", dnnl::algorithm::binary_mul, x, y, out);
+}
+template <typename T>
+void div(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_op("div", dnnl::algorithm::binary_div, x, y, out);
+}
+
+}  // namespace pd::kernels::onednn
+
+PD_INSTANTIATE_KERNELS(add, onednn, float)
+PD_INSTANTIATE_KERNELS(sub, onednn, float)
+PD_INSTANTIATE_KERNELS(mul, onednn, float)
+PD_INSTANTIATE_KERNELS(div, onednn, float)

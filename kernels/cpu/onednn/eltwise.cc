@@ -1,0 +1,96 @@
+// Unary activations and their backward passes through the oneDNN eltwise primitives.
+// Elementwise ops ignore shape, so every tensor is viewed as 1-D [numel]: one cache entry per size.
+#include "cpu/onednn/onednn_common.h"
+#include "kernels.h"
+
+namespace pd::kernels::onednn {
+namespace {
+
+using alg = dnnl::algorithm;
+
+struct EltwiseEntry {
+  dnnl::memory::desc md;
+  dnnl::primitive prim;
+};
+
+void eltwise_fwd(const char* name, alg a, float alpha, const Tensor& x, Tensor& out) {
+  if (out.numel() == 0) return;
+  guarded(name, [&] {
+    dims d{out.numel()};
+    auto e = cached<EltwiseEntry>(fmt::format("eltwise_fwd:{}:{}:{}", static_cast<int>(a), alpha, d[0]), [&] {
+      auto md = plain_desc(d);
+      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, a, md, alpha, 0.f);
+      return EltwiseEntry{md, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(desc, cpu_engine()))};
+    });
+    e->prim.execute(cpu_stream(), {{DNNL_ARG_SRC, wrap(e->md, x)}, {DNNL_ARG_DST, wrap(e->md, out)}});
+  });
+}
+
+// `data` is the forward input (src) or, for the *_use_dst_for_bwd algorithms, the forward output.
+void eltwise_bwd(const char* name, alg a, bool data_is_dst, const Tensor& data, const Tensor& grad, Tensor& dx) {
+  if (dx.numel() == 0) return;
+  guarded(name, [&] {
+    dims d{dx.numel()};
+    auto e = cached<EltwiseEntry>(fmt::format("eltwise_bwd:{}:{}", static_cast<int>(a), d[0]), [&] {
+      auto md = plain_desc(d);
+      // The backward primitive descriptor needs a forward one as a hint.
+      dnnl::eltwise_forward::primitive_desc hint(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a, md, 0.f, 0.f), cpu_engine());
+      dnnl::eltwise_backward::desc desc(a, md, md, 0.f, 0.f);
+      return EltwiseEntry{md, dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(desc, cpu_engine(), hint))};
+    });
+    e->prim.execute(cpu_stream(), {{data_is_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, wrap(e->md, data)},
+                                   {DNNL_ARG_DIFF_DST, wrap(e->md, grad)},
+                                   {DNNL_ARG_DIFF_SRC, wrap(e->md, dx)}});
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void exp(const Tensor& x, Tensor& out) { eltwise_fwd("exp", alg::eltwise_exp, 0.f, x, out); }
+template <typename T>
+void log(const Tensor& x, Tensor& out) { eltwise_fwd("log", alg::eltwise_log, 0.f, x, out); }
+template <typename T>
+void sqrt(const Tensor& x, Tensor& out) { eltwise_fwd("sqrt", alg::eltwise_sqrt, 0.f, x, out); }
+template <typename T>
+void abs(const Tensor& x, Tensor& out) { eltwise_fwd("abs", alg::eltwise_abs, 0.f, x, out); }
+template <typename T>
+void tanh(const Tensor& x, Tensor& out) { eltwise_fwd("tanh", alg::eltwise_tanh, 0.f, x, out); }
+template <typename T>
+void sigmoid(const Tensor& x, Tensor& out) { eltwise_fwd("sigmoid", alg::eltwise_logistic, 0.f, x, out); }
+template <typename T>
+void relu(const Tensor& x, Tensor& out) { eltwise_fwd("relu", alg::eltwise_relu, 0.f, x, out); }
+template <typename T>
+void gelu(const Tensor& x, Tensor& out) { eltwise_fwd("gelu", alg::eltwise_gelu_erf, 0.f, x, out); }
+// silu(x) = x * sigmoid(x) is swish with alpha = 1.
+template <typename T>
+void silu(const Tensor& x, Tensor& out) { eltwise_fwd("silu", alg::eltwise_swish, 1.f, x, out); }
+
+template <typename T>
+void sigmoid_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+  eltwise_bwd("sigmoid_grad", alg::eltwise_logistic_use_dst_for_bwd, true, out, grad, dx);
+}
+template <typename T>
+void tanh_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+  eltwise_bwd("tanh_grad", alg::eltwise_tanh_use_dst_for_bwd, true, out, grad, dx);
+}
+template <typename T>
+void relu_grad(const Tensor& x, const Tensor& grad, Tensor& dx) {
+  eltwise_bwd("relu_grad", alg::eltwise_relu, false, x, grad, dx);
+}
+
+}  // namespace pd::kernels::onednn
+
+PD_INSTANTIATE_KERNELS(exp, onednn, float)
+PD_INSTANTIATE_KERNELS(log, onednn, float)
+PD_INSTANTIATE_KERNELS(sqrt, onednn, float)
+PD_INSTANTIATE_KERNELS(abs, onednn, float)
+PD_INSTANTIATE_KERNELS(tanh, onednn, float)
+PD_INSTANTIATE_KERNELS(sigmoid, onednn, float)
+PD_INSTANTIATE_KERNELS(relu, onednn, float)
+PD_INSTANTIATE_KERNELS(gelu, onednn, float)
+PD_INSTANTIATE_KERNELS(silu, onednn, float)
+PD_INSTANTIATE_KERNELS(sigmoid_grad, onednn, float)
+PD_INSTANTIATE_KERNELS(tanh_grad, onednn, float)
+PD_INSTANTIATE_KERNELS(relu_grad, onednn, float)

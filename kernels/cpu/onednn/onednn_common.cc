@@ -1,0 +1,99 @@
+#include "cpu/onednn/onednn_common.h"
+
+#include <algorithm>
+
+namespace pd::kernels::onednn {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+dims to_dims(const Shape& shape) {
+  if (shape.empty()) return {1};
+  return dims(shape.begin(), shape.end());
+}
+
+dims pad_left(dims d, size_t rank) {
+  if (d.size() < rank) d.insert(d.begin(), rank - d.size(), 1);
+  return d;
+}
+
+tag plain_tag(size_t rank) {
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: return tag::undef;
+  }
+}
+
+dnnl::memory::desc plain_desc(const dims& d) {
+  tag t = plain_tag(d.size());
+  if (t != tag::undef) return dnnl::memory::desc(d, dt::f32, t);
+  // Ranks without a named tag: spell out the row-major strides.
+  dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
+  return dnnl::memory::desc(d, dt::f32, strides);
+}
+
+std::string dims_key(const dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+PrimitiveCache& PrimitiveCache::instance() {
+  static PrimitiveCache cache;
+  return cache;
+}
+
+int64_t PrimitiveCache::created() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return created_;
+}
+
+void PrimitiveCache::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
+}
+
+OptionalReorder OptionalReorder::make(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  OptionalReorder r{from, to, nullptr};
+  if (from != to) {
+    r.prim = std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+  }
+  return r;
+}
+
+dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user) {
+  if (!r.prim) return user;
+  dnnl::memory src = user;  // handles share the buffer; execute() wants non-const refs
+  dnnl::memory dst(r.to, cpu_engine());
+  r.prim->execute(cpu_stream(), src, dst);
+  return dst;
+}
+
+dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user) {
+  return r.prim ? dnnl::memory(r.from, cpu_engine()) : user;
+}
+
+void reorder_out(const OptionalReorder& r, const dnnl::memory& produced, const dnnl::memory& user) {
+  if (!r.prim) return;
+  dnnl::memory src = produced, dst = user;
+  r.prim->execute(cpu_stream(), src, dst);
+}
+
+int64_t onednn_primitives_created() { return PrimitiveCache::instance().created(); }
+
+void onednn_clear_primitive_cache() { PrimitiveCache::instance().clear(); }
+
+}  // namespace pd::kernels::onednn

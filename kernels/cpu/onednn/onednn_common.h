@@ -1,0 +1,108 @@
+// Shared plumbing for the oneDNN CPU kernels: the engine, a per-thread stream, plain memory
+// descriptors built from pd shapes, and the primitive cache (creating primitive descriptors is
+// far more expensive than executing them, so every kernel looks its primitives up by a key).
+#pragma once
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "cpu/onednn/onednn_cache.h"
+#include "pd/core/error.h"
+#include "pd/core/tensor.h"
+
+namespace pd::kernels::onednn {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+dnnl::engine& cpu_engine();
+// oneDNN streams are not thread-safe; one per thread avoids locking around execute().
+dnnl::stream& cpu_stream();
+
+// Shape -> oneDNN dims; a 0-D shape becomes {1} because oneDNN has no 0-D memory.
+dims to_dims(const Shape& shape);
+// Prepends 1s so that `d` has `rank` dims (NumPy right alignment).
+dims pad_left(dims d, size_t rank);
+// Row-major tag for a rank (a, ab, abc, ...).
+tag plain_tag(size_t rank);
+// Contiguous row-major f32 descriptor.
+dnnl::memory::desc plain_desc(const dims& d);
+// (pd::Shape and dims are the same vector type, so to_dims() is spelled out at call sites.)
+// A memory object over a tensor's own buffer (no copy).
+inline dnnl::memory wrap(const dnnl::memory::desc& md, const Tensor& t) {
+  return dnnl::memory(md, cpu_engine(), static_cast<void*>(t.data<float>()));
+}
+// "[2,3,4]" for cache keys.
+std::string dims_key(const dims& d);
+
+class PrimitiveCache {
+ public:
+  static PrimitiveCache& instance();
+
+  // Returns the entry stored under `key`, building it with `factory()` on a miss. The factory
+  // runs outside the lock so that slow primitive creation does not serialise other threads;
+  // if two threads race on one key the first insertion wins.
+  template <typename T, typename F>
+  std::shared_ptr<T> get_or_create(const std::string& key, F&& factory) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return std::static_pointer_cast<T>(it->second);
+    }
+    auto made = std::make_shared<T>(factory());
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++created_;
+    // A capped map cleared when full: cheap, and real workloads use few distinct shapes.
+    if (entries_.size() >= kCapacity) entries_.clear();
+    auto [it, inserted] = entries_.emplace(key, made);
+    return std::static_pointer_cast<T>(it->second);
+  }
+
+  int64_t created() const;
+  void clear();
+
+ private:
+  static constexpr size_t kCapacity = 1024;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<void>> entries_;
+  int64_t created_ = 0;
+};
+
+template <typename T, typename F>
+std::shared_ptr<T> cached(const std::string& key, F&& factory) {
+  return PrimitiveCache::instance().get_or_create<T>(key, std::forward<F>(factory));
+}
+
+// A reorder between a user (plain) layout and the layout a primitive chose; `prim` is empty when
+// they match, so the kernel uses the user buffer directly.
+struct OptionalReorder {
+  dnnl::memory::desc from, to;
+  std::shared_ptr<dnnl::reorder> prim;
+  static OptionalReorder make(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+};
+// Input: `user` itself, or a fresh buffer in `r.to` filled from `user`.
+dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user);
+// Output: `user` itself, or a fresh buffer in `r.from` for the primitive to write ...
+dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user);
+// ... which reorder_out then copies into `user` (a no-op when they are the same memory).
+void reorder_out(const OptionalReorder& r, const dnnl::memory& produced, const dnnl::memory& user);
+
+// Runs `body`, turning oneDNN failures into pd::Error naming the op.
+template <typename F>
+void guarded(const char* op, F&& body) {
+  try {
+    body();
+    cpu_stream().wait();  // results must be visible when the kernel returns, whatever the runtime
+  } catch (const dnnl::error& e) {
+    ::pd::raise(ErrorCode::kInternal, "{} (onednn): {}", op, e.what());
+  }
+}
+
+}  // namespace pd::kernels::onednn

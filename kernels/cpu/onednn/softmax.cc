@@ -1,0 +1,43 @@
+// softmax / log_softmax along one axis through the oneDNN 2.6 softmax and logsoftmax primitives.
+#include "cpu/onednn/onednn_common.h"
+#include "kernels.h"
+
+namespace pd::kernels::onednn {
+namespace {
+
+struct SoftmaxEntry {
+  dnnl::memory::desc md;
+  dnnl::primitive prim;
+};
+
+template <typename Prim>
+void softmax_like(const char* name, const Tensor& x, int64_t axis, Tensor& out) {
+  if (out.numel() == 0) return;
+  guarded(name, [&] {
+    const dims d = to_dims(x.shape());  // 0-D becomes [1], whose only axis is 0
+    const int a = x.dim() == 0 ? 0 : static_cast<int>(normalize_axis(axis, x.dim(), name));
+    auto e = cached<SoftmaxEntry>(fmt::format("{}:{}:{}", name, dims_key(d), a), [&] {
+      auto md = plain_desc(d);
+      typename Prim::desc desc(dnnl::prop_kind::forward_inference, md, a);
+      return SoftmaxEntry{md, Prim(typename Prim::primitive_desc(desc, cpu_engine()))};
+    });
+    e->prim.execute(cpu_stream(), {{DNNL_ARG_SRC, wrap(e->md, x)}, {DNNL_ARG_DST, wrap(e->md, out)}});
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void softmax(const Tensor& x, int64_t axis, Tensor& out) {
+  softmax_like<dnnl::softmax_forward>("softmax", x, axis, out);
+}
+
+template <typename T>
+void log_softmax(const Tensor& x, int64_t axis, Tensor& out) {
+  softmax_like<dnnl::logsoftmax_forward>("log_softmax", x, axis, out);
+}
+
+}  // namespace pd::kernels::onednn
+
+PD_INSTANTIATE_KERNELS(softmax, onednn, float)
+PD_INSTANTIATE_KERNELS(log_softmax, onednn, float)

@@ -1,0 +1,105 @@
+// Activations and their fused backward kernels.
+#include <cmath>
+#include <type_traits>
+
+#include "cpu/common/elementwise.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+using cpu::binary_map;
+using cpu::unary_map;
+
+namespace {
+// Stable on both sides: never evaluates exp of a large positive number.
+template <typename T>
+T stable_sigmoid(T v) {
+  if (v >= T(0)) return T(1) / (T(1) + std::exp(-v));
+  const T e = std::exp(v);
+  return e / (T(1) + e);
+}
+}  // namespace
+
+template <typename T>
+void tanh(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::tanh(v); });
+}
+
+template <typename T>
+void sigmoid(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return stable_sigmoid(v); });
+}
+
+template <typename T>
+void relu(const Tensor& x, Tensor& out) {
+  // NaN propagates, as in PyTorch.
+  unary_map<T>(x, out, [](T v) { return std::isnan(v) || v > T(0) ? v : T(0); });
+}
+
+template <typename T>
+void gelu(const Tensor& x, Tensor& out) {
+  // Exact form 0.5 x (1 + erf(x / sqrt(2))).
+  const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
+  unary_map<T>(x, out, [=](T v) { return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2))); });
+}
+
+template <typename T>
+void silu(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return static_cast<T>(v * stable_sigmoid(v)); });
+}
+
+template <typename T>
+void leaky_relu(const Tensor& x, double alpha, Tensor& out) {
+  const T a = static_cast<T>(alpha);
+  unary_map<T>(x, out, [=](T v) { return v > T(0) ? v : static_cast<T>(a * v); });
+}
+
+template <typename T>
+void softplus(const Tensor& x, double beta, double threshold, Tensor& out) {
+  // Above the threshold the result equals x to working precision; log1p(exp) would overflow.
+  const T b = static_cast<T>(beta), th = static_cast<T>(threshold);
+  unary_map<T>(x, out, [=](T v) { return v * b > th ? v : static_cast<T>(std::log1p(std::exp(b * v)) / b); });
+}
+
+template <typename T>
+void clip(const Tensor& x, double min, double max, Tensor& out) {
+  PD_CHECK(min <= max, ErrorCode::kInvalidArgument,
+           "clip: argument 'min' must be <= 'max' ({}), but received {}", max, min);
+  // Compare in double so that a fractional bound on an integer tensor still acts as a bound (integers
+  // then clip to ceil(min) / floor(max)); NaN passes through.
+  const bool integral = !std::is_floating_point_v<T>;
+  const T lo = convert<T>(integral ? std::ceil(min) : min), hi = convert<T>(integral ? std::floor(max) : max);
+  unary_map<T>(x, out, [=](T v) {
+    const double d = static_cast<double>(v);
+    return d < min ? lo : (d > max ? hi : v);
+  });
+}
+
+template <typename T>
+void sigmoid_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+  binary_map<T>(out, grad, dx, [](T o, T g) { return static_cast<T>(g * o * (T(1) - o)); });
+}
+
+template <typename T>
+void tanh_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+  binary_map<T>(out, grad, dx, [](T o, T g) { return static_cast<T>(g * (T(1) - o * o)); });
+}
+
+template <typename T>
+void relu_grad(const Tensor& x, const Tensor& grad, Tensor& dx) {
+  binary_map<T>(x, grad, dx, [](T v, T g) { return v > T(0) ? g : T(0); });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(tanh, reference, float, double)
+PD_INSTANTIATE_KERNELS(sigmoid, reference, float, double)
+PD_INSTANTIATE_KERNELS(relu, reference, float, double)
+PD_INSTANTIATE_KERNELS(gelu, reference, float, double)
+PD_INSTANTIATE_KERNELS(silu, reference, float, double)
+PD_INSTANTIATE_KERNELS(leaky_relu, reference, float, double)
+PD_INSTANTIATE_KERNELS(softplus, reference, float, double)
+PD_INSTANTIATE_KERNELS(clip, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(sigmoid_grad, reference, float, double)
+PD_INSTANTIATE_KERNELS(tanh_grad, reference, float, double)
+PD_INSTANTIATE_KERNELS(relu_grad, reference, float, double)

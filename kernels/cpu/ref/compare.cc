@@ -1,0 +1,39 @@
+// Comparisons (bool output, T = input dtype) and where (T = dtype of x and y), with broadcasting.
+#include "cpu/common/elementwise.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+using cpu::binary_map;
+
+template <typename T>
+void equal(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a == b; });
+}
+
+template <typename T>
+void greater(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a > b; });
+}
+
+template <typename T>
+void less(const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a < b; });
+}
+
+template <typename T>
+void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
+  const bool* cd = cond.data<bool>();
+  const T* xd = x.data<T>();
+  const T* yd = y.data<T>();
+  T* od = out.data<T>();
+  cpu::broadcast_for_each<3>({&cond.shape(), &x.shape(), &y.shape()}, out.shape(),
+                             [&](int64_t o, int64_t c, int64_t i, int64_t j) { od[o] = cd[c] ? xd[i] : yd[j]; });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(equal, reference, float, double, int32_t, int64_t, bool)
+PD_INSTANTIATE_KERNELS(greater, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(less, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(where, reference, float, double, int32_t, int64_t)

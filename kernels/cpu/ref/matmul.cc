@@ -1,0 +1,116 @@
+// Reference matmul and linear: Eigen GEMM over row-major maps, batch dims broadcast NumPy-style.
+#include <Eigen/Dense>
+#include <algorithm>
+
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ConstMap = Eigen::Map<const RowMat<T>>;
+template <typename T>
+using MutMap = Eigen::Map<RowMat<T>>;
+
+// Splits a shape into (batch dims, rows, cols) of its trailing matrix. A 1-D operand is a
+// single row (x side) or a single column (y side); the squeezed dim does not change memory order.
+struct MatView {
+  Shape batch;
+  int64_t rows = 1, cols = 1;
+};
+
+MatView split_matrix(const Shape& s, bool is_x) {
+  MatView v;
+  if (s.size() == 1) {
+    if (is_x) v.cols = s[0]; else v.rows = s[0];
+    return v;
+  }
+  if (s.size() >= 2) {
+    v.batch.assign(s.begin(), s.end() - 2);
+    v.rows = s[s.size() - 2];
+    v.cols = s[s.size() - 1];
+  }
+  return v;
+}
+
+}  // namespace
+
+template <typename T>
+void matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
+  MatView xv = split_matrix(x.shape(), true);
+  MatView yv = split_matrix(y.shape(), false);
+  // A 1-D operand is never transposed: it is a vector whichever way it is read.
+  if (x.dim() == 1) transpose_x = false;
+  if (y.dim() == 1) transpose_y = false;
+  const int64_t M = transpose_x ? xv.cols : xv.rows;
+  const int64_t K = transpose_x ? xv.rows : xv.cols;
+  const int64_t N = transpose_y ? yv.rows : yv.cols;
+  const int64_t Ky = transpose_y ? yv.cols : yv.rows;
+  PD_CHECK(K == Ky, ErrorCode::kShape,
+           "matmul: contraction dims of 'x' ({}) and 'y' ({}) must match, got shapes {} and {}", K, Ky,
+           shape_str(x.shape()), shape_str(y.shape()));
+
+  // Broadcast batch shape, aligned right.
+  const size_t nb = std::max(xv.batch.size(), yv.batch.size());
+  Shape ob(nb, 1), xb(nb, 1), yb(nb, 1);
+  for (size_t i = 0; i < xv.batch.size(); ++i) xb[nb - xv.batch.size() + i] = xv.batch[i];
+  for (size_t i = 0; i < yv.batch.size(); ++i) yb[nb - yv.batch.size() + i] = yv.batch[i];
+  for (size_t i = 0; i < nb; ++i) {
+    PD_CHECK(xb[i] == yb[i] || xb[i] == 1 || yb[i] == 1, ErrorCode::kShape,
+             "matmul: cannot broadcast batch dims of 'x' {} and 'y' {}", shape_str(x.shape()),
+             shape_str(y.shape()));
+    ob[i] = xb[i] == 1 ? yb[i] : xb[i];
+  }
+  // Element strides (in matrices) of each batch dim; 0 where broadcast.
+  Shape xs(nb, 0), ys(nb, 0);
+  int64_t accx = 1, accy = 1;
+  for (int64_t i = static_cast<int64_t>(nb) - 1; i >= 0; --i) {
+    xs[i] = xb[i] == 1 ? 0 : accx;
+    ys[i] = yb[i] == 1 ? 0 : accy;
+    accx *= xb[i];
+    accy *= yb[i];
+  }
+  const int64_t batches = shape_numel(ob);
+  const T* xd = x.data<T>();
+  const T* yd = y.data<T>();
+  T* od = out.data<T>();
+  const int64_t xmat = xv.rows * xv.cols, ymat = yv.rows * yv.cols;
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rem = b, xi = 0, yi = 0;
+    for (int64_t i = static_cast<int64_t>(nb) - 1; i >= 0; --i) {
+      const int64_t c = rem % ob[i];
+      rem /= ob[i];
+      xi += c * xs[i];
+      yi += c * ys[i];
+    }
+    ConstMap<T> A(xd + xi * xmat, xv.rows, xv.cols);
+    ConstMap<T> B(yd + yi * ymat, yv.rows, yv.cols);
+    MutMap<T> C(od + b * M * N, M, N);
+    if (!transpose_x && !transpose_y) C.noalias() = A * B;
+    else if (transpose_x && !transpose_y) C.noalias() = A.transpose() * B;
+    else if (!transpose_x && transpose_y) C.noalias() = A * B.transpose();
+    else C.noalias() = A.transpose() * B.transpose();
+  }
+}
+
+template <typename T>
+void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  const int64_t in_f = weight.shape()[1];
+  const int64_t out_f = weight.shape()[0];
+  const int64_t rows = in_f == 0 ? (out_f == 0 ? 0 : out.numel() / out_f) : x.numel() / in_f;
+  ConstMap<T> X(x.data<T>(), rows, in_f);
+  ConstMap<T> W(weight.data<T>(), out_f, in_f);
+  MutMap<T> Y(out.data<T>(), rows, out_f);
+  Y.noalias() = X * W.transpose();
+  if (bias.defined()) {
+    Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> b(bias.data<T>(), out_f);
+    Y.rowwise() += b;
+  }
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(matmul, reference, float, double)
+PD_INSTANTIATE_KERNELS(linear, reference, float, double)

@@ -1,0 +1,142 @@
+// Copying shape kernels: concat, split, pad, slice_grad. All tensors are contiguous, so each is a
+// set of row-major block copies.
+#include <algorithm>
+
+#include "cpu/common/slice_geometry.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+namespace {
+int64_t prod(const Shape& s, int64_t begin, int64_t end) {
+  int64_t p = 1;
+  for (int64_t d = begin; d < end; ++d) p *= s[d];
+  return p;
+}
+
+// Calls f(src_offset, dst_offset) for every element of a box of extents `box` whose corner sits at
+// `src_start` in a tensor with strides `src_strides` and at `dst_start` in one with `dst_strides`
+// (steps scale the source index per dim; 1 for a plain box).
+template <typename F>
+void for_each_in_box(const Shape& box, const Shape& src_strides, const Shape& src_start, const Shape& src_step,
+                     const Shape& dst_strides, const Shape& dst_start, F&& f) {
+  const int64_t nd = static_cast<int64_t>(box.size());
+  if (shape_numel(box) == 0) return;
+  int64_t src = 0, dst = 0;
+  for (int64_t d = 0; d < nd; ++d) {
+    src += src_start[d] * src_strides[d];
+    dst += dst_start[d] * dst_strides[d];
+  }
+  std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
+  for (;;) {
+    f(src, dst);
+    int64_t d = nd - 1;
+    for (; d >= 0; --d) {
+      if (++counter[d] < box[d]) {
+        src += src_step[d] * src_strides[d];
+        dst += dst_strides[d];
+        break;
+      }
+      src -= src_step[d] * src_strides[d] * (box[d] - 1);
+      dst -= dst_strides[d] * (box[d] - 1);
+      counter[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+}  // namespace
+
+template <typename T>
+void concat(const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
+  const int64_t ax = normalize_axis(axis, out.dim(), "concat: argument 'axis'");
+  const int64_t outer = prod(out.shape(), 0, ax);
+  const int64_t out_row = prod(out.shape(), ax, out.dim());  // elements per outer index in out
+  T* od = out.data<T>();
+  int64_t col = 0;  // where this input's block starts within an out row
+  for (const Tensor& x : xs) {
+    const int64_t row = prod(x.shape(), ax, x.dim());
+    if (row > 0 && outer > 0) {
+      const T* xd = x.data<T>();
+      for (int64_t o = 0; o < outer; ++o) std::copy_n(xd + o * row, row, od + o * out_row + col);
+    }
+    col += row;
+  }
+}
+
+template <typename T>
+void split(const Tensor& x, const std::vector<int64_t>& sections, int64_t axis, std::vector<Tensor>& outs) {
+  const int64_t ax = normalize_axis(axis, x.dim(), "split: argument 'axis'");
+  const int64_t outer = prod(x.shape(), 0, ax);
+  const int64_t x_row = prod(x.shape(), ax, x.dim());
+  const T* xd = x.data<T>();
+  int64_t col = 0;
+  for (Tensor& y : outs) {
+    const int64_t row = prod(y.shape(), ax, y.dim());
+    if (row > 0 && outer > 0) {
+      T* yd = y.data<T>();
+      for (int64_t o = 0; o < outer; ++o) std::copy_n(xd + o * x_row + col, row, yd + o * row);
+    }
+    col += row;
+  }
+}
+
+template <typename T>
+void pad(const Tensor& x, const std::vector<int64_t>& pads, double value, Tensor& out) {
+  const int64_t nd = x.dim();
+  PD_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * nd, ErrorCode::kInvalidArgument,
+           "pad: argument 'pads' must have an even length of at most 2 * {} (x's dims), but received {} values", nd,
+           pads.size());
+  T* od = out.data<T>();
+  const T fill = convert<T>(value);
+  for (int64_t i = 0; i < out.numel(); ++i) od[i] = fill;
+  // Overlap per dim: x index i lands at out index i + lo; keep the i with 0 <= i + lo < out extent.
+  Shape box(nd), src_start(nd), dst_start(nd), unit_steps(nd, 1);
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t k = nd - 1 - d;  // pads are listed from the last dim backwards
+    const int64_t lo = 2 * k < static_cast<int64_t>(pads.size()) ? pads[2 * k] : 0;
+    const int64_t first = std::max<int64_t>(0, -lo);
+    const int64_t last = std::min(x.shape()[d], out.shape()[d] - lo);  // exclusive
+    box[d] = std::max<int64_t>(0, last - first);
+    src_start[d] = first;
+    dst_start[d] = first + lo;
+  }
+  if (shape_numel(box) == 0) return;
+  const T* xd = x.data<T>();
+  for_each_in_box(box, contiguous_strides(x.shape()), src_start, unit_steps, contiguous_strides(out.shape()), dst_start,
+                  [&](int64_t s, int64_t t) { od[t] = xd[s]; });
+}
+
+template <typename T>
+void slice_grad(const Tensor& grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& axes,
+                const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                const std::vector<int64_t>& steps, Tensor& dx) {
+  PD_CHECK(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
+           ErrorCode::kInvalidArgument,
+           "slice_grad: arguments 'starts', 'ends' and 'steps' must have one value per axis ({}), but received {}, {} "
+           "and {}", axes.size(), starts.size(), ends.size(), steps.size());
+  const Shape& in = dx.shape();
+  const int64_t nd = dx.dim();
+  // The slice as a strided box in dx: per dim its first index, extent and step.
+  Shape first(nd, 0), box(in), step(nd, 1), origin(nd, 0);
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const int64_t d = normalize_axis(axes[a], nd, "slice_grad: argument 'axes'");
+    step[d] = steps.empty() ? 1 : steps[a];
+    cpu::normalize_slice(in[d], starts[a], ends[a], step[d], first[d], box[d]);
+  }
+  PD_CHECK(grad.shape() == box, ErrorCode::kShape,
+           "slice_grad: argument 'grad' must have the slice's shape {}, but received {}", shape_str(box),
+           shape_str(grad.shape()));
+  T* dd = dx.data<T>();
+  for (int64_t i = 0; i < dx.numel(); ++i) dd[i] = T(0);
+  const T* gd = grad.data<T>();
+  // Walk grad in order (dst) and dx along the strided box (src).
+  for_each_in_box(box, contiguous_strides(in), first, step, contiguous_strides(box), origin,
+                  [&](int64_t s, int64_t g) { dd[s] = gd[g]; });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(concat, reference, float, double, int32_t, int64_t, bool)
+PD_INSTANTIATE_KERNELS(split, reference, float, double, int32_t, int64_t, bool)
+PD_INSTANTIATE_KERNELS(pad, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(slice_grad, reference, float, double, int32_t, int64_t)

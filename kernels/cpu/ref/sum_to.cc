@@ -1,0 +1,48 @@
+// sum_to: sums x down to a shape that broadcasts to x (the adjoint of expand). The summed axes are
+// x's extra leading dims and the dims where the target has extent 1; the kept dims stay in order, so
+// this is a plain reduction over those axes.
+#include <type_traits>
+
+#include "cpu/common/reduce.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+template <typename T>
+void sum_to(const Tensor& x, const std::vector<int64_t>& shape, Tensor& out) {
+  const Shape& xs = x.shape();
+  const Shape& target = out.shape();
+  const int64_t nd = x.dim(), lead = nd - out.dim();
+  PD_CHECK(lead >= 0, ErrorCode::kShape, "sum_to: argument 'shape' {} must broadcast to x's shape {}, but has more dims",
+           shape_str(target), shape_str(xs));
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (d < lead) {
+      axes.push_back(d);
+      continue;
+    }
+    const int64_t t = target[d - lead];
+    PD_CHECK(t == xs[d] || t == 1, ErrorCode::kShape,
+             "sum_to: argument 'shape' {} must broadcast to x's shape {}, but dim {} has extent {}", shape_str(target),
+             shape_str(xs), d - lead, t);
+    if (t != xs[d]) axes.push_back(d);
+  }
+  T* od = out.data<T>();
+  if (axes.empty()) {  // nothing to sum (an empty list would mean "all axes" to the plan)
+    const T* xd = x.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) od[i] = xd[i];
+    return;
+  }
+  const cpu::ReducePlan p = cpu::make_reduce_plan(xs, axes, "sum_to");
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  const T* xd = x.data<T>();
+  for (int64_t o = 0; o < p.out_numel; ++o) {
+    Acc acc = 0;
+    p.for_each_in_group(o, [&](int64_t i) { acc += static_cast<Acc>(xd[i]); });
+    od[o] = static_cast<T>(acc);
+  }
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(sum_to, reference, float, double, int32_t, int64_t)

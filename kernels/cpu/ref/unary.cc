@@ -1,0 +1,72 @@
+// Elementwise math: neg exp log sqrt rsqrt abs sign erf.
+#include <cmath>
+#include <type_traits>
+
+#include "cpu/common/elementwise.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+using cpu::unary_map;
+
+template <typename T>
+void neg(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return static_cast<T>(-v); });
+}
+
+template <typename T>
+void exp(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::exp(v); });
+}
+
+template <typename T>
+void log(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::log(v); });
+}
+
+template <typename T>
+void sqrt(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::sqrt(v); });
+}
+
+template <typename T>
+void rsqrt(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return static_cast<T>(T(1) / std::sqrt(v)); });
+}
+
+template <typename T>
+void abs(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fabs(v);  // also clears the sign of -0.0
+    } else {
+      return static_cast<T>(v < T(0) ? -v : v);
+    }
+  });
+}
+
+template <typename T>
+void sign(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(v)) return v;  // NaN stays NaN
+    }
+    return static_cast<T>((v > T(0)) - (v < T(0)));
+  });
+}
+
+template <typename T>
+void erf(const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::erf(v); });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(neg, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(exp, reference, float, double)
+PD_INSTANTIATE_KERNELS(log, reference, float, double)
+PD_INSTANTIATE_KERNELS(sqrt, reference, float, double)
+PD_INSTANTIATE_KERNELS(rsqrt, reference, float, double)
+PD_INSTANTIATE_KERNELS(abs, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(sign, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(erf, reference, float, double)

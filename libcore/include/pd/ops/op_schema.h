@@ -1,0 +1,49 @@
+// The runtime operator table generated from ops.yaml: what the IR, model files, converters, pd-bench
+// and the op tests use to know an op's signature and to call it by name.
+//
+//   const pd::OpSchema& s = pd::op_schema("conv2d");
+//   auto outs = s.call({{x}, {w}, {}}, {{"stride", pd::AttrValue(std::vector<int64_t>{2, 2})}});
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pd/core/tensor.h"
+#include "pd/ops/attr.h"
+
+namespace pd {
+
+// One entry per declared tensor input: a Tensor[] input holds its list, an absent optional is empty.
+using BoxedInputs = std::vector<std::vector<Tensor>>;
+using BoxedFn = std::vector<Tensor> (*)(const BoxedInputs&, const AttrMap&);
+
+struct ArgSchema {
+  std::string name;
+  std::string type;         // Tensor, Tensor?, Tensor[], int, float, bool, int[], float[], str, dtype
+  std::string dtype_class;  // tensors: "", "int", "bool", "any"
+  bool has_default;
+  std::string default_text;
+  bool is_tensor() const { return type.rfind("Tensor", 0) == 0; }
+};
+
+struct OutputSchema {
+  std::string name;
+  bool is_list;
+  bool differentiable;
+};
+
+struct OpSchema {
+  std::string name, doc, category;
+  std::vector<ArgSchema> args;
+  std::vector<OutputSchema> outputs;
+  bool differentiable;
+  bool is_view;
+  bool random;
+  BoxedFn call;
+};
+
+const std::vector<OpSchema>& all_op_schemas();
+size_t op_count();
+// Throws pd::Error naming the unknown op.
+const OpSchema& op_schema(const std::string& name);
+
+}  // namespace pd

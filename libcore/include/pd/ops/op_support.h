@@ -1,0 +1,73 @@
+// What the generated op API and GradNodes call: argument checks, dtype promotion, contiguity, boxed
+// calls and the builtins of backward formulas. Not meant for users.
+#pragma once
+#include <tuple>
+#include <vector>
+
+#include "pd/core/tensor.h"
+#include "pd/ops/attr.h"
+#include "pd/ops/op_schema.h"
+
+namespace pd {
+
+// Type promotion (docs/type-promotion.md): bool < integers < floats; within a category the wider
+// type wins; 0-D tensors take part only when their category is higher than the others'.
+DType promote_types(std::initializer_list<const Tensor*> inputs);
+
+// Global random generator for ops whose seed is -1.
+void manual_seed(uint64_t seed);
+uint64_t next_seed();
+
+// Builtins of backward formulas (ops.yaml `backward:`).
+double builtin_numel_ratio(const Shape& a, const Shape& b);        // numel(a) / numel(b)
+Shape builtin_matrix_shape(const Shape& s);                         // [numel / last, last]
+std::vector<int64_t> builtin_inverse_perm(const std::vector<int64_t>& perm);
+std::vector<int64_t> builtin_negate(const std::vector<int64_t>& v);
+std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64_t axis);
+
+namespace detail {
+
+void check_tensor(const char* op, const char* arg, const Tensor& t);
+void check_optional_tensor(const char* op, const char* arg, const Tensor& t);
+void check_tensor_list(const char* op, const char* arg, const std::vector<Tensor>& ts);
+DType list_dtype(const char* op, const char* arg, const std::vector<Tensor>& ts);
+void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected, const char* like);
+void check_dtype(const char* op, const char* arg, const std::vector<Tensor>& ts, DType expected, const char* like);
+void check_dtype_class(const char* op, const char* arg, const Tensor& t, const char* cls);
+Tensor cast_if_needed(const Tensor& t, DType dtype);
+Place place_of(const Tensor& t);
+Place place_of(const std::vector<Tensor>& ts);
+Tensor contiguous_or_empty(const Tensor& t);
+std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts);
+const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& t);
+
+// Backward helpers.
+Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype);
+Tensor sum_to_if_needed(const Tensor& g, const Shape& shape);
+
+// Boxed calls.
+void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
+                      std::initializer_list<const char*> arg_names);
+const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Tensor>& slot);
+Tensor boxed_optional(const std::vector<Tensor>& slot);
+template <typename T>
+T attr_required(const char* op, const AttrMap& attrs, const char* name);
+template <typename T>
+T attr_or(const char* op, const AttrMap& attrs, const char* name, T fallback) {
+  return attrs.count(name) ? attr_required<T>(op, attrs, name) : fallback;
+}
+inline void append_outputs(std::vector<Tensor>& out, const Tensor& t) { out.push_back(t); }
+inline void append_outputs(std::vector<Tensor>& out, const std::vector<Tensor>& ts) {
+  out.insert(out.end(), ts.begin(), ts.end());
+}
+inline std::vector<Tensor> flatten_outputs(Tensor t) { return {std::move(t)}; }
+inline std::vector<Tensor> flatten_outputs(std::vector<Tensor> ts) { return ts; }
+template <typename... Ts>
+std::vector<Tensor> flatten_outputs(std::tuple<Ts...> t) {
+  std::vector<Tensor> out;
+  std::apply([&](auto&... parts) { (append_outputs(out, parts), ...); }, t);
+  return out;
+}
+
+}  // namespace detail
+}  // namespace pd

@@ -1,0 +1,64 @@
+// Shape rules named after the rule, not the op (ops.yaml `shape:` entries call them). Each takes the
+// op name for its messages and tensors as In{"name", tensor}.
+#pragma once
+#include <vector>
+
+#include "pd/core/tensor.h"
+
+namespace pd {
+
+struct In {
+  const char* name;
+  const Tensor& t;
+};
+struct InList {
+  const char* name;
+  const std::vector<Tensor>& ts;
+};
+
+namespace infer {
+
+Shape same_as(const char* op, In x);
+Shape same_shapes(const char* op, In a, In b);  // a's shape; b must have the same
+Shape reduce_mask(const char* op, In x, In out, const std::vector<int64_t>& axis, bool keepdim);
+Shape pool2d_input(const char* op, In x, In grad, const std::vector<int64_t>& kernel_size,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode);
+Shape loss_grad(const char* op, In logits, In label, In grad, int64_t axis, const std::string& reduction);
+Shape embedding_grad(const char* op, In x, In grad, const std::vector<int64_t>& weight_shape);
+Shape slice_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends, const std::vector<int64_t>& steps);
+Shape conv2d_grad_weight(const char* op, In grad, In x, const std::vector<int64_t>& weight_shape,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                         const std::vector<int64_t>& dilation, int64_t groups);
+Shape broadcast(const char* op, In a, In b);
+Shape broadcast(const char* op, In a, In b, In c);
+Shape from_shape(const char* op, const std::vector<int64_t>& shape);
+Shape arange(const char* op, double start, double end, double step);
+Shape reduce(const char* op, In x, const std::vector<int64_t>& axis, bool keepdim);
+Shape reduce_nonempty(const char* op, In x, const std::vector<int64_t>& axis, bool keepdim);
+Shape sum_to(const char* op, In x, const std::vector<int64_t>& shape);
+Shape matmul(const char* op, In x, In y, bool transpose_x, bool transpose_y);
+Shape linear(const char* op, In x, In weight, In bias);
+Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
+             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
+Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& dilation, int64_t groups);
+Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+             const std::vector<int64_t>& padding, bool ceil_mode);
+Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape,
+                  const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode);
+Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_size);
+Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
+Shape channel(const char* op, In x);
+Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
+Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);
+Shape embedding(const char* op, In x, In weight);
+Shape concat(const char* op, InList xs, int64_t axis);
+std::vector<Shape> split(const char* op, In x, const std::vector<int64_t>& sections, int64_t axis);
+Shape pad(const char* op, In x, const std::vector<int64_t>& pads);
+
+}  // namespace infer
+
+}  // namespace pd

@@ -1,0 +1,102 @@
+// Size classes: 64-byte granularity below 1 MiB, 1 MiB granularity above. A freed block goes back
+// to the free list of its class; allocate() takes from that list before asking the system.
+#include "pd/core/allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "pd/core/error.h"
+
+namespace pd {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr size_t kSmall = 1 << 20;
+
+size_t size_class(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  size_t unit = bytes < kSmall ? kAlign : kSmall;
+  return (bytes + unit - 1) / unit * unit;
+}
+
+struct State {
+  std::mutex mu;
+  std::map<size_t, std::vector<void*>> free_blocks;
+  AllocatorStats stats;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: blocks may be freed during static destruction
+  return *s;
+}
+
+void release(void* p, size_t cls) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.free_blocks[cls].push_back(p);
+  s.stats.allocated_bytes -= static_cast<int64_t>(cls);
+  s.stats.cached_bytes += static_cast<int64_t>(cls);
+}
+
+}  // namespace
+
+std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
+  size_t cls = size_class(bytes);
+  State& s = state();
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.free_blocks.find(cls);
+    if (it != s.free_blocks.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      s.stats.cached_bytes -= static_cast<int64_t>(cls);
+      ++s.stats.cache_hits;
+    }
+  }
+  if (p == nullptr) {
+    p = std::aligned_alloc(kAlign, cls);
+    if (p == nullptr) {
+      empty_cache();
+      p = std::aligned_alloc(kAlign, cls);
+    }
+    PD_CHECK(p != nullptr, ErrorCode::kInternal, "out of memory allocating {} bytes", bytes);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.stats.system_allocations;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stats.allocated_bytes += static_cast<int64_t>(cls);
+    s.stats.peak_allocated_bytes = std::max(s.stats.peak_allocated_bytes, s.stats.allocated_bytes);
+  }
+  return std::shared_ptr<void>(p, [cls](void* q) { release(q, cls); });
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().stats;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().stats.peak_allocated_bytes = state().stats.allocated_bytes;
+}
+
+void CachingAllocator::empty_cache() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& [cls, blocks] : s.free_blocks)
+    for (void* p : blocks) std::free(p);
+  s.free_blocks.clear();
+  s.stats.cached_bytes = 0;
+}
+
+CachingAllocator& cpu_allocator() {
+  static CachingAllocator a;
+  return a;
+}
+
+}  // namespace pd

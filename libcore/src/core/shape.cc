@@ -1,0 +1,38 @@
+#include "pd/core/shape.h"
+
+#include <fmt/format.h>
+
+#include "pd/core/error.h"
+
+namespace pd {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    PD_CHECK(d >= 0, ErrorCode::kShape, "shape {} has a negative extent", shape_str(shape));
+    PD_CHECK(!__builtin_mul_overflow(n, d, &n), ErrorCode::kShape,
+             "shape {} has more elements than fit in int64", shape_str(shape));
+  }
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* what) {
+  int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
+  PD_CHECK(axis >= lo && axis <= hi, ErrorCode::kOutOfRange,
+           "{}: axis {} is out of range for a {}-D tensor (expected {} <= axis <= {})", what, axis, ndim, lo, hi);
+  return axis < 0 ? axis + std::max<int64_t>(ndim, 1) : axis;
+}
+
+}  // namespace pd

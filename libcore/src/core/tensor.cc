@@ -1,0 +1,152 @@
+#include "pd/core/tensor.h"
+
+#include <cstring>
+
+#include "pd/autograd/grad_node.h"
+#include "pd/core/allocator.h"
+#include "pd/core/tensor_inl.h"
+
+namespace pd {
+namespace {
+
+// Copies every element of `src` (any strides) into contiguous `dst_bytes`; walks the shape with an
+// odometer and copies the innermost dimension in one run when it is dense.
+void copy_to_contiguous(const Tensor& src, char* dst) {
+  const size_t elem = dtype_size(src.dtype());
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const char* base = static_cast<const char*>(src.storage()->data.get()) + src.offset() * elem;
+  const int64_t nd = src.dim();
+  if (nd == 0) {
+    std::memcpy(dst, base, elem);
+    return;
+  }
+  const Shape& shape = src.shape();
+  const Shape& strides = src.strides();
+  const int64_t inner = shape[nd - 1];
+  const int64_t inner_stride = strides[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t done = 0; done < n; done += inner) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < nd - 1; ++d) off += idx[d] * strides[d];
+    const char* row = base + off * static_cast<int64_t>(elem);
+    if (inner_stride == 1) {
+      std::memcpy(dst, row, inner * elem);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) std::memcpy(dst + i * elem, row + i * inner_stride * elem, elem);
+    }
+    dst += inner * elem;
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+AutogradMeta& autograd_meta(TensorImpl* impl) {
+  if (!impl->autograd) impl->autograd = std::make_shared<AutogradMeta>();
+  return *impl->autograd;
+}
+
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Place place) {
+  PD_CHECK(place.is_cpu(), ErrorCode::kNotImplemented, "Tensor::empty: place {} is not available in this build",
+           place.str());
+  auto impl = std::make_shared<TensorImpl>();
+  const int64_t n = shape_numel(shape);
+  int64_t bytes = 0;
+  PD_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes), ErrorCode::kShape,
+           "Tensor::empty: shape {} of {} needs more bytes than fit in int64", shape_str(shape), dtype_name(dtype));
+  impl->storage = std::make_shared<Storage>();
+  impl->storage->data = cpu_allocator().allocate(static_cast<size_t>(bytes));
+  impl->storage->bytes = static_cast<size_t>(bytes);
+  impl->storage->place = place;
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::full_scalar(double value, DType dtype) {
+  Tensor t = empty({}, dtype);
+  visit_dtype(dtype, [&]<typename T>() { *t.data<T>() = convert<T>(value); });
+  return t;
+}
+
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, dim(), "Tensor::size")]; }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (shape()[d] == 1) continue;
+    if (strides()[d] != expected) return false;
+    expected *= shape()[d];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(impl_->storage->data.get()) + impl_->offset * static_cast<int64_t>(dtype_size(dtype()));
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), dtype(), place());
+  copy_to_contiguous(*this, static_cast<char*>(out.raw_data()));
+  return out;
+}
+
+Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->dtype = impl_->dtype;
+  return Tensor(std::move(impl));
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "Tensor(undefined)";
+  return fmt::format("Tensor({}, {})", dtype_name(dtype()), shape_str(shape()));
+}
+
+bool Tensor::requires_grad() const { return defined() && impl_->autograd && impl_->autograd->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool value) {
+  PD_CHECK(defined(), ErrorCode::kInvalidArgument, "set_requires_grad on an undefined tensor");
+  PD_CHECK(is_leaf(), ErrorCode::kInvalidArgument,
+           "set_requires_grad: only leaf tensors can be changed; use detach() to make a new leaf");
+  PD_CHECK(!value || is_floating(dtype()), ErrorCode::kDType,
+           "set_requires_grad: only floating-point tensors can require gradients, but this tensor is {}",
+           dtype_name(dtype()));
+  autograd_meta(impl_.get()).requires_grad = value;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+
+Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& g) const { autograd_meta(impl_.get()).grad = g; }
+
+std::shared_ptr<GradNode> Tensor::grad_fn() const { return impl_->autograd ? impl_->autograd->grad_fn : nullptr; }
+
+Tensor Tensor::detach() const { return as_strided(shape(), strides(), offset()); }
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  PD_CHECK(requires_grad(), ErrorCode::kInvalidArgument,
+           "register_hook: the tensor does not require grad, so no gradient will reach the hook");
+  AutogradMeta& meta = autograd_meta(impl_.get());
+  if (meta.grad_fn)
+    meta.grad_fn->pre_hooks.emplace_back(meta.output_nr, std::move(hook));
+  else
+    meta.hooks.push_back(std::move(hook));
+}
+
+}  // namespace pd

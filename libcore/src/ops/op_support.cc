@@ -1,0 +1,154 @@
+#include "pd/ops/op_support.h"
+
+#include <fmt/ranges.h>
+
+#include "op_api.h"
+
+namespace pd {
+
+double builtin_numel_ratio(const Shape& a, const Shape& b) {
+  return static_cast<double>(shape_numel(a)) / static_cast<double>(shape_numel(b));
+}
+
+Shape builtin_matrix_shape(const Shape& s) {
+  int64_t last = s.empty() ? 1 : s.back();
+  return {last == 0 ? 0 : shape_numel(s) / last, last};
+}
+
+std::vector<int64_t> builtin_inverse_perm(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  const int64_t n = static_cast<int64_t>(perm.size());
+  for (int64_t i = 0; i < n; ++i) inv[(perm[i] + n) % n] = i;
+  return inv;
+}
+
+std::vector<int64_t> builtin_negate(const std::vector<int64_t>& v) {
+  std::vector<int64_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = -v[i];
+  return out;
+}
+
+std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64_t axis) {
+  std::vector<int64_t> out;
+  for (const Shape& s : shapes) out.push_back(s[normalize_axis(axis, static_cast<int64_t>(s.size()), "concat")]);
+  return out;
+}
+
+namespace detail {
+
+void check_tensor(const char* op, const char* arg, const Tensor& t) {
+  PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "{}: argument '{}' is an undefined tensor", op, arg);
+}
+
+void check_optional_tensor(const char*, const char*, const Tensor&) {}
+
+void check_tensor_list(const char* op, const char* arg, const std::vector<Tensor>& ts) {
+  PD_CHECK(!ts.empty(), ErrorCode::kInvalidArgument, "{}: argument '{}' must hold at least one tensor, but is empty",
+           op, arg);
+  for (size_t i = 0; i < ts.size(); ++i)
+    PD_CHECK(ts[i].defined(), ErrorCode::kInvalidArgument, "{}: argument '{}[{}]' is an undefined tensor", op, arg, i);
+}
+
+DType list_dtype(const char* op, const char* arg, const std::vector<Tensor>& ts) {
+  check_tensor_list(op, arg, ts);
+  return ts[0].dtype();
+}
+
+void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected, const char* like) {
+  if (!t.defined()) return;
+  PD_CHECK(t.dtype() == expected, ErrorCode::kDType, "{}: argument '{}' must have dtype {} (the dtype of '{}'), but received {}",
+           op, arg, dtype_name(expected), like, dtype_name(t.dtype()));
+}
+
+void check_dtype(const char* op, const char* arg, const std::vector<Tensor>& ts, DType expected, const char* like) {
+  for (size_t i = 0; i < ts.size(); ++i)
+    PD_CHECK(ts[i].dtype() == expected, ErrorCode::kDType,
+             "{}: argument '{}[{}]' must have dtype {} (the dtype of '{}'), but received {}", op, arg, i,
+             dtype_name(expected), like, dtype_name(ts[i].dtype()));
+}
+
+void check_dtype_class(const char* op, const char* arg, const Tensor& t, const char* cls) {
+  if (!t.defined()) return;
+  std::string c = cls;
+  if (c == "int")
+    PD_CHECK(t.dtype() == DType::i32 || t.dtype() == DType::i64, ErrorCode::kDType,
+             "{}: argument '{}' must be an integer tensor (i32 or i64), but received {}", op, arg, dtype_name(t.dtype()));
+  else if (c == "bool")
+    PD_CHECK(t.dtype() == DType::boolean, ErrorCode::kDType, "{}: argument '{}' must be a bool tensor, but received {}",
+             op, arg, dtype_name(t.dtype()));
+}
+
+Tensor cast_if_needed(const Tensor& t, DType dtype) {
+  if (!t.defined() || t.dtype() == dtype) return t;
+  return ops::cast(t, dtype);
+}
+
+Place place_of(const Tensor& t) { return t.defined() ? t.place() : Place::cpu(); }
+Place place_of(const std::vector<Tensor>& ts) { return ts.empty() ? Place::cpu() : ts[0].place(); }
+
+Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
+std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(t.contiguous());
+  return out;
+}
+
+const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& t) {
+  PD_CHECK(t.is_contiguous(), ErrorCode::kInvalidArgument,
+           "{}: argument '{}' is updated in place and must be contiguous, but has strides {} for shape {}", op, arg,
+           shape_str(t.strides()), shape_str(t.shape()));
+  return t;
+}
+
+Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype) {
+  return g.defined() ? g : ops::zeros(shape, dtype);
+}
+
+Tensor sum_to_if_needed(const Tensor& g, const Shape& shape) {
+  if (!g.defined() || g.shape() == shape) return g;
+  return ops::sum_to(g, shape);
+}
+
+void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
+                      std::initializer_list<const char*> arg_names) {
+  PD_CHECK(in.size() == n_inputs, ErrorCode::kInvalidArgument, "{}: expected {} tensor input slots, but received {}", op,
+           n_inputs, in.size());
+  for (const auto& [name, value] : attrs) {
+    bool known = false;
+    for (const char* a : arg_names) known |= name == a;
+    PD_CHECK(known, ErrorCode::kInvalidArgument, "{}: unknown attribute '{}' (the op's arguments are: {})", op, name,
+             fmt::join(arg_names, ", "));
+  }
+}
+
+const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Tensor>& slot) {
+  PD_CHECK(slot.size() == 1, ErrorCode::kInvalidArgument, "{}: input '{}' expects exactly one tensor, but received {}",
+           op, arg, slot.size());
+  return slot[0];
+}
+
+Tensor boxed_optional(const std::vector<Tensor>& slot) { return slot.empty() ? Tensor() : slot[0]; }
+
+template <typename T>
+T attr_required(const char* op, const AttrMap& attrs, const char* name) {
+  auto it = attrs.find(name);
+  PD_CHECK(it != attrs.end(), ErrorCode::kInvalidArgument, "{}: missing required attribute '{}'", op, name);
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  // Accept ints where floats are expected, as a user writing `value: 1` means 1.0.
+  if constexpr (std::is_same_v<T, double>)
+    if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  raise(ErrorCode::kInvalidArgument, "{}: attribute '{}' has the wrong type (value {})", op, name, attr_str(it->second));
+}
+
+template int64_t attr_required<int64_t>(const char*, const AttrMap&, const char*);
+template double attr_required<double>(const char*, const AttrMap&, const char*);
+template bool attr_required<bool>(const char*, const AttrMap&, const char*);
+template std::vector<int64_t> attr_required<std::vector<int64_t>>(const char*, const AttrMap&, const char*);
+template std::vector<double> attr_required<std::vector<double>>(const char*, const AttrMap&, const char*);
+template std::string attr_required<std::string>(const char*, const AttrMap&, const char*);
+template DType attr_required<DType>(const char*, const AttrMap&, const char*);
+
+}  // namespace detail
+}  // namespace pd

@@ -1,0 +1,62 @@
+// Naive-loop references for cross_entropy and embedding.
+#include "naive_util.h"
+
+namespace {
+using namespace pd::naive;
+}
+
+PD_NAIVE_REF(cross_entropy) {
+  const pd::Tensor& logits = in[0][0];
+  Ints s = logits.shape();
+  Reals v = vals(logits);
+  std::vector<int64_t> label = in[1][0].to_vector<int64_t>();
+  int64_t nd = static_cast<int64_t>(s.size());
+  int64_t axis = norm_axis(get<int64_t>(attrs, "axis", -1), nd);
+  int64_t ignore = get<int64_t>(attrs, "ignore_index", -100);
+  double eps = get<double>(attrs, "label_smoothing", 0.0);
+  std::string reduction = get<std::string>(attrs, "reduction", "mean");
+  int64_t outer = 1, inner = 1, C = s[axis];
+  for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+  for (int64_t i = axis + 1; i < nd; ++i) inner *= s[i];
+  Ints ls = s;
+  ls.erase(ls.begin() + axis);
+  Reals loss(static_cast<size_t>(outer * inner), 0.0);
+  int64_t valid = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      int64_t li = o * inner + k;
+      int64_t y = label[li];
+      if (y == ignore) continue;
+      ++valid;
+      auto at = [&](int64_t c) { return v[(o * C + c) * inner + k]; };
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < C; ++c) m = std::max(m, at(c));
+      double sum = 0;
+      for (int64_t c = 0; c < C; ++c) sum += std::exp(at(c) - m);
+      double lse = m + std::log(sum);
+      double nll = lse - at(y);
+      double smooth = 0;
+      for (int64_t c = 0; c < C; ++c) smooth += lse - at(c);
+      smooth /= static_cast<double>(C);
+      loss[li] = (1 - eps) * nll + eps * smooth;
+    }
+  if (reduction == "none") return {make(loss, ls)};
+  double total = 0;
+  for (double l : loss) total += l;
+  if (reduction == "mean") total /= static_cast<double>(valid);
+  return {make({total}, {})};
+}
+
+PD_NAIVE_REF(embedding) {
+  std::vector<int64_t> ids = in[0][0].to_vector<int64_t>();
+  const pd::Tensor& w = in[1][0];
+  Reals wv = vals(w);
+  int64_t D = w.shape()[1];
+  Reals out;
+  out.reserve(ids.size() * static_cast<size_t>(D));
+  for (int64_t id : ids)
+    for (int64_t d = 0; d < D; ++d) out.push_back(wv[id * D + d]);
+  Ints os = in[0][0].shape();
+  os.push_back(D);
+  return {make(out, os)};
+}

@@ -1,0 +1,299 @@
+#include "op_test_harness.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "registry.h"
+
+namespace pd::test {
+namespace {
+
+std::map<std::string, NaiveRef>& naive_table() {
+  static std::map<std::string, NaiveRef> t;
+  return t;
+}
+
+Tensor random_tensor(const Shape& shape, DType dtype, double lo, double hi, std::mt19937_64& rng) {
+  Tensor t = Tensor::empty(shape, dtype);
+  visit_dtype(dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) p[i] = (rng() & 1) != 0;
+      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(lo + static_cast<double>(rng() % static_cast<uint64_t>(std::max(1.0, hi - lo))));
+      else p[i] = convert<T>(lo + (hi - lo) * (static_cast<double>(rng() >> 11) / 9007199254740992.0));
+    }
+  });
+  return t;
+}
+
+// Inputs for a sample: values drawn in f64, then cast to `dtype` for the inputs that follow the dtype under test.
+BoxedInputs make_inputs(const Sample& s, DType dtype, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  BoxedInputs in;
+  for (const auto& spec : s.inputs) {
+    std::vector<Tensor> slot;
+    if (spec.present) {
+      for (const Shape& sh : spec.shapes) {
+        DType dt = spec.dtype.empty() ? DType::f64 : dtype_from_name(spec.dtype);
+        Tensor t = random_tensor(sh, dt, spec.lo, spec.hi, rng);
+        slot.push_back(spec.dtype.empty() && dtype != DType::f64 ? ops::cast(t, dtype) : t);
+      }
+    } else if (!spec.is_list && spec.shapes.empty() && !s.error.empty()) {
+      slot.push_back(Tensor());  // a bad sample passes an undefined tensor
+    }
+    in.push_back(slot);
+  }
+  return in;
+}
+
+AttrMap with_seed(const std::string& op, AttrMap attrs) {
+  if (op_schema(op).random && !attrs.count("seed")) attrs["seed"] = AttrValue(static_cast<int64_t>(1234));
+  return attrs;
+}
+
+std::vector<Tensor> call(const std::string& op, const BoxedInputs& in, const AttrMap& attrs) {
+  return op_schema(op).call(in, attrs);
+}
+
+void check_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  INFO(what << ": got " << got.str() << ", want " << want.str());
+  REQUIRE(got.shape() == want.shape());
+  if (!is_floating(got.dtype()) || !is_floating(want.dtype())) {
+    CHECK(got.to_vector<double>() == want.to_vector<double>());
+    return;
+  }
+  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  int bad = 0;
+  for (size_t i = 0; i < g.size() && bad < 5; ++i) {
+    bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] || std::abs(g[i] - w[i]) <= tol + tol * std::abs(w[i]);
+    if (!ok) {
+      ++bad;
+      FAIL_CHECK("element " << i << ": got " << g[i] << ", want " << w[i] << " (tol " << tol << ")");
+    }
+  }
+}
+
+// Elementwise reference: broadcast the inputs NumPy-style and apply the scalar expression.
+Tensor scalar_reference(ScalarRef ref, const BoxedInputs& in, const AttrMap& attrs, const Shape& out_shape) {
+  Tensor out = Tensor::empty(out_shape, DType::f64);
+  std::vector<std::vector<double>> vals;
+  std::vector<Shape> shapes;
+  for (const auto& slot : in) {
+    vals.push_back(slot[0].to_vector<double>());
+    shapes.push_back(slot[0].shape());
+  }
+  const int64_t nd = static_cast<int64_t>(out_shape.size());
+  std::vector<double> args(in.size());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    for (size_t k = 0; k < in.size(); ++k) {
+      int64_t rem = i, idx = 0, stride = 1;
+      const Shape& s = shapes[k];
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        int64_t coord = rem % out_shape[d];
+        rem /= out_shape[d];
+        int64_t sd = d - (nd - static_cast<int64_t>(s.size()));
+        if (sd < 0) continue;
+        if (s[sd] != 1) idx += coord * stride;
+        stride *= s[sd];
+      }
+      args[k] = vals[k][idx];
+    }
+    out.data<double>()[i] = ref(args.data(), attrs);
+  }
+  return out;
+}
+
+std::vector<Tensor*> diff_leaves(const OpTestSpec& spec, const Sample& s, BoxedInputs& in) {
+  std::vector<Tensor*> leaves;
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    if (s.inputs[k].differentiable && s.inputs[k].present && s.inputs[k].dtype.empty())
+      for (auto& t : in[k]) {
+        t = t.detach().clone();
+        t.set_requires_grad(true);
+        leaves.push_back(&t);
+      }
+  return leaves;
+}
+
+// L = sum_i <out_i, cot_i> over the differentiable float outputs.
+Tensor scalar_loss(const std::string& op, const std::vector<Tensor>& outs, const std::vector<Tensor>& cots) {
+  Tensor loss;
+  const auto& schema = op_schema(op);
+  size_t k = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    bool diff = schema.outputs.size() == 1 ? schema.outputs[0].differentiable : schema.outputs[i].differentiable;
+    if (!diff || !is_floating(outs[i].dtype())) continue;
+    Tensor term = ops::sum(ops::mul(outs[i], cots[k++]));
+    loss = loss.defined() ? ops::add(loss, term) : term;
+  }
+  return loss;
+}
+
+std::vector<Tensor> cotangents(const std::vector<Tensor>& outs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> c;
+  for (const auto& o : outs) c.push_back(random_tensor(o.shape(), DType::f64, -1, 1, rng));
+  return c;
+}
+
+void gradcheck(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs, bool second_order) {
+  BoxedInputs in = make_inputs(s, DType::f64, 42);
+  std::vector<Tensor*> leaves = diff_leaves(spec, s, in);
+  if (leaves.empty()) return;
+  std::vector<Tensor> outs = call(spec.op, in, attrs);
+  std::vector<Tensor> cots = cotangents(outs, 7);
+  Tensor loss = scalar_loss(spec.op, outs, cots);
+  if (!loss.defined() || !loss.requires_grad()) return;
+  std::vector<Tensor> inputs;
+  for (Tensor* t : leaves) inputs.push_back(*t);
+
+  // f(inputs) is the scalar whose gradient we check: L for first order, <dL/dx, v> for second order.
+  std::vector<Tensor> vs;
+  auto value = [&]() -> double {
+    std::vector<Tensor> o = call(spec.op, in, attrs);
+    Tensor l = scalar_loss(spec.op, o, cots);
+    if (!second_order) return l.item<double>();
+    std::vector<Tensor> g = pd::grad({l}, inputs, {}, false);
+    double acc = 0;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (g[i].defined()) acc += ops::sum(ops::mul(g[i], vs[i])).item<double>();
+    return acc;
+  };
+  std::vector<Tensor> analytic;
+  if (second_order) {
+    std::vector<Tensor> g = pd::grad({loss}, inputs, {}, true);
+    std::mt19937_64 rng(11);
+    Tensor l2;
+    for (size_t i = 0; i < g.size(); ++i) {
+      vs.push_back(random_tensor(inputs[i].shape(), DType::f64, -1, 1, rng));
+      if (!g[i].defined() || !g[i].requires_grad()) continue;
+      Tensor term = ops::sum(ops::mul(g[i], vs[i]));
+      l2 = l2.defined() ? ops::add(l2, term) : term;
+    }
+    if (!l2.defined()) return;
+    analytic = pd::grad({l2}, inputs, {}, false);
+  } else {
+    analytic = pd::grad({loss}, inputs, {}, false);
+  }
+  const double eps = 1e-6;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    double* p = inputs[i].data<double>();
+    Tensor numeric = Tensor::empty(inputs[i].shape(), DType::f64);
+    for (int64_t k = 0; k < inputs[i].numel(); ++k) {
+      double orig = p[k];
+      p[k] = orig + eps;
+      double fp = value();
+      p[k] = orig - eps;
+      double fm = value();
+      p[k] = orig;
+      numeric.data<double>()[k] = (fp - fm) / (2 * eps);
+    }
+    Tensor a = analytic[i].defined() ? analytic[i] : ops::zeros(inputs[i].shape(), DType::f64);
+    check_close(a, numeric, 1e-5, std::string(second_order ? "gradgradcheck" : "gradcheck") + " of input " + std::to_string(i));
+  }
+}
+
+void check_reference(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs) {
+  BoxedInputs in = make_inputs(s, DType::f64, 42);
+  std::vector<Tensor> outs = call(spec.op, in, attrs);
+  if (spec.ref) {
+    check_close(outs[0], scalar_reference(spec.ref, in, attrs, outs[0].shape()), spec.f64_tol, "reference");
+  } else if (const NaiveRef* ref = find_naive(spec.op)) {
+    std::vector<Tensor> want = (*ref)(in, attrs);
+    REQUIRE(want.size() <= outs.size());
+    for (size_t i = 0; i < want.size(); ++i) check_close(outs[i], want[i], spec.f64_tol, "naive reference, output " + std::to_string(i));
+  } else if (spec.checked_by.empty()) {
+    FAIL("op '" << spec.op << "' has no reference: give it `ref:` in ops.yaml or a naive reference in tests/ops/naive/");
+  }
+}
+
+void check_f32(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs) {
+  std::vector<Tensor> o64 = call(spec.op, make_inputs(s, DType::f64, 42), attrs);
+  std::vector<Tensor> o32 = call(spec.op, make_inputs(s, DType::f32, 42), attrs);
+  for (size_t i = 0; i < o64.size(); ++i) check_close(o32[i], o64[i], spec.f32_tol, "f32 against f64, output " + std::to_string(i));
+}
+
+void check_backends(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs) {
+  bool has_fast = false;
+  for (const auto& k : registry::registered_kernels(spec.op)) has_fast |= k.backend == Backend::onednn;
+  if (!has_fast) return;
+  BoxedInputs in = make_inputs(s, DType::f32, 42);
+  std::vector<Tensor> fast = call(spec.op, in, attrs);
+  // Inputs updated in place (running stats) must start equal for both runs.
+  BoxedInputs in2 = make_inputs(s, DType::f32, 42);
+  ScopedKernelBackend ref(Backend::reference);
+  std::vector<Tensor> slow = call(spec.op, in2, attrs);
+  for (size_t i = 0; i < fast.size(); ++i) check_close(fast[i], slow[i], spec.f32_tol, "onednn against reference, output " + std::to_string(i));
+}
+
+void check_fused(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs) {
+  std::vector<std::vector<Tensor>> grads;
+  for (bool fused : {true, false}) {
+    set_use_fused_grad_kernels(fused);
+    BoxedInputs in = make_inputs(s, DType::f64, 42);
+    std::vector<Tensor*> leaves = diff_leaves(spec, s, in);
+    std::vector<Tensor> outs = call(spec.op, in, attrs);
+    Tensor loss = scalar_loss(spec.op, outs, cotangents(outs, 7));
+    std::vector<Tensor> inputs;
+    for (Tensor* t : leaves) inputs.push_back(*t);
+    grads.push_back(pd::grad({loss}, inputs));
+  }
+  set_use_fused_grad_kernels(true);
+  for (size_t i = 0; i < grads[0].size(); ++i) check_close(grads[0][i], grads[1][i], spec.f64_tol, "fused grad against formula");
+}
+
+}  // namespace
+
+double attr_number(const AttrMap& attrs, const char* name, double fallback) {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (auto d = std::get_if<double>(&it->second)) return *d;
+  if (auto i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (auto b = std::get_if<bool>(&it->second)) return *b ? 1.0 : 0.0;
+  return fallback;
+}
+
+bool register_naive(const std::string& op, NaiveRef ref) {
+  naive_table()[op] = std::move(ref);
+  return true;
+}
+
+const NaiveRef* find_naive(const std::string& op) {
+  auto it = naive_table().find(op);
+  return it == naive_table().end() ? nullptr : &it->second;
+}
+
+void run_op_tests(const OpTestSpec& spec) {
+  for (const Sample& s : spec.samples) {
+    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line);
+    AttrMap attrs = with_seed(spec.op, s.attrs);
+    SECTION("reference, line " + std::to_string(s.yaml_line)) { check_reference(spec, s, attrs); }
+    SECTION("f32 vs f64, line " + std::to_string(s.yaml_line)) { check_f32(spec, s, attrs); }
+    SECTION("backends, line " + std::to_string(s.yaml_line)) { check_backends(spec, s, attrs); }
+    if (spec.gradcheck)
+      SECTION("gradcheck, line " + std::to_string(s.yaml_line)) { gradcheck(spec, s, attrs, false); }
+    if (spec.twice_differentiable)
+      SECTION("gradgradcheck, line " + std::to_string(s.yaml_line)) { gradcheck(spec, s, attrs, true); }
+    if (spec.has_fused_grad)
+      SECTION("fused grad, line " + std::to_string(s.yaml_line)) { check_fused(spec, s, attrs); }
+  }
+  for (const Sample& s : spec.bad) {
+    SECTION("bad input, line " + std::to_string(s.yaml_line)) {
+      INFO("op " << spec.op << ", bad sample at ops.yaml:" << s.yaml_line);
+      try {
+        call(spec.op, make_inputs(s, DType::f32, 42), with_seed(spec.op, s.attrs));
+        FAIL("expected pd::Error containing '" << s.error << "'");
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        INFO("message: " << msg);
+        CHECK(msg.find(spec.op) != std::string::npos);
+        CHECK(msg.find(s.error) != std::string::npos);
+      }
+    }
+  }
+}
+
+}  // namespace pd::test
