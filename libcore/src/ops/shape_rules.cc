@@ -263,6 +263,24 @@ Shape channel(const char* op, In x) {
   return {x.t.shape()[1]};
 }
 
+Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var) {
+  Shape c = channel(op, x);
+  for (In p : {scale, bias, running_mean, running_var})
+    PD_CHECK(p.t.shape() == c, ErrorCode::kShape, "{}: argument '{}' must have shape {} (the channels of '{}' {}), but received {}",
+             op, p.name, shape_str(c), x.name, shape_str(x.t.shape()), shape_str(p.t.shape()));
+  return x.t.shape();
+}
+
+Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis) {
+  int64_t b = normalize_axis(begin_norm_axis, x.t.dim(), op);
+  Shape normalized(x.t.shape().begin() + b, x.t.shape().end());
+  for (In p : {scale, bias})
+    PD_CHECK(p.t.shape() == normalized, ErrorCode::kShape,
+             "{}: argument '{}' must have shape {} (the axes of '{}' {} from begin_norm_axis {}), but received {}", op, p.name,
+             shape_str(normalized), x.name, shape_str(x.t.shape()), begin_norm_axis, shape_str(p.t.shape()));
+  return x.t.shape();
+}
+
 Shape norm_stats(const char* op, In x, int64_t begin_norm_axis) {
   int64_t b = normalize_axis(begin_norm_axis, x.t.dim(), op);
   return Shape(x.t.shape().begin(), x.t.shape().begin() + b);

@@ -55,6 +55,7 @@ PD_NAIVE_REF(matmul) {
 }
 
 PD_NAIVE_REF(linear) {
+  (void)attrs;
   const pd::Tensor& x = in[0][0];
   const pd::Tensor& w = in[1][0];
   bool has_bias = in.size() > 2 && !in[2].empty() && in[2][0].defined();
@@ -62,8 +63,7 @@ PD_NAIVE_REF(linear) {
   Reals xv = vals(x), wv = vals(w), bv;
   if (has_bias) bv = vals(in[2][0]);
   int64_t O = w.shape()[0], I = w.shape()[1];
-  int64_t rows = numel_of(xs) / std::max<int64_t>(xs.back(), 1);
-  if (xs.back() == 0) rows = numel_of(Ints(xs.begin(), xs.end() - 1));
+  int64_t rows = numel_of(Ints(xs.begin(), xs.end() - 1));
   Reals out(static_cast<size_t>(rows * O), 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < O; ++o) {

@@ -48,6 +48,7 @@ PD_NAIVE_REF(cross_entropy) {
 }
 
 PD_NAIVE_REF(embedding) {
+  (void)attrs;  // padding_idx only affects the gradient
   std::vector<int64_t> ids = in[0][0].to_vector<int64_t>();
   const pd::Tensor& w = in[1][0];
   Reals wv = vals(w);

@@ -103,3 +103,4 @@ class Tensor {
 };
 
 }  // namespace pd
+#include "pd/core/tensor_inl.h"  // template definitions

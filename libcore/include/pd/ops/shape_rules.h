@@ -52,6 +52,8 @@ Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_sha
 Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_size);
 Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
 Shape channel(const char* op, In x);
+Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var);
+Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis);
 Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
 Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);
 Shape embedding(const char* op, In x, In weight);
