@@ -1,0 +1,132 @@
+// A network described by a model YAML: named inputs, a DAG of layers, a loss, the data and the
+// training recipe (docs/model-yaml.md). Every error names the file, line and key.
+//
+//   pd::model::ModelSpec spec = pd::model::load_model_yaml("examples/lenet_fmnist.yaml");
+//   pd::model::Network net(spec);                   // parameters initialised from spec.train.seed
+//   auto values = net.forward({{"image", x}}, /*training=*/true, /*step=*/0);
+//   pd::Tensor loss = net.loss(values, y);
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pd/core/tensor.h"
+#include "pd/data/loader.h"
+#include "pd/ops/attr.h"
+#include "pd/train/optimizer.h"
+
+namespace pd::model {
+
+struct SourcePos {
+  std::string file;
+  int line = 0, col = 0;
+  std::string str() const;  // "FILE:LINE:COL"
+};
+
+struct InputSpec {
+  std::string name;
+  Shape shape;  // per sample; the batch axis is added in front
+  DType dtype = DType::f32;
+  SourcePos pos;
+};
+
+struct LayerSpec {
+  std::string name;
+  std::string type;
+  std::vector<std::string> inputs;  // names of inputs or earlier layers (default: the previous layer)
+  AttrMap attrs;                     // the layer's keys, typed
+  AttrMap op_attrs;                  // `attrs:` of a raw `op` layer
+  std::map<std::string, SourcePos> attr_pos;
+  SourcePos pos;
+};
+
+struct DataSourceSpec {
+  std::string format;  // idx, npy, csv
+  std::string features, labels;  // paths (csv: features only, labels in label_column)
+  int64_t label_column = -1;
+  bool header = false;
+  int64_t limit = 0;   // use only the first `limit` samples (0 = all)
+  SourcePos pos;
+};
+
+struct DataSpec {
+  DataSourceSpec train, test;
+  std::vector<data::Transform> transforms;        // train and test
+  std::vector<data::Transform> train_transforms;  // train only (augmentation), after `transforms`
+};
+
+struct TrainSpec {
+  int64_t batch_size = 64;
+  int64_t epochs = 1;
+  uint64_t seed = 0;
+  train::OptimizerConfig optimizer;
+  train::ScheduleConfig schedule;   // base_lr from optimizer.lr; total_steps filled by the trainer
+  std::string schedule_kind = "constant";
+  double clip_grad_norm = 0;        // 0 = off
+  int64_t log_every = 100;
+  int threads = 0;                  // 0 = leave the library default
+};
+
+struct ModelSpec {
+  std::string file;
+  std::string name;
+  std::string yaml_text;  // the file as read, stored in model files
+  std::vector<InputSpec> inputs;
+  std::vector<LayerSpec> layers;
+  std::string loss_type = "cross_entropy";
+  std::string loss_input;  // a layer name (logits)
+  std::string label_input; // an input name
+  AttrMap loss_attrs;
+  DataSpec data;
+  TrainSpec train;
+  bool has_data = false, has_train = false;
+};
+
+ModelSpec load_model_yaml(const std::string& path);
+ModelSpec parse_model_yaml(const std::string& text, const std::string& file);
+// Hash of what a checkpoint must agree with to be resumed (inputs, network, loss, optimizer, schedule).
+uint64_t spec_hash(const ModelSpec& spec);
+
+class Layer;
+
+struct ParamInfo {
+  std::string name;  // "conv1.weight"
+  Tensor value;
+  bool trainable = true;  // false for buffers (batch_norm running statistics)
+};
+
+class Network {
+ public:
+  // Builds the layers, infers every shape with a probe batch, and initialises parameters from `seed`
+  // (PyTorch's default scheme: uniform(+-1/sqrt(fan_in))).
+  explicit Network(const ModelSpec& spec);
+  ~Network();
+
+  // Runs the DAG; returns the value of every input and layer by name. `step` seeds dropout.
+  std::map<std::string, Tensor> forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step);
+  Tensor loss(const std::map<std::string, Tensor>& values, const Tensor& labels) const;
+  const std::string& output_name() const { return spec_.loss_input; }
+
+  std::vector<ParamInfo>& params() { return params_; }
+  std::vector<train::NamedParam> trainable() const;
+  std::map<std::string, Tensor> state() const;  // every parameter and buffer by name
+  void load_state(const std::map<std::string, Tensor>& state, bool allow_missing = false);
+
+  // One row per layer: name, type, output shape (with the batch axis as -1... shown as N), parameter count.
+  struct Row {
+    std::string name, type, output_shape;
+    int64_t params;
+  };
+  std::vector<Row> summary() const;
+  int64_t parameter_count() const;
+  const ModelSpec& spec() const { return spec_; }
+
+ private:
+  ModelSpec spec_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<ParamInfo> params_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace pd::model

@@ -1,0 +1,61 @@
+// The layer library of model YAMLs. A layer declares its keys, creates its parameters once it knows
+// its input shapes, and computes its output with the generated op API.
+#pragma once
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pd/model/network.h"
+
+namespace pd::model {
+
+struct ForwardCtx {
+  bool training = false;
+  uint64_t seed = 0;  // per step and layer, for dropout
+};
+
+// Creates parameters with PyTorch's default initialisation, seeded so that runs are reproducible.
+class ParamFactory {
+ public:
+  ParamFactory(std::vector<ParamInfo>& params, uint64_t seed) : params_(params), rng_(seed) {}
+  Tensor uniform(const std::string& name, const Shape& shape, double bound);
+  Tensor constant(const std::string& name, const Shape& shape, double value, bool trainable = true);
+
+ private:
+  std::vector<ParamInfo>& params_;
+  std::mt19937_64 rng_;
+};
+
+class Layer {
+ public:
+  explicit Layer(LayerSpec spec) : spec_(std::move(spec)) {}
+  virtual ~Layer() = default;
+  virtual void build(const std::vector<Shape>& in_shapes, ParamFactory& params) {}
+  virtual Tensor forward(const std::vector<Tensor>& in, const ForwardCtx& ctx) = 0;
+  const LayerSpec& spec() const { return spec_; }
+  int64_t param_count() const { return param_count_; }
+
+ protected:
+  // Typed access to the layer's YAML keys; errors carry the file position.
+  int64_t get_int(const std::string& key) const;
+  int64_t get_int(const std::string& key, int64_t fallback) const;
+  double get_float(const std::string& key, double fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  std::vector<int64_t> get_pair(const std::string& key, std::vector<int64_t> fallback) const;  // int or [a, b]
+  std::vector<int64_t> get_ints(const std::string& key) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  void expect_inputs(const std::vector<Shape>& in, size_t n) const;
+  Tensor add_param(ParamFactory& pf, const std::string& suffix, const Shape& shape, double bound);
+
+  LayerSpec spec_;
+  int64_t param_count_ = 0;
+};
+
+// The keys each layer type accepts (besides name, type, input, inputs); unknown keys are errors.
+const std::set<std::string>* layer_keys(const std::string& type);
+std::vector<std::string> layer_types();
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+
+}  // namespace pd::model

@@ -1,0 +1,141 @@
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "layers.h"
+#include "op_api.h"
+#include "pd/autograd/autograd.h"
+#include "pd/model/network.h"
+
+namespace pd::model {
+namespace {
+
+// Rethrows an op error from inside a layer with the layer's file position, so that a shape mismatch
+// between layers points at the YAML line.
+template <typename F>
+auto at_layer(const LayerSpec& l, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind(l.pos.file, 0) == 0) throw;  // already positioned
+    raise(e.code(), "{}: layer '{}' ({}): {}", l.pos.str(), l.name, l.type, msg);
+  }
+}
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 29);
+}
+
+}  // namespace
+
+Network::Network(const ModelSpec& spec) : spec_(spec) {
+  ParamFactory pf(params_, mix(spec.train.seed, 0x1217));
+  std::map<std::string, Shape> shapes;
+  std::map<std::string, Tensor> probe;
+  // A probe batch of 2 zeros infers every layer's shape and builds its parameters.
+  for (const auto& in : spec.inputs) {
+    Shape s = {2};
+    s.insert(s.end(), in.shape.begin(), in.shape.end());
+    probe[in.name] = ops::zeros(s, in.dtype);
+  }
+  NoGradGuard no_grad;
+  for (const auto& l : spec.layers) {
+    std::vector<Shape> in_shapes;
+    std::vector<Tensor> in;
+    for (const auto& name : l.inputs) {
+      in.push_back(probe.at(name));
+      in_shapes.push_back(probe.at(name).shape());
+    }
+    auto layer = make_layer(l);
+    size_t before = params_.size();
+    at_layer(l, [&] {
+      layer->build(in_shapes, pf);
+      return 0;
+    });
+    // Probe with copies of the buffers so that running statistics stay at their initial values.
+    std::vector<Tensor> saved;
+    for (size_t i = before; i < params_.size(); ++i) saved.push_back(params_[i].value.clone());
+    Tensor out = at_layer(l, [&] { return layer->forward(in, ForwardCtx{false, 0}); });
+    for (size_t i = before; i < params_.size(); ++i)
+      std::memcpy(params_[i].value.raw_data(), saved[i - before].raw_data(), saved[i - before].storage()->bytes);
+    probe[l.name] = out;
+    Shape shown = out.shape();
+    std::string shape_text = "[N";
+    for (size_t d = 1; d < shown.size(); ++d) shape_text += fmt::format(", {}", shown[d]);
+    rows_.push_back({l.name, l.type, shape_text + "]", layer->param_count()});
+    layers_.push_back(std::move(layer));
+  }
+}
+
+Network::~Network() = default;
+
+std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step) {
+  std::map<std::string, Tensor> values;
+  for (const auto& in : spec_.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end() && in.name == spec_.label_input) continue;  // only the loss reads labels
+    PD_CHECK(it != inputs.end(), ErrorCode::kInvalidArgument, "{}: the network needs input '{}'", in.pos.str(), in.name);
+    values[in.name] = it->second;
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const LayerSpec& l = layers_[i]->spec();
+    std::vector<Tensor> in;
+    for (const auto& name : l.inputs) in.push_back(values.at(name));
+    ForwardCtx ctx{training, mix(mix(spec_.train.seed, static_cast<uint64_t>(step)), i)};
+    values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
+  }
+  return values;
+}
+
+Tensor Network::loss(const std::map<std::string, Tensor>& values, const Tensor& labels) const {
+  auto get = [&](const char* key, auto fallback) {
+    auto it = spec_.loss_attrs.find(key);
+    return it == spec_.loss_attrs.end() ? fallback : std::get<decltype(fallback)>(it->second);
+  };
+  return ops::cross_entropy(values.at(spec_.loss_input), labels, -1, get("ignore_index", int64_t{-100}),
+                            get("label_smoothing", 0.0));
+}
+
+std::vector<train::NamedParam> Network::trainable() const {
+  std::vector<train::NamedParam> out;
+  for (const auto& p : params_)
+    if (p.trainable) out.push_back({p.name, p.value});
+  return out;
+}
+
+std::map<std::string, Tensor> Network::state() const {
+  std::map<std::string, Tensor> out;
+  for (const auto& p : params_) out[p.name] = p.value;
+  return out;
+}
+
+void Network::load_state(const std::map<std::string, Tensor>& state, bool allow_missing) {
+  for (auto& p : params_) {
+    auto it = state.find(p.name);
+    if (it == state.end()) {
+      PD_CHECK(allow_missing, ErrorCode::kInvalidArgument, "the saved state has no parameter '{}' (shape {})", p.name,
+               shape_str(p.value.shape()));
+      continue;
+    }
+    PD_CHECK(it->second.shape() == p.value.shape() && it->second.dtype() == p.value.dtype(), ErrorCode::kShape,
+             "parameter '{}': the model expects {} {}, but the saved state has {} {}", p.name, dtype_name(p.value.dtype()),
+             shape_str(p.value.shape()), dtype_name(it->second.dtype()), shape_str(it->second.shape()));
+    Tensor src = it->second.contiguous();
+    std::memcpy(p.value.raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * dtype_size(src.dtype()));
+  }
+}
+
+std::vector<Network::Row> Network::summary() const { return rows_; }
+
+int64_t Network::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : params_)
+    if (p.trainable) n += p.value.numel();
+  return n;
+}
+
+}  // namespace pd::model

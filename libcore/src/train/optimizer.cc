@@ -1,0 +1,205 @@
+// Optimizers. Updates run as plain loops over the parameters' own storage: no ops are recorded and
+// no temporaries are allocated, which keeps a step cheap next to the forward/backward pass.
+#include "pd/train/optimizer.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "op_api.h"
+#include "pd/autograd/autograd.h"
+#include "pd/core/tensor_inl.h"
+
+namespace pd::train {
+namespace {
+
+const char* kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return "SGD";
+    case OptimizerKind::Momentum: return "Momentum";
+    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::AdamW: return "AdamW";
+  }
+  return "?";
+}
+
+bool uses_m(OptimizerKind k) { return k != OptimizerKind::SGD; }
+bool uses_v(OptimizerKind k) { return k == OptimizerKind::Adam || k == OptimizerKind::AdamW; }
+
+// The gradient as a contiguous tensor of the parameter's dtype and shape; accumulated grads can be
+// broadcast views (zero strides) or, in principle, another dtype.
+Tensor dense_grad(const NamedParam& p, const Tensor& g) {
+  PD_CHECK(g.shape() == p.value.shape(), ErrorCode::kShape,
+           "Optimizer::step: gradient of parameter '{}' has shape {}, but the parameter has shape {}", p.name,
+           shape_str(g.shape()), shape_str(p.value.shape()));
+  PD_CHECK(g.place().is_cpu(), ErrorCode::kInvalidArgument,
+           "Optimizer::step: gradient of parameter '{}' is on {}, expected cpu", p.name, g.place().str());
+  Tensor d = g.dtype() == p.value.dtype() ? g : ops::cast(g, p.value.dtype());
+  return d.contiguous();
+}
+
+struct Coeffs {
+  OptimizerConfig c;
+  double lr;
+  int64_t t;  // step number, 1-based
+};
+
+template <typename T>
+void update(T* p, const T* g, T* m, T* v, int64_t n, const Coeffs& k) {
+  const OptimizerConfig& c = k.c;
+  const T lr = static_cast<T>(k.lr), wd = static_cast<T>(c.weight_decay);
+  switch (c.kind) {
+    case OptimizerKind::SGD:
+      for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+      break;
+    case OptimizerKind::Momentum: {
+      const T mu = static_cast<T>(c.momentum);
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = g[i] + wd * p[i];
+        m[i] = mu * m[i] + gi;
+        p[i] -= lr * (c.nesterov ? gi + mu * m[i] : m[i]);
+      }
+      break;
+    }
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: {
+      const bool decoupled = c.kind == OptimizerKind::AdamW;
+      const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2), eps = static_cast<T>(c.eps);
+      const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(k.t));
+      const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(k.t));
+      const T step_size = static_cast<T>(k.lr / bc1), bc2_sqrt = static_cast<T>(std::sqrt(bc2));
+      const T decay = static_cast<T>(1.0 - k.lr * c.weight_decay);
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = g[i];
+        if (decoupled) p[i] *= decay;
+        else gi += wd * p[i];
+        m[i] = b1 * m[i] + (T(1) - b1) * gi;
+        v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
+        p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<NamedParam> params, OptimizerConfig config)
+    : params_(std::move(params)), config_(config) {
+  PD_CHECK(config_.weight_decay >= 0, ErrorCode::kInvalidArgument,
+           "Optimizer: weight_decay must be >= 0, but received {}", config_.weight_decay);
+  if (config_.kind == OptimizerKind::Momentum)
+    PD_CHECK(config_.momentum >= 0, ErrorCode::kInvalidArgument,
+             "Optimizer: momentum must be >= 0, but received {}", config_.momentum);
+  if (uses_v(config_.kind)) {
+    PD_CHECK(config_.beta1 >= 0 && config_.beta1 < 1 && config_.beta2 >= 0 && config_.beta2 < 1,
+             ErrorCode::kInvalidArgument, "Optimizer: {} needs betas in [0, 1), but received ({}, {})",
+             kind_name(config_.kind), config_.beta1, config_.beta2);
+    PD_CHECK(config_.eps >= 0, ErrorCode::kInvalidArgument, "Optimizer: eps must be >= 0, but received {}",
+             config_.eps);
+  }
+  std::set<std::string> names;
+  std::set<const TensorImpl*> tensors;
+  for (const NamedParam& p : params_) {
+    PD_CHECK(names.insert(p.name).second, ErrorCode::kInvalidArgument,
+             "Optimizer: parameter name '{}' appears twice (state keys must be unique)", p.name);
+    PD_CHECK(p.value.defined(), ErrorCode::kInvalidArgument, "Optimizer: parameter '{}' is undefined", p.name);
+    // The same tensor listed twice would be updated twice per step.
+    PD_CHECK(tensors.insert(p.value.impl()).second, ErrorCode::kInvalidArgument,
+             "Optimizer: parameter '{}' is a tensor already listed under another name", p.name);
+    PD_CHECK(p.value.dtype() == DType::f32 || p.value.dtype() == DType::f64, ErrorCode::kDType,
+             "Optimizer: parameter '{}' must be f32 or f64, but has dtype {}", p.name, dtype_name(p.value.dtype()));
+    PD_CHECK(p.value.place().is_cpu(), ErrorCode::kInvalidArgument,
+             "Optimizer: parameter '{}' must be on cpu, but is on {}", p.name, p.value.place().str());
+    // The in-place loops index storage linearly, so a strided view would update the wrong elements.
+    PD_CHECK(p.value.is_contiguous(), ErrorCode::kInvalidArgument,
+             "Optimizer: parameter '{}' (shape {}) must be contiguous; pass the leaf tensor, not a view", p.name,
+             shape_str(p.value.shape()));
+    m_.push_back(uses_m(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()) : Tensor());
+    v_.push_back(uses_v(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()) : Tensor());
+  }
+}
+
+void Optimizer::step(double lr) {
+  PD_CHECK(std::isfinite(lr) && lr >= 0, ErrorCode::kInvalidArgument,
+           "Optimizer::step: lr must be finite and >= 0, but received {}", lr);
+  NoGradGuard no_grad;
+  // Check every gradient before touching any parameter, so that an error leaves the model unchanged.
+  std::vector<Tensor> grads(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = params_[i].value.grad();
+    if (g.defined()) grads[i] = dense_grad(params_[i], g);
+  }
+  ++steps_;
+  const Coeffs k{config_, lr, steps_};
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Tensor& p = params_[i].value;
+    visit_dtype(p.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        update<T>(p.data<T>(), grads[i].data<T>(), m_[i].defined() ? m_[i].data<T>() : nullptr,
+                  v_[i].defined() ? v_[i].data<T>() : nullptr, p.numel(), k);
+      }
+    });
+  }
+  zero_grad();
+}
+
+void Optimizer::zero_grad() {
+  for (NamedParam& p : params_) p.value.zero_grad();
+}
+
+std::map<std::string, Tensor> Optimizer::state() const {
+  std::map<std::string, Tensor> out;
+  out["step"] = Tensor::scalar<int64_t>(steps_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // Copies, so that a saved snapshot does not change under later steps.
+    if (m_[i].defined()) out[params_[i].name + ".m"] = m_[i].clone();
+    if (v_[i].defined()) out[params_[i].name + ".v"] = v_[i].clone();
+  }
+  return out;
+}
+
+void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
+  // Validate everything first: a half-loaded state would silently corrupt training.
+  std::set<std::string> expected{"step"};
+  auto check = [&](const std::string& key, const Tensor& like) {
+    expected.insert(key);
+    auto it = state.find(key);
+    PD_CHECK(it != state.end(), ErrorCode::kInvalidArgument,
+             "Optimizer::load_state: missing key '{}' ({} state)", key, kind_name(config_.kind));
+    const Tensor& t = it->second;
+    PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "Optimizer::load_state: key '{}' is undefined", key);
+    PD_CHECK(t.shape() == like.shape(), ErrorCode::kShape,
+             "Optimizer::load_state: key '{}' has shape {}, expected {}", key, shape_str(t.shape()),
+             shape_str(like.shape()));
+    PD_CHECK(t.dtype() == like.dtype(), ErrorCode::kDType, "Optimizer::load_state: key '{}' has dtype {}, expected {}",
+             key, dtype_name(t.dtype()), dtype_name(like.dtype()));
+    PD_CHECK(t.place().is_cpu(), ErrorCode::kInvalidArgument, "Optimizer::load_state: key '{}' is on {}, expected cpu",
+             key, t.place().str());
+  };
+  const Tensor step_like = Tensor::scalar<int64_t>(0);
+  check("step", step_like);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (m_[i].defined()) check(params_[i].name + ".m", m_[i]);
+    if (v_[i].defined()) check(params_[i].name + ".v", v_[i]);
+  }
+  for (const auto& [key, t] : state)
+    PD_CHECK(expected.count(key), ErrorCode::kInvalidArgument,
+             "Optimizer::load_state: unexpected key '{}' (is the state from another optimizer kind or model?)", key);
+  const int64_t steps = state.at("step").item<int64_t>();
+  PD_CHECK(steps >= 0, ErrorCode::kInvalidArgument, "Optimizer::load_state: 'step' is negative ({})", steps);
+
+  auto copy_into = [&](Tensor& dst, const std::string& key) {
+    Tensor src = state.at(key).contiguous();
+    size_t bytes = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype());
+    if (bytes) std::memcpy(dst.raw_data(), src.raw_data(), bytes);
+  };
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (m_[i].defined()) copy_into(m_[i], params_[i].name + ".m");
+    if (v_[i].defined()) copy_into(v_[i], params_[i].name + ".v");
+  }
+  steps_ = steps;
+}
+
+}  // namespace pd::train

@@ -1,0 +1,51 @@
+// pd-train MODEL.yaml: train a network described in a model YAML on its data and write a model file.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "check.h"
+#include "pd/train/trainer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pd-train: train a network described in a model YAML (docs/model-yaml.md)", "pd-train"};
+  std::string yaml;
+  pd::train::TrainOptions opt;
+  bool check = false;
+  app.add_option("model", yaml, "the model YAML")->required();
+  app.add_flag("--check", check, "validate the YAML and print the per-layer shapes and parameter counts, then exit");
+  app.add_option("--out", opt.out_dir, "the run directory (default runs/NAME)");
+  app.add_flag("--resume", opt.resume, "continue the run in --out from its checkpoint");
+  app.add_option("--init-from", opt.init_from, "fine-tune: start from the parameters of this model file");
+  app.add_option("--epochs", opt.epochs, "override train.epochs")->check(CLI::PositiveNumber);
+  app.add_option("--stop-after-epoch", opt.stop_after_epoch, "checkpoint and stop after this epoch")->check(CLI::PositiveNumber);
+  app.add_option("--limit", opt.limit, "use only the first N training and test samples")->check(CLI::PositiveNumber);
+  app.add_option("--threads", opt.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_flag("--quiet,-q", opt.quiet, "no progress or per-epoch text (errors only)");
+  app.add_flag("--json", opt.json, "print one JSON object per epoch on stdout");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "pd-train: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+    pd::model::ModelSpec spec = pd::model::load_model_yaml(yaml);
+    if (check) {
+      pd::model::Network net(spec);
+      pd::tools::print_layer_table(spec, net);
+      return 0;
+    }
+    if (opt.out_dir.empty()) opt.out_dir = "runs/" + spec.name;
+    if (!opt.resume && std::filesystem::exists(opt.out_dir + "/checkpoint.pdckpt"))
+      fmt::print(stderr, "pd-train: note: starting over in {} (use --resume to continue the run there)\n", opt.out_dir);
+    return pd::train::Trainer(std::move(spec), opt).run();
+  } catch (const pd::Error& e) {
+    fmt::print(stderr, "pd-train: error: {}\n", e.what());
+    return e.code() == pd::ErrorCode::kInternal ? 1 : 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pd-train: error: {}\n", e.what());
+    return 1;
+  }
+}
