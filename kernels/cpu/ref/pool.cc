@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/common/parallel.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -48,22 +49,45 @@ Window window(int64_t o, int64_t s, int64_t k, int64_t p, int64_t size) {
   return {std::max<int64_t>(start, 0), std::min(start + k, size), end_padded - start};
 }
 
-// Flat index (within the plane) of the first maximum of the window; -1 if the window is all padding.
-// NaN wins, as in PyTorch, so it propagates.
+// Max of every window of output row `oh` (-inf where a window is all padding); NaN propagates, as in
+// PyTorch. Rows of the window are first reduced elementwise into `tmp`, then each output column reduces
+// its few entries. Everything is written as max and or-ed NaN flags so that the compiler emits maxss
+// and no branches: with real data a compare-and-branch per element mispredicts half the time, which
+// made pooling the slowest part of a LeNet training step.
 template <typename T>
-int64_t argmax_window(const T* plane, const PoolGeom& g, int64_t oh, int64_t ow) {
-  const Window wh = window(oh, g.sh, g.kh, g.ph, g.H), ww = window(ow, g.sw, g.kw, g.pw, g.W);
-  int64_t best = -1;
-  T bv = -std::numeric_limits<T>::infinity();
-  for (int64_t h = wh.start; h < wh.end; ++h)
-    for (int64_t w = ww.start; w < ww.end; ++w) {
-      const T v = plane[h * g.W + w];
-      if (best < 0 || v > bv || (std::isnan(v) && !std::isnan(bv))) {
-        best = h * g.W + w;
-        bv = v;
-      }
+inline T max_no_nan(T m, T v) {
+  return m < v ? v : m;  // maxss
+}
+
+template <typename T>
+void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std::vector<Window>& cols, T* __restrict tmp,
+             uint8_t* __restrict nan, T* __restrict out_row) {
+  const Window wh = window(oh, g.sh, g.kh, g.ph, g.H);
+  const int64_t W = g.W;
+  std::fill(tmp, tmp + W, -std::numeric_limits<T>::infinity());
+  std::fill(nan, nan + W, uint8_t{0});
+  for (int64_t h = wh.start; h < wh.end; ++h) {
+    const T* __restrict row = plane + h * W;
+    for (int64_t w = 0; w < W; ++w) {
+      tmp[w] = max_no_nan(tmp[w], row[w]);
+      nan[w] |= static_cast<uint8_t>(row[w] != row[w]);
     }
-  return best;
+  }
+  for (int64_t ow = 0; ow < g.oW; ++ow) {
+    T m = -std::numeric_limits<T>::infinity();
+    uint8_t any_nan = 0;
+    for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) {
+      m = max_no_nan(m, tmp[w]);
+      any_nan |= nan[w];
+    }
+    out_row[ow] = any_nan ? std::numeric_limits<T>::quiet_NaN() : m;
+  }
+}
+
+std::vector<Window> column_windows(const PoolGeom& g) {
+  std::vector<Window> cols(static_cast<size_t>(g.oW));
+  for (int64_t ow = 0; ow < g.oW; ++ow) cols[ow] = window(ow, g.sw, g.kw, g.pw, g.W);
+  return cols;
 }
 
 // Divisor of one average window: exclusive counts real input elements only.
@@ -82,35 +106,51 @@ template <typename T>
 void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
   const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
+  const std::vector<Window> cols = column_windows(g);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const T* plane = xd + p * g.H * g.W;
+  cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
+    std::vector<T> tmp(static_cast<size_t>(g.W));
+    std::vector<uint8_t> nan(static_cast<size_t>(g.W));
     for (int64_t oh = 0; oh < g.oH; ++oh)
-      for (int64_t ow = 0; ow < g.oW; ++ow) {
-        const int64_t idx = argmax_window(plane, g, oh, ow);
-        od[(p * g.oH + oh) * g.oW + ow] = idx < 0 ? -std::numeric_limits<T>::infinity() : plane[idx];
-      }
-  }
+      max_row(xd + p * g.H * g.W, g, oh, cols, tmp.data(), nan.data(), od + (p * g.oH + oh) * g.oW);
+  });
 }
 
+// The gradient goes to the first maximum of each window (row-major), found branch-free against the
+// recomputed window max.
 template <typename T>
 void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      Tensor& dx) {
   const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
+  const std::vector<Window> cols = column_windows(g);
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
-  std::fill(dd, dd + dx.numel(), T(0));
-  for (int64_t p = 0; p < g.planes; ++p) {
+  cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
+    std::vector<T> tmp(static_cast<size_t>(g.W)), maxes(static_cast<size_t>(g.oW));
+    std::vector<uint8_t> nan(static_cast<size_t>(g.W));
+    std::fill(dd + p * g.H * g.W, dd + (p + 1) * g.H * g.W, T(0));
     const T* plane = xd + p * g.H * g.W;
-    for (int64_t oh = 0; oh < g.oH; ++oh)
+    T* dplane = dd + p * g.H * g.W;
+    for (int64_t oh = 0; oh < g.oH; ++oh) {
+      max_row(plane, g, oh, cols, tmp.data(), nan.data(), maxes.data());
+      const Window wh = window(oh, g.sh, g.kh, g.ph, g.H);
+      const T* grow = gd + (p * g.oH + oh) * g.oW;
       for (int64_t ow = 0; ow < g.oW; ++ow) {
-        const int64_t idx = argmax_window(plane, g, oh, ow);
-        if (idx >= 0) dd[p * g.H * g.W + idx] += gd[(p * g.oH + oh) * g.oW + ow];
+        const T m = maxes[ow], gv = grow[ow];
+        int found = 0;
+        for (int64_t h = wh.start; h < wh.end; ++h)
+          for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) {
+            const T v = plane[h * g.W + w];
+            const int hit = (1 - found) & static_cast<int>((v == m) | ((v != v) & (m != m)));
+            dplane[h * g.W + w] += gv * static_cast<T>(hit);
+            found |= hit;
+          }
       }
-  }
+    }
+  });
 }
 
 template <typename T>

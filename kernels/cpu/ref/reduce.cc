@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "cpu/common/reduce.h"
+#include "cpu/common/parallel.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -48,11 +49,11 @@ void sum(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor
   const ReducePlan p = make_reduce_plan(x.shape(), axis, "sum");
   const T* xd = x.data<T>();
   T* od = out.data<T>();
-  for (int64_t o = 0; o < p.out_numel; ++o) {
+  cpu::parallel_for(p.out_numel, p.group_size, [&](int64_t o) {
     Acc<T> acc = 0;
     p.for_each_in_group(o, [&](int64_t i) { acc += static_cast<Acc<T>>(xd[i]); });
     od[o] = static_cast<T>(acc);
-  }
+  });
 }
 
 template <typename T>
