@@ -48,14 +48,15 @@ struct ConvGeometry {
                                    plain_desc(dims{dst[1]}), any(dst), strides, dilates, pad_l, pad_r)
                   : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, any(src), any(wei), any(dst),
                                    strides, dilates, pad_l, pad_r);
-    return conv_fwd::primitive_desc(d, cpu_engine());
+    return conv_fwd::primitive_desc(d, user_scratchpad(), cpu_engine());
   }
 };
 
-// One primitive with reorders for its two inputs and its output.
+// One primitive with reorders for its two inputs and its output, and the size of its scratchpad.
 struct ConvEntry {
   dnnl::primitive prim;
   OptionalReorder in0, in1, out;
+  dnnl::memory::desc scratchpad;
 };
 
 }  // namespace
@@ -71,13 +72,14 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std
       auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias);
       return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
                        OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
-                       OptionalReorder::make(pd.dst_desc(), g.plain_dst())};
+                       OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc()};
     });
     dnnl::memory user_dst = wrap(g.plain_dst(), out);
     dnnl::memory dst = output_buffer(e->out, user_dst);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
                                                {DNNL_ARG_WEIGHTS, reorder_in(e->in1, wrap(g.plain_wei(), weight))},
-                                               {DNNL_ARG_DST, dst}};
+                                               {DNNL_ARG_DST, dst},
+                                               {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
     e->prim.execute(cpu_stream(), args);
     reorder_out(e->out, dst, user_dst);
@@ -100,16 +102,17 @@ void conv2d_grad_input(const Tensor& grad, const Tensor& weight, const std::vect
       auto hint = g.forward_pd(dnnl::prop_kind::forward_training, false);
       conv_bwd_data::desc d(dnnl::algorithm::convolution_direct, g.any(g.src), g.any(g.wei), g.any(g.dst), g.strides,
                             g.dilates, g.pad_l, g.pad_r);
-      conv_bwd_data::primitive_desc pd(d, cpu_engine(), hint);
+      conv_bwd_data::primitive_desc pd(d, user_scratchpad(), cpu_engine(), hint);
       return ConvEntry{conv_bwd_data(pd), OptionalReorder::make(g.plain_dst(), pd.diff_dst_desc()),
                        OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
-                       OptionalReorder::make(pd.diff_src_desc(), g.plain_src())};
+                       OptionalReorder::make(pd.diff_src_desc(), g.plain_src()), pd.scratchpad_desc()};
     });
     dnnl::memory user_dx = wrap(g.plain_src(), dx);
     dnnl::memory diff_src = output_buffer(e->out, user_dx);
     e->prim.execute(cpu_stream(), {{DNNL_ARG_DIFF_DST, reorder_in(e->in0, wrap(g.plain_dst(), grad))},
                                    {DNNL_ARG_WEIGHTS, reorder_in(e->in1, wrap(g.plain_wei(), weight))},
-                                   {DNNL_ARG_DIFF_SRC, diff_src}});
+                                   {DNNL_ARG_DIFF_SRC, diff_src},
+                                   {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}});
     reorder_out(e->out, diff_src, user_dx);
   });
 }
@@ -130,16 +133,17 @@ void conv2d_grad_weight(const Tensor& grad, const Tensor& x, const std::vector<i
       auto hint = g.forward_pd(dnnl::prop_kind::forward_training, false);
       conv_bwd_weights::desc d(dnnl::algorithm::convolution_direct, g.any(g.src), g.any(g.wei), g.any(g.dst),
                                g.strides, g.dilates, g.pad_l, g.pad_r);
-      conv_bwd_weights::primitive_desc pd(d, cpu_engine(), hint);
+      conv_bwd_weights::primitive_desc pd(d, user_scratchpad(), cpu_engine(), hint);
       return ConvEntry{conv_bwd_weights(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
                        OptionalReorder::make(g.plain_dst(), pd.diff_dst_desc()),
-                       OptionalReorder::make(pd.diff_weights_desc(), g.plain_wei())};
+                       OptionalReorder::make(pd.diff_weights_desc(), g.plain_wei()), pd.scratchpad_desc()};
     });
     dnnl::memory user_dw = wrap(g.plain_wei(), dw);
     dnnl::memory diff_w = output_buffer(e->out, user_dw);
     e->prim.execute(cpu_stream(), {{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
                                    {DNNL_ARG_DIFF_DST, reorder_in(e->in1, wrap(g.plain_dst(), grad))},
-                                   {DNNL_ARG_DIFF_WEIGHTS, diff_w}});
+                                   {DNNL_ARG_DIFF_WEIGHTS, diff_w},
+                                   {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}});
     reorder_out(e->out, diff_w, user_dw);
   });
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pd/core/allocator.h"
+
 namespace pd::kernels::onednn {
 
 dnnl::engine& cpu_engine() {
@@ -74,16 +76,33 @@ OptionalReorder OptionalReorder::make(const dnnl::memory::desc& from, const dnnl
   return r;
 }
 
+namespace {
+thread_local std::vector<std::shared_ptr<void>> g_scratch;
+}  // namespace
+
+dnnl::memory scratch_memory(const dnnl::memory::desc& md) {
+  g_scratch.push_back(cpu_allocator().allocate(md.get_size()));
+  return dnnl::memory(md, cpu_engine(), g_scratch.back().get());
+}
+
+void release_scratch() { g_scratch.clear(); }
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user) {
   if (!r.prim) return user;
   dnnl::memory src = user;  // handles share the buffer; execute() wants non-const refs
-  dnnl::memory dst(r.to, cpu_engine());
+  dnnl::memory dst = scratch_memory(r.to);
   r.prim->execute(cpu_stream(), src, dst);
   return dst;
 }
 
 dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user) {
-  return r.prim ? dnnl::memory(r.from, cpu_engine()) : user;
+  return r.prim ? scratch_memory(r.from) : user;
 }
 
 void reorder_out(const OptionalReorder& r, const dnnl::memory& produced, const dnnl::memory& user) {

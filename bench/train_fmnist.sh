@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Trains LeNet-5 and the MLP on Fashion-MNIST with pd-train and with the PyTorch peer
+# (../shared/peers/torch_fmnist.py, Debian python3-torch + libopenblas0-pthread) using the same recipe:
+# batch 64, Adam (lr 2e-3 LeNet, 1e-3 MLP), cosine decay, inputs normalised to mean 0.286 / std 0.353,
+# 2 threads. Prints one markdown row per (arch, framework): samples/s, test accuracy, peak RSS, ratio.
+#   usage: bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EPOCHS=${1:-5}
+shift || true
+ARCHS=${*:-lenet mlp}
+PEER=${PEER:-../shared/peers/torch_fmnist.py}
+PD_TRAIN=${PD_TRAIN:-build/tools/pd-train}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+echo "| model | framework | epochs | samples/s | test acc | peak RSS MiB | speed ratio |"
+echo "|---|---|---|---|---|---|---|"
+for arch in $ARCHS; do
+  case $arch in
+    lenet) yaml=examples/lenet_fmnist.yaml lr=2e-3 ;;
+    mlp) yaml=examples/mlp_fmnist.yaml lr=1e-3 ;;
+    *) echo "unknown arch $arch" >&2; exit 2 ;;
+  esac
+  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" --threads 2 --out "$OUT/$arch" --quiet --json > "$OUT/pd.jsonl"
+  pd_sps=$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")
+  pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
+  pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
+  peer=$(/usr/bin/python3 "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2)
+  t_sps=$(echo "$peer" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/')
+  t_acc=$(echo "$peer" | sed 's/.*test_acc=\([0-9.]*\).*/\1/')
+  t_rss=$(echo "$peer" | sed 's/.*peak_rss_mb=\([0-9.]*\).*/\1/')
+  ratio=$(awk -v a="$pd_sps" -v b="$t_sps" 'BEGIN { printf "%.2fx", a / b }')
+  echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | $ratio |"
+  echo "| $arch | PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') | $EPOCHS | $t_sps | $t_acc | $t_rss | 1.00x |"
+done
