@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
+
 #include "emitters.h"
 #include "writer.h"
 
@@ -38,6 +40,48 @@ std::string boxed_fn(const OpDef& op) {
       op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "));
 }
 
+std::string bench_problem(const OpDef& op, const Sample& s) {
+  std::vector<std::string> shapes, dtypes, ranges, attrs;
+  for (const ArgDef* a : op.tensor_args()) {
+    std::vector<std::string> list;
+    double lo = -1, hi = 1;
+    if (auto d = op.test.domain.find(a->name); d != op.test.domain.end()) std::tie(lo, hi) = d->second;
+    std::string dtype;
+    if (auto it = s.inputs.find(a->name); it != s.inputs.end()) {
+      for (const auto& sh : it->second.shapes) list.push_back(fmt::format("::pd::Shape{{{}}}", fmt::join(sh, ", ")));
+      dtype = it->second.dtype;
+      if (it->second.has_range) std::tie(lo, hi) = std::pair(it->second.lo, it->second.hi);
+    }
+    shapes.push_back(fmt::format("{{{}}}", fmt::join(list, ", ")));
+    dtypes.push_back(quote(dtype));
+    ranges.push_back(fmt::format("{{{}, {}}}", lo, hi));
+  }
+  for (const auto& [name, value] : s.attrs_cpp) attrs.push_back(fmt::format("{{\"{}\", {}}}", name, attr_value_cpp(*op.arg(name), value)));
+  return fmt::format("{{{{{}}}, {{{}}}, {{{}}}, {{{}}}}}", fmt::join(shapes, ", "), fmt::join(dtypes, ", "), fmt::join(ranges, ", "),
+                     fmt::join(attrs, ", "));
+}
+
+// `2 * numel(out) * dim(x, -1)` -> C++ over a ShapeEnv.
+std::string flops_lambda(const OpDef& op) {
+  if (op.bench.flops.empty()) return "nullptr";
+  std::string e = op.bench.flops, out;
+  for (size_t i = 0; i < e.size();) {
+    auto starts = [&](const char* w) { return e.compare(i, strlen(w), w) == 0; };
+    if (starts("numel(") || starts("dim(")) {
+      bool is_numel = starts("numel(");
+      size_t open = e.find('(', i), comma = e.find_first_of(",)", open);
+      std::string name = e.substr(open + 1, comma - open - 1);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      out += fmt::format("::pd::bench_{}(e, \"{}\"", is_numel ? "numel" : "dim", name);
+      i = comma;
+      continue;
+    }
+    out += e[i++];
+  }
+  return fmt::format("[](const ::pd::ShapeEnv& e) -> double {{ return {}; }}", out);
+}
+
 std::string schema_entry(const OpDef& op) {
   std::vector<std::string> args, outs, kernels;
   for (const auto& a : op.args)
@@ -45,9 +89,12 @@ std::string schema_entry(const OpDef& op) {
                                a.default_cpp ? "true" : "false", quote(a.default_text)));
   for (const auto& o : op.outputs)
     outs.push_back(fmt::format("{{{}, {}, {}}}", quote(o.name), o.is_list ? "true" : "false", o.differentiable ? "true" : "false"));
-  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}}},\n", quote(op.name), quote(op.doc),
+  std::vector<std::string> problems;
+  for (const auto& p : op.bench.problems.empty() ? op.test.samples : op.bench.problems) problems.push_back(bench_problem(op, p));
+  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}}},\n", quote(op.name), quote(op.doc),
                      quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "), op.differentiable() ? "true" : "false",
-                     op.view.empty() ? "false" : "true", op.random ? "true" : "false", op.name);
+                     op.view.empty() ? "false" : "true", op.random ? "true" : "false", op.name,
+                     fmt::join(problems, ",\n      "), flops_lambda(op));
 }
 
 }  // namespace

@@ -12,14 +12,6 @@
 namespace pd::codegen {
 namespace {
 
-std::string attr_value_cpp(const ArgDef& a, const std::string& v) {
-  switch (a.kind) {
-    case ArgKind::Int: return fmt::format("::pd::AttrValue(static_cast<int64_t>({}))", v);
-    case ArgKind::Float: return fmt::format("::pd::AttrValue(static_cast<double>({}))", v);
-    case ArgKind::Bool: return fmt::format("::pd::AttrValue(static_cast<bool>({}))", v);
-    default: return fmt::format("::pd::AttrValue({})", v);
-  }
-}
 
 std::string sample_cpp(const OpDef& op, const Sample& s, const char* list) {
   std::vector<std::string> ins, attrs;
@@ -62,6 +54,15 @@ std::string ref_lambda(const OpDef& op) {
 }
 
 }  // namespace
+
+std::string attr_value_cpp(const ArgDef& a, const std::string& v) {
+  switch (a.kind) {
+    case ArgKind::Int: return fmt::format("::pd::AttrValue(static_cast<int64_t>({}))", v);
+    case ArgKind::Float: return fmt::format("::pd::AttrValue(static_cast<double>({}))", v);
+    case ArgKind::Bool: return fmt::format("::pd::AttrValue(static_cast<bool>({}))", v);
+    default: return fmt::format("::pd::AttrValue({})", v);
+  }
+}
 
 void emit_tests(const OpSet& set, const std::string& dir) {
   std::string c = kHeader;

@@ -17,5 +17,6 @@ void emit_docs(const OpSet& set, const std::string& out_dir);        // ops.md
 std::string kernel_params(const OpDef& op, bool with_names);
 std::string grad_node_class(const OpDef& op);
 std::string dtype_enum(const std::string& name);  // "f32" -> "::pd::DType::f32"
+std::string attr_value_cpp(const ArgDef& a, const std::string& value_cpp);  // wraps a value as ::pd::AttrValue
 
 }  // namespace pd::codegen

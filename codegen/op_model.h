@@ -65,6 +65,11 @@ struct TestSpec {
   double f32_tol = 1e-4, f64_tol = 1e-9;
 };
 
+struct BenchSpec {
+  std::vector<Sample> problems;  // shapes to time (default: the test samples)
+  std::string flops;             // expression over numel(NAME) and dim(NAME, AXIS); "" = bytes-bound
+};
+
 struct OpDef {
   std::string name;
   std::string doc;
@@ -81,6 +86,7 @@ struct OpDef {
   std::vector<Formula> backward;
   std::vector<Formula> fused_backward;
   TestSpec test;
+  BenchSpec bench;
   std::string category;  // section in the docs
 
   const ArgDef* arg(const std::string& n) const;

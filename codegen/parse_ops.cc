@@ -323,7 +323,7 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
   if (!node.IsMap() || !node["op"]) fail(node, "each entry must be a map starting with 'op: NAME'");
   op.name = scalar(node["op"], "op");
   op.pos = pos_of(node["op"]);
-  YAML::Node tests;
+  YAML::Node tests, bench;
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
@@ -351,8 +351,9 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
     else if (key == "backward") op.backward = parse_formulas(v);
     else if (key == "fused_backward") op.fused_backward = parse_formulas(v);
     else if (key == "tests") tests = v;
+    else if (key == "bench") bench = v;
     else fail(kv.first, fmt::format("unknown key '{}' in op '{}': expected doc, args, outputs, dtype, view, kernels, "
-                                    "nondiff, mutates, aliases, random, backward, fused_backward, tests",
+                                    "nondiff, mutates, aliases, random, backward, fused_backward, tests, bench",
                                     key, op.name));
   }
   if (op.outputs.empty()) fail(node, fmt::format("op '{}' declares no outputs", op.name));
@@ -374,6 +375,14 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
     fail(node["random"], "a random op needs an attribute 'seed: int = -1'");
   if (!tests) fail(node, fmt::format("op '{}' has no tests entry", op.name));
   parse_tests(op, tests);
+  if (bench) {
+    for (const auto& kv : bench) {
+      std::string key = kv.first.Scalar();
+      if (key == "problems") for (const auto& s : kv.second) op.bench.problems.push_back(parse_sample(op, s, false));
+      else if (key == "flops") op.bench.flops = scalar(kv.second, "flops");
+      else fail(kv.first, fmt::format("unknown key '{}' in bench: expected problems, flops", key));
+    }
+  }
   return op;
 }
 

@@ -28,3 +28,20 @@ const OpSchema& op_schema(const std::string& name) {
 }
 
 }  // namespace pd
+
+namespace pd {
+
+const Shape& ShapeEnv::get(const char* name) const {
+  for (const auto& [n, s] : shapes)
+    if (n == name) return s;
+  raise(ErrorCode::kInternal, "FLOP formula names '{}', which is not an input or output of the op", name);
+}
+
+double bench_numel(const ShapeEnv& env, const char* name) { return static_cast<double>(shape_numel(env.get(name))); }
+
+double bench_dim(const ShapeEnv& env, const char* name, int64_t axis) {
+  const Shape& s = env.get(name);
+  return static_cast<double>(s[normalize_axis(axis, static_cast<int64_t>(s.size()), "bench flops")]);
+}
+
+}  // namespace pd

@@ -31,6 +31,23 @@ struct OutputSchema {
   bool differentiable;
 };
 
+// A problem to time or check: shapes per tensor input (ops.yaml `bench:` entries, else the test samples).
+struct BenchProblem {
+  std::vector<std::vector<Shape>> shapes;  // per tensor input; empty = optional input absent
+  std::vector<std::string> dtypes;         // per tensor input; "" = the dtype under test
+  std::vector<std::pair<double, double>> ranges;  // value range per tensor input
+  AttrMap attrs;
+};
+
+// Named shapes of one call (inputs and outputs), for FLOP formulas.
+struct ShapeEnv {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  const Shape& get(const char* name) const;
+};
+double bench_numel(const ShapeEnv& env, const char* name);
+double bench_dim(const ShapeEnv& env, const char* name, int64_t axis);
+using FlopsFn = double (*)(const ShapeEnv&);
+
 struct OpSchema {
   std::string name, doc, category;
   std::vector<ArgSchema> args;
@@ -39,6 +56,8 @@ struct OpSchema {
   bool is_view;
   bool random;
   BoxedFn call;
+  std::vector<BenchProblem> bench;  // shapes for pd-bench
+  FlopsFn flops;                    // null: the op is memory-bound, report bytes
 };
 
 const std::vector<OpSchema>& all_op_schemas();
