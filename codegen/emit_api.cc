@@ -23,6 +23,8 @@ std::string api_params(const OpDef& op, bool with_defaults) {
   return fmt::format("{}", fmt::join(ps, ", "));
 }
 
+}  // namespace
+
 // Emits a shape-rule or view call: tensors become In{"name", local}, attrs pass through.
 std::string emit_rule_call(const Expr& e, const OpDef& op, const std::string& ns) {
   if (e.kind == Expr::Ident) {
@@ -42,6 +44,8 @@ std::string emit_rule_call(const Expr& e, const OpDef& op, const std::string& ns
   return fmt::format("::pd::{}::{}({})", ns, e.text, fmt::join(args, ", "));
 }
 
+namespace {
+
 std::vector<std::string> split_args(const std::string& call, std::string& fname) {
   size_t lp = call.find('('), rp = call.rfind(')');
   fname = call.substr(0, lp);
@@ -60,10 +64,12 @@ std::vector<std::string> split_args(const std::string& call, std::string& fname)
   return out;
 }
 
-std::string emit_function(const OpDef& op, const OpSet& set) {
+}  // namespace
+
+// Argument checks, the kernel dtype `kdt`, and the locals `NAME_` the rest of the op uses (inputs cast
+// to kdt under a promote rule). `cast_fn` is cast_if_needed for real tensors, meta_cast for shape-only ones.
+std::string emit_prologue(const OpDef& op, const char* cast_fn) {
   std::string b;
-  b += fmt::format("{} {}({}) {{\n  static constexpr const char* kOp = \"{}\";\n", cpp_return_type(op), op.name,
-                   api_params(op, false), op.name);
   auto tensors = op.tensor_args();
   for (const ArgDef* a : tensors) {
     const char* check = a->kind == ArgKind::TensorList ? "check_tensor_list"
@@ -95,7 +101,7 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
   std::string dtype_ref = rule_fn == "same" ? rule_args.at(0) : tensors.empty() ? "" : tensors[0]->name;
   for (const ArgDef* a : tensors) {
     if (promoted.count(a->name)) {
-      b += fmt::format("  const ::pd::Tensor {0}_ = ::pd::detail::cast_if_needed({0}, kdt);\n", a->name);
+      b += fmt::format("  const ::pd::Tensor {0}_ = ::pd::detail::{1}({0}, kdt);\n", a->name, cast_fn);
       continue;
     }
     b += fmt::format("  const {} {}_ = {};\n", cpp_value_type(*a), a->name, a->name);
@@ -107,21 +113,40 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
   b += tensors.empty() ? "  const ::pd::Place place = ::pd::Place::cpu();\n"
                        : fmt::format("  const ::pd::Place place = ::pd::detail::place_of({}_);\n", tensors[0]->name);
   b += "  (void)place;\n";
+  return b;
+}
+
+// The output tensors of a kernel op, allocated with their inferred shapes and dtypes.
+std::string emit_outputs(const OpDef& op, const char* alloc) {
+  std::string b;
+  for (const auto& o : op.outputs) {
+    std::string dt = o.dtype.empty() ? "kdt" : o.dtype.rfind("attr:", 0) == 0 ? o.dtype.substr(5) : dtype_enum(o.dtype);
+    std::string rule = emit_rule_call(parse_formula(Formula{{}, o.infer, o.pos}), op, "infer");
+    if (o.is_list)
+      b += fmt::format("  std::vector<::pd::Tensor> {0};\n  for (const ::pd::Shape& s : {1}) {0}.push_back(::pd::{3}(s, {2}, place));\n",
+                       o.name, rule, dt, alloc);
+    else
+      b += fmt::format("  ::pd::Tensor {} = ::pd::{}({}, {}, place);\n", o.name, alloc, rule, dt);
+  }
+  return b;
+}
+
+namespace {
+
+std::string emit_function(const OpDef& op, const OpSet& set) {
+  std::string b;
+  b += fmt::format("{} {}({}) {{\n  static constexpr const char* kOp = \"{}\";\n", cpp_return_type(op), op.name,
+                   api_params(op, false), op.name);
+  auto tensors = op.tensor_args();
+  b += "  const ::pd::OpObserverScope observed(kOp);\n";
+  b += emit_prologue(op, "cast_if_needed");
   if (op.random) b += "  if (seed < 0) seed = static_cast<int64_t>(::pd::next_seed());\n";
 
   if (!op.view.empty()) {
     b += fmt::format("  ::pd::Tensor {} = {};\n", op.outputs[0].name,
                      emit_rule_call(parse_formula(Formula{{}, op.view, op.pos}), op, "views"));
   } else {
-    for (const auto& o : op.outputs) {
-      std::string dt = o.dtype.empty() ? "kdt" : o.dtype.rfind("attr:", 0) == 0 ? o.dtype.substr(5) : dtype_enum(o.dtype);
-      std::string rule = emit_rule_call(parse_formula(Formula{{}, o.infer, o.pos}), op, "infer");
-      if (o.is_list)
-        b += fmt::format("  std::vector<::pd::Tensor> {0};\n  for (const ::pd::Shape& s : {1}) {0}.push_back(::pd::Tensor::empty(s, {2}, place));\n",
-                         o.name, rule, dt);
-      else
-        b += fmt::format("  ::pd::Tensor {} = ::pd::Tensor::empty({}, {}, place);\n", o.name, rule, dt);
-    }
+    b += emit_outputs(op, "Tensor::empty");
     std::vector<std::string> kargs;
     for (const auto& a : op.args) {
       bool mut = std::find(op.mutates.begin(), op.mutates.end(), a.name) != op.mutates.end();
@@ -177,12 +202,20 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
     }
     b += "    node->num_outputs = output_nr;\n  }\n";
   }
+  // Observers that want values (tracing) see the inputs as passed, every attribute and the outputs.
+  std::vector<std::string> ins, attrs, outs;
+  for (const ArgDef* a : tensors)
+    ins.push_back(a->kind == ArgKind::TensorList ? a->name
+                  : a->kind == ArgKind::OptionalTensor ? fmt::format("::pd::detail::optional_slot({})", a->name)
+                                                       : fmt::format("{{{}}}", a->name));
+  for (const ArgDef* a : op.attr_args()) attrs.push_back(fmt::format("{{\"{0}\", ::pd::AttrValue({0})}}", a->name));
+  for (const auto& o : op.outputs) outs.push_back(o.name);
+  b += fmt::format("  if (observed.wants_values())\n    observed.observer->record(kOp, {{{}}}, {{{}}}, ::pd::detail::meta_free_outputs({}));\n",
+                   fmt::join(ins, ", "), fmt::join(attrs, ", "), fmt::join(outs, ", "));
   if (op.outputs.size() == 1) {
     b += fmt::format("  return {};\n}}\n\n", op.outputs[0].name);
   } else {
-    std::vector<std::string> names;
-    for (const auto& o : op.outputs) names.push_back(o.name);
-    b += fmt::format("  return {{{}}};\n}}\n\n", fmt::join(names, ", "));
+    b += fmt::format("  return {{{}}};\n}}\n\n", fmt::join(outs, ", "));
   }
   return b;
 }
@@ -196,8 +229,8 @@ void emit_api(const OpSet& set, const std::string& dir) {
        "namespace pd::ops {\n\n";
   std::string c = kHeader;
   c += "#include \"op_api.h\"\n\n#include \"grad_nodes.h\"\n#include \"registry.h\"\n#include \"pd/autograd/autograd.h\"\n"
-       "#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n\n"
-       "namespace pd::ops {\n\n";
+       "#include \"pd/ops/op_observer.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n"
+       "#include \"pd/ops/views.h\"\n\nnamespace pd::ops {\n\n";
   for (const auto& op : set.ops) {
     if (!op.doc.empty()) h += fmt::format("// {}\n", op.doc);
     h += fmt::format("{} {}({});\n", cpp_return_type(op), op.name, api_params(op, true));

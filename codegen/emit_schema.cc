@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "emitters.h"
+#include "formula.h"
 #include "writer.h"
 
 namespace pd::codegen {
@@ -82,6 +83,31 @@ std::string flops_lambda(const OpDef& op) {
   return fmt::format("[](const ::pd::ShapeEnv& e) -> double {{ return {}; }}", out);
 }
 
+// meta_NAME: the op's dtype and shape rules run on shape-only tensors (no data, no kernel), for the IR.
+std::string meta_fn(const OpDef& op) {
+  std::string b = fmt::format("std::vector<::pd::TensorMeta> meta_{0}(const ::pd::MetaInputs& in, const ::pd::AttrMap& attrs) {{\n"
+                              "  static constexpr const char* kOp = \"{0}\";\n", op.name);
+  size_t ti = 0;
+  for (const auto& a : op.args) {
+    if (a.kind == ArgKind::Tensor) b += fmt::format("  const ::pd::Tensor {} = ::pd::detail::meta_tensor(kOp, \"{}\", in, {});\n", a.name, a.name, ti++);
+    else if (a.kind == ArgKind::OptionalTensor) b += fmt::format("  const ::pd::Tensor {} = ::pd::detail::meta_optional(in, {});\n", a.name, ti++);
+    else if (a.kind == ArgKind::TensorList) b += fmt::format("  const std::vector<::pd::Tensor> {} = ::pd::detail::meta_list(kOp, \"{}\", in, {});\n", a.name, a.name, ti++);
+    else if (a.default_cpp)
+      b += fmt::format("  {0} {1} = ::pd::detail::attr_or<{0}>(kOp, attrs, \"{1}\", {2});\n", cpp_value_type(a), a.name, *a.default_cpp);
+    else b += fmt::format("  {0} {1} = ::pd::detail::attr_required<{0}>(kOp, attrs, \"{1}\");\n", cpp_value_type(a), a.name);
+  }
+  b += emit_prologue(op, "meta_cast");
+  if (!op.view.empty()) {
+    b += fmt::format("  return {{::pd::detail::meta_of({})}};\n}}\n\n", emit_rule_call(parse_formula(Formula{{}, op.view, op.pos}), op, "views"));
+    return b;
+  }
+  b += emit_outputs(op, "detail::shape_only");
+  std::vector<std::string> outs;
+  for (const auto& o : op.outputs) outs.push_back(o.name);
+  b += fmt::format("  return ::pd::detail::meta_of_all({});\n}}\n\n", fmt::join(outs, ", "));
+  return b;
+}
+
 std::string schema_entry(const OpDef& op) {
   std::vector<std::string> args, outs, kernels;
   for (const auto& a : op.args)
@@ -91,19 +117,19 @@ std::string schema_entry(const OpDef& op) {
     outs.push_back(fmt::format("{{{}, {}, {}}}", quote(o.name), o.is_list ? "true" : "false", o.differentiable ? "true" : "false"));
   std::vector<std::string> problems;
   for (const auto& p : op.bench.problems.empty() ? op.test.samples : op.bench.problems) problems.push_back(bench_problem(op, p));
-  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}}},\n", quote(op.name), quote(op.doc),
+  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}, &meta_{}}},\n", quote(op.name), quote(op.doc),
                      quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "), op.differentiable() ? "true" : "false",
                      op.view.empty() ? "false" : "true", op.random ? "true" : "false", op.name,
-                     fmt::join(problems, ",\n      "), flops_lambda(op));
+                     fmt::join(problems, ",\n      "), flops_lambda(op), op.name);
 }
 
 }  // namespace
 
 void emit_schema(const OpSet& set, const std::string& dir) {
   std::string c = kHeader;
-  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n\n"
+  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n\n"
        "namespace pd {\nnamespace {\n\n";
-  for (const auto& op : set.ops) c += boxed_fn(op);
+  for (const auto& op : set.ops) c += boxed_fn(op) + meta_fn(op);
   c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = {\n";
   for (const auto& op : set.ops) c += schema_entry(op);
   c += fmt::format("  }};\n  return table;\n}}\n\nsize_t op_count() {{ return {}; }}\n\n}}  // namespace pd\n", set.ops.size());

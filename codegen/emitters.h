@@ -13,6 +13,12 @@ void emit_schema(const OpSet& set, const std::string& out_dir);      // op_schem
 void emit_tests(const OpSet& set, const std::string& out_dir);       // op_tests.cc
 void emit_docs(const OpSet& set, const std::string& out_dir);        // ops.md
 
+// Shared pieces of the op API and the meta (shape-only) functions.
+struct Expr;
+std::string emit_rule_call(const Expr& e, const OpDef& op, const std::string& ns);
+std::string emit_prologue(const OpDef& op, const char* cast_fn);
+std::string emit_outputs(const OpDef& op, const char* alloc);
+
 // Shared spellings.
 std::string kernel_params(const OpDef& op, bool with_names);
 std::string grad_node_class(const OpDef& op);

@@ -65,3 +65,14 @@ ScopedKernelBackend::ScopedKernelBackend(Backend b) : had_prev_(forced().set), p
 ScopedKernelBackend::~ScopedKernelBackend() { set_forced_backend(had_prev_ ? &prev_ : nullptr); }
 
 }  // namespace pd
+
+#include "pd/ops/op_observer.h"
+
+namespace pd {
+
+OpObserver*& current_op_observer() {
+  thread_local OpObserver* observer = nullptr;
+  return observer;
+}
+
+}  // namespace pd

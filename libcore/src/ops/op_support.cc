@@ -152,3 +152,61 @@ template DType attr_required<DType>(const char*, const AttrMap&, const char*);
 
 }  // namespace detail
 }  // namespace pd
+
+namespace pd::detail {
+
+Tensor shape_only(const Shape& shape, DType dtype, Place place) {
+  return Tensor::empty({0}, dtype, place).as_strided(shape, contiguous_strides(shape), 0);
+}
+
+Tensor meta_cast(const Tensor& t, DType dtype) {
+  if (!t.defined() || t.dtype() == dtype) return t;
+  return shape_only(t.shape(), dtype);
+}
+
+const Tensor meta_tensor(const char* op, const char* arg, const MetaInputs& in, size_t slot) {
+  PD_CHECK(slot < in.size() && in[slot].size() == 1, ErrorCode::kInvalidArgument,
+           "{}: input '{}' expects exactly one tensor, but received {}", op, arg, slot < in.size() ? in[slot].size() : 0);
+  return shape_only(in[slot][0].shape, in[slot][0].dtype);
+}
+
+Tensor meta_optional(const MetaInputs& in, size_t slot) {
+  if (slot >= in.size() || in[slot].empty()) return Tensor();
+  return shape_only(in[slot][0].shape, in[slot][0].dtype);
+}
+
+std::vector<Tensor> meta_list(const char* op, const char* arg, const MetaInputs& in, size_t slot) {
+  PD_CHECK(slot < in.size(), ErrorCode::kInvalidArgument, "{}: missing input list '{}'", op, arg);
+  std::vector<Tensor> out;
+  for (const auto& m : in[slot]) out.push_back(shape_only(m.shape, m.dtype));
+  return out;
+}
+
+}  // namespace pd::detail
+
+namespace pd {
+
+// Unknown extents are tried at two sizes; an output extent that changes with them is unknown too.
+std::vector<TensorMeta> infer_meta(const std::string& op, const MetaInputs& inputs, const AttrMap& attrs) {
+  const OpSchema& schema = op_schema(op);
+  bool unknown = false;
+  for (const auto& slot : inputs)
+    for (const auto& m : slot)
+      for (int64_t d : m.shape) unknown |= d < 0;
+  if (!unknown) return schema.meta(inputs, attrs);
+  auto substitute = [&](int64_t n) {
+    MetaInputs in = inputs;
+    for (auto& slot : in)
+      for (auto& m : slot)
+        for (int64_t& d : m.shape)
+          if (d < 0) d = n;
+    return schema.meta(in, attrs);
+  };
+  std::vector<TensorMeta> a = substitute(2), b = substitute(3);
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t d = 0; d < a[i].shape.size(); ++d)
+      if (d >= b[i].shape.size() || a[i].shape[d] != b[i].shape[d]) a[i].shape[d] = -1;
+  return a;
+}
+
+}  // namespace pd

@@ -48,6 +48,14 @@ double bench_numel(const ShapeEnv& env, const char* name);
 double bench_dim(const ShapeEnv& env, const char* name, int64_t axis);
 using FlopsFn = double (*)(const ShapeEnv&);
 
+// Dtype and shape of a tensor without its data: what the IR knows about a value.
+struct TensorMeta {
+  DType dtype = DType::f32;
+  Shape shape;
+};
+using MetaInputs = std::vector<std::vector<TensorMeta>>;  // like BoxedInputs
+using MetaFn = std::vector<TensorMeta> (*)(const MetaInputs&, const AttrMap&);
+
 struct OpSchema {
   std::string name, doc, category;
   std::vector<ArgSchema> args;
@@ -58,9 +66,14 @@ struct OpSchema {
   BoxedFn call;
   std::vector<BenchProblem> bench;  // shapes for pd-bench
   FlopsFn flops;                    // null: the op is memory-bound, report bytes
+  MetaFn meta;                      // the op's dtype and shape rules without running it
 };
 
 const std::vector<OpSchema>& all_op_schemas();
+// Output dtypes and shapes of `op` for inputs of these dtypes and shapes, running the same checks as
+// the op itself (so bad inputs raise the same pd::Error). Extents of -1 (unknown until run time) are
+// allowed: an output extent that depends on one comes back as -1.
+std::vector<TensorMeta> infer_meta(const std::string& op, const MetaInputs& inputs, const AttrMap& attrs);
 size_t op_count();
 // Throws pd::Error naming the unknown op.
 const OpSchema& op_schema(const std::string& name);

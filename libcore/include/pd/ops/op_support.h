@@ -45,6 +45,24 @@ const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& 
 Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype);
 Tensor sum_to_if_needed(const Tensor& g, const Shape& shape);
 
+// Shape-only tensors for the meta functions: a shape and dtype over an empty storage.
+Tensor shape_only(const Shape& shape, DType dtype, Place place = Place::cpu());
+Tensor meta_cast(const Tensor& t, DType dtype);
+const Tensor meta_tensor(const char* op, const char* arg, const MetaInputs& in, size_t slot);
+Tensor meta_optional(const MetaInputs& in, size_t slot);
+std::vector<Tensor> meta_list(const char* op, const char* arg, const MetaInputs& in, size_t slot);
+inline TensorMeta meta_of(const Tensor& t) { return {t.dtype(), t.shape()}; }
+inline void append_meta(std::vector<TensorMeta>& out, const Tensor& t) { out.push_back(meta_of(t)); }
+inline void append_meta(std::vector<TensorMeta>& out, const std::vector<Tensor>& ts) {
+  for (const auto& t : ts) out.push_back(meta_of(t));
+}
+template <typename... Ts>
+std::vector<TensorMeta> meta_of_all(const Ts&... outs) {
+  std::vector<TensorMeta> out;
+  (append_meta(out, outs), ...);
+  return out;
+}
+
 // Boxed calls.
 void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
                       std::initializer_list<const char*> arg_names);
@@ -66,6 +84,15 @@ template <typename... Ts>
 std::vector<Tensor> flatten_outputs(std::tuple<Ts...> t) {
   std::vector<Tensor> out;
   std::apply([&](auto&... parts) { (append_outputs(out, parts), ...); }, t);
+  return out;
+}
+
+// Observer plumbing: an optional input as a boxed slot, and the outputs of a call as one list.
+inline std::vector<Tensor> optional_slot(const Tensor& t) { return t.defined() ? std::vector<Tensor>{t} : std::vector<Tensor>{}; }
+template <typename... Ts>
+std::vector<Tensor> meta_free_outputs(const Ts&... outs) {
+  std::vector<Tensor> out;
+  (append_outputs(out, outs), ...);
   return out;
 }
 

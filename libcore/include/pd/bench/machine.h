@@ -1,0 +1,29 @@
+// What pd-bench reports about the machine, and the measured peaks that results are a share of.
+//
+//   pd::bench::Peak p = pd::bench::machine_peak(/*threads=*/2, /*reprobe=*/false);  // cached probe
+#pragma once
+#include <string>
+
+namespace pd::bench {
+
+struct MachineInfo {
+  std::string cpu;       // "model name" of /proc/cpuinfo
+  std::string isa;       // "avx512" / "avx2" / "sse"
+  int cores = 0;         // logical CPUs online
+  int threads = 0;       // OpenMP threads the kernels use now
+  std::string onednn;    // "3.0.0" or "none"
+  std::string compiler;  // "GCC 12.2.0"
+};
+MachineInfo machine_info();
+
+struct Peak {
+  double gemm_gflops = 0;  // best FP32 GEMM (2048^3 through pd::ops::matmul, default backend)
+  double mem_gbps = 0;     // best of a triad and a two-array read over arrays far beyond the caches
+  bool cached = false;     // read from the cache file rather than measured now
+  std::string cache_path;
+};
+// Measures once per (CPU model, thread count) and keeps the result in
+// $XDG_CACHE_HOME or ~/.cache/paddle-cpp/peak.json; `reprobe` measures again.
+Peak machine_peak(int threads, bool reprobe);
+
+}  // namespace pd::bench

@@ -1,0 +1,46 @@
+// Executor: runs a Program on CPU through the generated op API (op_schema(type).call), the same code
+// path that trains. Inference mode records no autograd and frees each value after its last use, so
+// peak memory stays well below the sum of all intermediates.
+//
+//   pd::exec::Executor exec(program);                         // inference by default
+//   std::vector<pd::Tensor> outs = exec.run({{"image", batch}});
+//   exec.stats().peak_bytes;                                  // peak of live intermediates
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pd/ir/program.h"
+
+namespace pd::exec {
+
+struct ExecOptions {
+  bool inference = true;     // NoGradGuard around the run
+  bool reuse_memory = true;  // drop every intermediate after its last use
+};
+
+struct ExecStats {
+  int64_t peak_bytes = 0;           // largest total of live intermediate values during the run
+  int64_t total_intermediate_bytes = 0;  // the sum over all intermediates (what keeping everything costs)
+  int64_t ops_run = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(const ir::Program& program, ExecOptions options = {});
+  // Inputs by name; checks names, dtypes and shapes against the program (-1 dims accept any extent) and
+  // lists what the program expects when they do not fit. Returns the outputs in program order.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // Every value of the last run by name (only with reuse_memory = false; for pd-opt --verify).
+  const std::map<std::string, Tensor>& all_values() const { return values_; }
+  const ExecStats& stats() const { return stats_; }
+
+ private:
+  const ir::Program& program_;
+  ExecOptions options_;
+  std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)
+  std::map<std::string, Tensor> values_;
+  ExecStats stats_;
+};
+
+}  // namespace pd::exec
