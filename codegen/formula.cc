@@ -161,6 +161,20 @@ void validate_formulas(const OpSet& set, const std::string& file) {
         check_expr(parse_formula(f), op, set, file, false);
       }
     }
+    if (!op.dtype_rule.empty()) {
+      Expr rule = parse_formula(Formula{{}, op.dtype_rule, op.pos});
+      const bool known = rule.kind == Expr::Call && (rule.text == "promote" || rule.text == "same" || rule.text == "attr");
+      if (!known || rule.args.empty())
+        fail_at(file, op.pos, fmt::format("op '{}': dtype rule '{}' must be promote(inputs...), same(input) or attr(name)",
+                                          op.name, op.dtype_rule));
+      for (const auto& a : rule.args) {
+        const ArgDef* arg = a.kind == Expr::Ident ? op.arg(a.text) : nullptr;
+        const bool ok = arg && (rule.text == "attr" ? arg->kind == ArgKind::DType : arg->is_tensor());
+        if (!ok)
+          fail_at(file, op.pos, fmt::format("op '{}': dtype rule '{}' names '{}', which is not a {} argument", op.name,
+                                            op.dtype_rule, a.text, rule.text == "attr" ? "dtype" : "tensor"));
+      }
+    }
     for (const auto& o : op.outputs) {
       if (o.infer.empty()) {
         if (op.view.empty()) fail_at(file, o.pos, fmt::format("output '{}' of '{}' has no shape rule", o.name, op.name));
