@@ -1,0 +1,30 @@
+// Naive references for fused_conv2d and fused_linear: the naive conv2d / linear loops of this folder
+// (looked up by name), then the activation in plain double arithmetic.
+#include "naive_util.h"
+
+namespace {
+using namespace pd::naive;
+
+double activate(const std::string& act, double alpha, double v) {
+  if (act == "relu") return v > 0 ? v : 0.0;
+  if (act == "gelu") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  if (act == "silu") return v / (1.0 + std::exp(-v));
+  if (act == "tanh") return std::tanh(v);
+  if (act == "sigmoid") return 1.0 / (1.0 + std::exp(-v));
+  if (act == "leaky_relu") return v > 0 ? v : alpha * v;
+  return v;  // none
+}
+
+std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const pd::AttrMap& attrs) {
+  const pd::test::NaiveRef* ref = pd::test::find_naive(base);
+  pd::Tensor y = (*ref)(in, attrs)[0];
+  const std::string act = get<std::string>(attrs, "activation", "none");
+  const double alpha = get<double>(attrs, "alpha", 0.0);
+  Reals v = vals(y);
+  for (double& e : v) e = activate(act, alpha, e);
+  return {make(v, y.shape())};
+}
+}  // namespace
+
+PD_NAIVE_REF(fused_conv2d) { return fused("conv2d", in, attrs); }
+PD_NAIVE_REF(fused_linear) { return fused("linear", in, attrs); }
