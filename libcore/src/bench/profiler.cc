@@ -1,5 +1,7 @@
 #include "pd/bench/profiler.h"
 
+#include "pd/ops/op_observer.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -79,7 +81,35 @@ void pop_frame(Frame* f) {
 
 }  // namespace detail
 
-void set_profiling(bool enabled) { detail::g_profiling.store(enabled); }
+namespace {
+
+// Opens a timing frame around every op call the hook reports on this thread.
+class ProfilingObserver final : public OpObserver {
+ public:
+  void begin(const char* op) override { frames_[depth_++ & 63] = detail::push_frame(op); }
+  void finish(const char*) override {
+    detail::Frame* f = frames_[--depth_ & 63];
+    if (f) detail::pop_frame(f);
+  }
+
+ private:
+  detail::Frame* frames_[64] = {};
+  int depth_ = 0;
+};
+
+ProfilingObserver& thread_observer() {
+  thread_local ProfilingObserver observer;
+  return observer;
+}
+
+}  // namespace
+
+void set_profiling(bool enabled) {
+  detail::g_profiling.store(enabled);
+  OpObserver*& current = current_op_observer();
+  if (enabled) current = &thread_observer();
+  else if (current == &thread_observer()) current = nullptr;
+}
 bool profiling() { return detail::g_profiling.load(); }
 
 void profile_reset() {
@@ -115,7 +145,7 @@ double timer_overhead_ns() {
   for (int r = 0; r < 21; ++r) {
     constexpr int kN = 2000;
     int64_t t0 = detail::now_ns();
-    for (int i = 0; i < kN; ++i) OpTimer t(kName);
+    for (int i = 0; i < kN; ++i) OpObserverScope scope(kName);
     samples.push_back(double(detail::now_ns() - t0) / kN);
   }
   set_profiling(was);

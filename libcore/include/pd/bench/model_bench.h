@@ -17,7 +17,8 @@ struct ModelReport {
   std::string granularity;  // "layer" or "op"
   std::vector<ModelRow> rows;  // slowest first
   double sum_ms = 0;           // sum of the rows
-  double total_ms = 0;         // the same number of steps timed whole, without any timers
+  double total_ms = 0;         // the instrumented steps timed whole (what the rows must add up to)
+  double plain_ms = 0;         // as many steps of the plain Network, no timers (instrumentation cost)
   double overhead_ns = 0;      // per timer, measured and subtracted
   int steps = 0;
   int64_t batch = 0;

@@ -1,6 +1,7 @@
-// Per-op timing for pd-bench's model mode. The generated op API opens one OpTimer per op call; it
-// costs one relaxed atomic load while profiling is off. Times are exclusive: an op that calls other
-// ops (casts, grad formulas) is charged only for its own work, so that the per-op times add up.
+// Per-op timing for pd-bench's model mode. While profiling is on, an OpObserver (pd/ops/op_observer.h,
+// the hook every generated op opens) times each op call on the profiling thread. Times are exclusive:
+// an op that calls other ops (casts, grad formulas) is charged only for its own work, so that the
+// per-op times add up.
 //
 //   pd::bench::set_profiling(true);
 //   net.forward(...);                       // every op call records (name, ns)
@@ -16,24 +17,10 @@ namespace pd::bench {
 namespace detail {
 extern std::atomic<bool> g_profiling;
 struct Frame;
-Frame* push_frame(const char* name);
+Frame* push_frame(const char* name);  // nullptr when nesting is too deep to record
 void pop_frame(Frame* frame);
 }  // namespace detail
 
-class OpTimer {
- public:
-  // `name` must outlive the program (the generated code passes its static kOp).
-  explicit OpTimer(const char* name)
-      : frame_(detail::g_profiling.load(std::memory_order_relaxed) ? detail::push_frame(name) : nullptr) {}
-  ~OpTimer() {
-    if (frame_) detail::pop_frame(frame_);
-  }
-  OpTimer(const OpTimer&) = delete;
-  OpTimer& operator=(const OpTimer&) = delete;
-
- private:
-  detail::Frame* frame_;
-};
 
 struct OpStat {
   std::string name;
@@ -41,11 +28,12 @@ struct OpStat {
   int64_t ns = 0;  // exclusive time, timer overhead not yet subtracted
 };
 
+// Turns profiling on or off for the calling thread (the one that runs the ops).
 void set_profiling(bool enabled);
 bool profiling();
 void profile_reset();
 std::vector<OpStat> profile_snapshot();  // summed over threads, by name
-// Nanoseconds one enabled, empty OpTimer scope costs (median of many), to subtract per call.
+// Nanoseconds one profiled, empty op scope costs (median of many), to subtract per call.
 double timer_overhead_ns();
 
 }  // namespace pd::bench

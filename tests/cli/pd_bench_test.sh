@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# End-to-end checks of pd-bench with tiny budgets (no timing is asserted): a memory-bound row in GB/s,
+# check mode against the reference kernels, usage errors with exit 2, JSON that parses, and a
+# baseline comparison that flags an artificially faster baseline with exit 3.
+set -u
+PD_BENCH=$1
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+export XDG_CACHE_HOME=$WORK/cache   # the peak probe runs once here and is cached for the later calls
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+FAST="--budget-ms 5 --min-reps 2 --warmup 1 --threads 1"
+
+# 1. A memory-bound op reports GB/s.
+out=$("$PD_BENCH" add --shape s64x1024 $FAST 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "add: exit $rc: $out"
+echo "$out" | grep -E '^add +onednn|^add +reference' | grep -q 'GB/s' || fail "add: no GB/s row: $out"
+[ -s "$WORK/cache/paddle-cpp/peak.json" ] || fail "the peak probe was not cached"
+
+# 2. Check mode: every backend against the reference kernel.
+out=$("$PD_BENCH" matmul --shape m64n48k96 --mode check 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q '^2 passed, 0 failed' || fail "check matmul: exit $rc: $out"
+out=$("$PD_BENCH" conv2d --shape mb2ic8ih10oc4kh3ph1 --mode check 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q '^PASSED conv2d mb2ic8ih10oc4kh3ph1 onednn f32 fwd' || fail "check conv2d: exit $rc: $out"
+printf '# ops with oneDNN kernels\nrelu --shape s4x33\nsoftmax --input x=8x17\nmax_pool2d --shape mb2ic3ih8kh2sh2\n' > "$WORK/batch.txt"
+out=$("$PD_BENCH" --batch "$WORK/batch.txt" --mode check 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q '^[1-9][0-9]* passed, 0 failed' || fail "check batch: exit $rc: $out"
+
+# 3. Usage errors: exit 2 and a message.
+out=$("$PD_BENCH" conv2d --shape mb2ic8xx3 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "pd-bench: error: .*unknown key 'xx'" || fail "bad shape: exit $rc: $out"
+out=$("$PD_BENCH" conv2d --shape mb2ic8ih10oc4 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "lacks 'kh'" || fail "incomplete shape: exit $rc: $out"
+out=$("$PD_BENCH" matmull 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "did you mean: matmul" || fail "unknown op: exit $rc: $out"
+out=$("$PD_BENCH" add --backend cuda 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "not built with CUDA" || fail "cuda: exit $rc: $out"
+out=$("$PD_BENCH" add --threads 0 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "--threads 0: exit $rc: $out"
+
+# 4. JSON parses; a baseline 10x faster than now is a regression (exit 3, listed).
+"$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --format json > "$WORK/run.json" || fail "json run: exit $?"
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results"] and d["machine"]["cpu"]' < "$WORK/run.json" \
+  || fail "json does not parse: $(cat "$WORK/run.json")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for r in d["results"]: r["min_ms"] /= 10
+print("{\"format\": \"pd-bench\", \"results\": [\n" + ",\n".join(json.dumps(r) for r in d["results"]) + "]}")' "$WORK/run.json" > "$WORK/fast.json"
+out=$("$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --baseline "$WORK/fast.json" 2>&1); rc=$?
+[ $rc -eq 3 ] && echo "$out" | grep -q "REGRESSION matmul m64n64k64" || fail "baseline: exit $rc: $out"
+out=$("$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --baseline "$WORK/run.json" --threshold 100000 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "baseline within threshold: exit $rc: $out"
+
+[ $fails -eq 0 ] && echo "pd-bench CLI tests passed"
+exit $((fails > 0))

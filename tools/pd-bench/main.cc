@@ -1,0 +1,162 @@
+// pd-bench [OP] [--shape PROBLEM | --input ... --attr ...]: time or check kernels, or break down a
+// model's training step (--model). docs/pd-bench.md has the problem grammar and the output formats.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "jobs.h"
+#include "pd/bench/model_bench.h"
+#include "pd/bench/problem.h"
+#include "pd/bench/report.h"
+#include "pd/core/threads.h"
+#include "registry.h"
+
+namespace {
+
+struct Options {
+  pd::tools::ProblemArgs problem;
+  std::string batch, mode = "perf", direction = "both", dtype = "f32", backend = "cpu", format = "table";
+  std::string baseline, model;
+  double threshold = 10;
+  int64_t batch_size = 64;
+  bool reprobe = false, inference = false, list = false;
+  pd::bench::RunOptions run;
+};
+
+int run_model(const Options& o) {
+  auto rep = pd::bench::bench_model(o.model, o.batch_size, o.inference, o.run.budget_ms, o.run.min_reps, o.run.warmup);
+  fmt::print("# {} {}, batch {}, {} steps, per-{} times ({} ns timer overhead subtracted per call)\n", o.model,
+             rep.inference ? "inference" : "training step (forward + loss + backward)", rep.batch, rep.steps,
+             rep.granularity, rep.overhead_ns);
+  if (rep.granularity == "layer")
+    fmt::print("# per-layer: the op API has no per-op timer hook yet (docs/pd-bench.md, 'Model mode')\n");
+  fmt::print("{:<40} {:>8} {:>12} {:>12} {:>8}\n", "name", "calls", "total ms", "mean us", "share");
+  for (const auto& r : rep.rows)
+    fmt::print("{:<40} {:>8} {:>12.3f} {:>12.2f} {:>7.1f}%\n", r.name, r.calls, r.total_ms,
+               1e3 * r.total_ms / std::max<int64_t>(1, r.calls), 100 * r.total_ms / std::max(1e-12, rep.sum_ms));
+  double diff = 100 * (rep.sum_ms - rep.total_ms) / std::max(1e-12, rep.total_ms);
+  fmt::print("sum of rows {:.3f} ms, same steps timed whole {:.3f} ms ({:+.1f}%); plain Network steps {:.3f} ms "
+             "({:.3f} ms per step)\n", rep.sum_ms, rep.total_ms, diff, rep.plain_ms, rep.plain_ms / rep.steps);
+  return 0;
+}
+
+int run_check(const Options& o, const std::vector<pd::tools::Job>& jobs) {
+  int passed = 0, failed = 0;
+  for (const auto& j : jobs) {
+    auto results = pd::bench::check_op(*j.op, j.problem, o.run);
+    for (const auto& c : results) {
+      std::string where = fmt::format("{} {} {} {} {}", j.op->name, j.label, c.backend, o.dtype, c.direction);
+      if (c.passed) {
+        fmt::print("PASSED {}\n", where);
+        ++passed;
+      } else {
+        fmt::print("FAILED {}: max abs err {:.3g}: {}\n  reproduce: pd-bench {} --mode check --dtype {} --direction {} {}\n",
+                   where, c.max_abs_err, c.detail, j.op->name, o.dtype, c.direction, pd::bench::problem_flags(*j.op, j.problem));
+        ++failed;
+      }
+    }
+  }
+  fmt::print("{} passed, {} failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+int run_perf(const Options& o, const std::vector<pd::tools::Job>& jobs) {
+  auto machine = pd::bench::machine_info();
+  auto peak = pd::bench::machine_peak(machine.threads, o.reprobe);
+  bool table = o.format == "table";
+  if (table) pd::bench::print_header(stdout, machine, peak);
+  std::vector<pd::bench::Result> rows;
+  int errors = 0;
+  for (const auto& j : jobs) {
+    try {
+      if (!pd::registry::registered_kernels(j.op->name).empty()) pd::bench::resolve_backend(j.op->name, o.run.dtype, o.run.backend);
+    } catch (const pd::Error& e) {
+      if (j.from_yaml) continue;  // a full run covers the ops that have a kernel for this dtype and backend
+      throw;
+    }
+    try {
+      for (const auto& r : pd::bench::bench_op(*j.op, j.problem, j.label, o.run, peak)) {
+        if (table) pd::bench::print_row(stdout, r);
+        rows.push_back(r);
+      }
+    } catch (const pd::Error& e) {
+      if (!j.from_yaml) throw;
+      fmt::print(stderr, "pd-bench: error: {} {}: {}\n", j.op->name, j.label, e.what());
+      ++errors;
+    }
+  }
+  if (o.format == "json") pd::bench::write_json(stdout, machine, peak, rows);
+  if (o.format == "csv") pd::bench::write_csv(stdout, machine, rows);
+  if (!o.baseline.empty()) {
+    int matched = 0;
+    auto regs = pd::bench::compare_baseline(o.baseline, rows, o.threshold / 100, &matched);
+    fmt::print(stderr, "pd-bench: baseline {}: {} of {} rows compared, {} slower by more than {}%\n", o.baseline, matched,
+               rows.size(), regs.size(), o.threshold);
+    for (const auto& r : regs)
+      fmt::print(stderr, "  REGRESSION {}: {:.4f} ms -> {:.4f} ms ({:+.1f}%)\n", r.key, r.base_ms, r.now_ms,
+                 100 * (r.now_ms / r.base_ms - 1));
+    if (!regs.empty()) return 3;
+  }
+  return errors ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pd-bench: time and check the kernels of every op, or a model's training step (docs/pd-bench.md)", "pd-bench"};
+  Options o;
+  app.add_option("op", o.problem.op, "the op to run (default: every op over its ops.yaml problems)");
+  app.add_option("--shape", o.problem.shape, "a benchdnn-like problem, e.g. mb64ic3ih32oc16kh3ph1, m512n512k512, s64x256");
+  app.add_option("--input", o.problem.inputs, "NAME=DIMS of a tensor input, e.g. x=64x3x32x32 (repeat)");
+  app.add_option("--attr", o.problem.attrs, "NAME=VALUE of an attribute, e.g. padding=1,1 (repeat)");
+  app.add_option("--batch", o.batch, "a file of problems, one command line's worth per line, # comments");
+  app.add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
+  app.add_option("--backend", o.backend, "cpu (fastest available), onednn, reference or cuda")
+      ->check(CLI::IsMember({"cpu", "onednn", "reference", "cuda"}));
+  app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--mode", o.mode, "perf (time) or check (compare every backend with the reference kernel)")
+      ->check(CLI::IsMember({"perf", "check"}));
+  app.add_option("--direction", o.direction, "fwd, bwd (input gradients) or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
+  app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(CLI::PositiveNumber);
+  app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--reprobe", o.reprobe, "measure the machine's peaks again instead of reading the cache");
+  app.add_option("--format", o.format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  app.add_option("--baseline", o.baseline, "a JSON file of an earlier run: exit 3 when a row got slower than --threshold");
+  app.add_option("--threshold", o.threshold, "regression threshold in percent (default 10)")->check(CLI::NonNegativeNumber);
+  app.add_option("--model", o.model, "a model file (pd-train's model.pdparams): per-layer time of a training step");
+  app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(CLI::PositiveNumber);
+  app.add_flag("--inference", o.inference, "model mode: time the forward pass only, without gradients");
+  app.add_flag("--list", o.list, "list the ops and their problem count, then exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+#ifndef PD_WITH_CUDA
+    PD_CHECK(o.backend != "cuda", pd::ErrorCode::kInvalidArgument, "--backend cuda: not built with CUDA");
+#endif
+    if (o.list) {
+      for (const auto& s : pd::all_op_schemas())
+        fmt::print("{:<24} {} problem(s){}\n", s.name, s.bench.size(), s.differentiable ? ", fwd+bwd" : "");
+      return 0;
+    }
+    o.run.dtype = pd::dtype_from_name(o.dtype);
+    o.run.backend = o.backend;
+    o.run.fwd = o.direction != "bwd";
+    o.run.bwd = o.direction != "fwd";
+    pd::set_num_threads(o.run.threads);
+    if (!o.model.empty()) return run_model(o);
+    auto jobs = o.batch.empty() ? pd::tools::jobs_for(o.problem) : pd::tools::jobs_from_batch_file(o.batch);
+    PD_CHECK(o.batch.empty() || o.problem.op.empty(), pd::ErrorCode::kInvalidArgument, "give either an op or --batch, not both");
+    return o.mode == "check" ? run_check(o, jobs) : run_perf(o, jobs);
+  } catch (const pd::Error& e) {
+    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
+    return e.code() == pd::ErrorCode::kInternal ? 1 : 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
+    return 1;
+  }
+}
