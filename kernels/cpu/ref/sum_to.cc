@@ -2,6 +2,7 @@
 // x's extra leading dims and the dims where the target has extent 1; the kept dims stay in order, so
 // this is a plain reduction over those axes.
 #include <type_traits>
+#include <vector>
 
 #include "cpu/common/reduce.h"
 #include "kernels.h"
@@ -33,9 +34,24 @@ void sum_to(const Tensor& x, const std::vector<int64_t>& shape, Tensor& out) {
     for (int64_t i = 0; i < out.numel(); ++i) od[i] = xd[i];
     return;
   }
-  const cpu::ReducePlan p = cpu::make_reduce_plan(xs, axes, "sum_to");
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
   const T* xd = x.data<T>();
+  // The common case (bias gradients, broadcast adds) sums leading axes only: add whole rows into an
+  // accumulator row, which streams through memory instead of striding down columns. Each output still
+  // adds its inputs in the same order, so the result is the same as the general path.
+  bool leading_only = true;
+  for (size_t i = 0; i < axes.size(); ++i) leading_only &= axes[i] == static_cast<int64_t>(i);
+  if (leading_only) {
+    const int64_t n = out.numel(), rows = n == 0 ? 0 : x.numel() / n;
+    std::vector<Acc> acc(static_cast<size_t>(n), Acc(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = xd + r * n;
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<Acc>(row[j]);
+    }
+    for (int64_t j = 0; j < n; ++j) od[j] = static_cast<T>(acc[j]);
+    return;
+  }
+  const cpu::ReducePlan p = cpu::make_reduce_plan(xs, axes, "sum_to");
   for (int64_t o = 0; o < p.out_numel; ++o) {
     Acc acc = 0;
     p.for_each_in_group(o, [&](int64_t i) { acc += static_cast<Acc>(xd[i]); });

@@ -13,7 +13,9 @@
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/data/readers.h"
+#include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
+#include "pd/model/export.h"
 #include "run_files.h"
 #include "pd/core/threads.h"
 
@@ -258,7 +260,10 @@ int Trainer::run() {
   }
   const double acc = history.empty() ? 0 : history.back().test_acc;
   save_model(opt_.out_dir + "/model.pdparams", net, {{"test_acc", fmt::format("{:.5f}", acc)}});
-  if (!opt_.quiet) fmt::print(stderr, "model written to {}/model.pdparams\n", opt_.out_dir);
+  // The same model as a static program for pd-infer (model.pdmodel + model.pdiparams).
+  io::save_program(opt_.out_dir + "/model.pdmodel", model::to_program(net),
+                   {{"name", spec_.name}, {"test_acc", fmt::format("{:.5f}", acc)}, {"model_yaml", spec_.yaml_text}});
+  if (!opt_.quiet) fmt::print(stderr, "model written to {0}/model.pdparams and {0}/model.pdmodel\n", opt_.out_dir);
   return 0;
 }
 

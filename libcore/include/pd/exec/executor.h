@@ -25,6 +25,13 @@ struct ExecStats {
   int64_t ops_run = 0;
 };
 
+// The checks run() does on its inputs, for tools that must tell bad input (exit 2) from failures while
+// running (exit 1): every program input present, no unknown names, dtypes equal, shapes equal except
+// at -1. Throws pd::Error whose message lists what the program expects.
+void check_inputs(const ir::Program& program, const std::map<std::string, Tensor>& inputs);
+// "image: f32[-1, 1, 28, 28], mask: bool[-1, 4]": the inputs a program expects.
+std::string describe_inputs(const ir::Program& program);
+
 class Executor {
  public:
   explicit Executor(const ir::Program& program, ExecOptions options = {});

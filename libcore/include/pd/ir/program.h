@@ -51,6 +51,8 @@ class Program {
  public:
   ValueId add_input(const std::string& name, const ValueType& type);
   ValueId add_param(const std::string& name, const Tensor& value);  // type from the tensor
+  // A param whose tensor comes later (set_param); parsers and loaders. verify() rejects it until then.
+  ValueId declare_param(const std::string& name, const ValueType& type);
   // Appends an op; result types come from the op's shape/dtype rules (pd::infer_meta). Throws
   // pd::Error naming the op when the inputs do not fit.
   std::vector<ValueId> add_op(const std::string& type, const std::vector<std::vector<ValueId>>& inputs,
@@ -67,6 +69,10 @@ class Program {
   const std::vector<ValueId>& outputs() const { return outputs_; }
   const std::vector<std::string>& output_names() const { return output_names_; }
   ValueId find(const std::string& name) const;  // kNoValue if absent
+  // Renames a value (parsers keep the names of the text); throws if the name is taken.
+  void rename(ValueId v, const std::string& name);
+  // A name no value has yet: `base`, else base.1, base.2, ... (passes naming new params).
+  std::string unique_name(const std::string& base) const;
 
   // Parameters live apart from the graph, keyed by the param value's name.
   const std::map<std::string, Tensor>& params() const { return params_; }
@@ -92,6 +98,8 @@ class Program {
   std::vector<ValueId> inputs_, outputs_;
   std::vector<std::string> output_names_;
   std::map<std::string, Tensor> params_;
+  std::map<std::string, ValueId> by_name_;
+  int64_t next_auto_name_ = 0;  // op results are named "0", "1", ... skipping names in use
 };
 
 // Checks types against the op schemas and shape rules, dangling and undefined values, use before

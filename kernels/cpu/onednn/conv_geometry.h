@@ -1,0 +1,84 @@
+// The geometry of one 2-D convolution in oneDNN terms, shared by conv2d (and its gradients) and
+// fused_conv2d, so that both build their primitives the same way.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/onednn/onednn_common.h"
+
+namespace pd::kernels::onednn {
+
+using conv_fwd = dnnl::convolution_forward;
+
+// Everything that identifies one convolution problem, in oneDNN terms.
+struct ConvGeometry {
+  dims src, wei, dst, strides, dilates, pad_l, pad_r;
+  int64_t groups = 1;
+
+  // x: [N, C, H, W], w: [Cout, C/g, kH, kW], y: [N, Cout, OH, OW] (output sizes come from y).
+  ConvGeometry(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t g)
+      : src(x), dst(y), groups(g) {
+    wei = g > 1 ? dims{g, w[0] / g, w[1], w[2], w[3]} : dims(w.begin(), w.end());
+    for (int i = 0; i < 2; ++i) {
+      strides.push_back(stride[i]);
+      dilates.push_back(dilation[i] - 1);  // oneDNN counts the gaps, not the step
+      pad_l.push_back(padding[i]);
+      // The implicit right padding is whatever makes the last window end at the output size;
+      // clamped at 0 because the trailing rows a strided window skips need no padding at all.
+      const int64_t span = (y[2 + i] - 1) * stride[i] + (w[2 + i] - 1) * dilation[i] + 1;
+      pad_r.push_back(std::max<int64_t>(span - x[2 + i] - padding[i], 0));
+    }
+  }
+
+  std::string key(const char* op, bool bias) const {
+    return fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}", op, dims_key(src), dims_key(wei), dims_key(dst),
+                       dims_key(strides), dims_key(dilates), dims_key(pad_l), dims_key(pad_r), bias);
+  }
+  dnnl::memory::desc any(const dims& d) const { return dnnl::memory::desc(d, dt::f32, tag::any); }
+  dnnl::memory::desc plain_src() const { return plain_desc(src); }
+  dnnl::memory::desc plain_wei() const { return dnnl::memory::desc(wei, dt::f32, groups > 1 ? tag::goihw : tag::oihw); }
+  dnnl::memory::desc plain_dst() const { return plain_desc(dst); }
+
+  // `attr` carries the user scratchpad mode and, for fused_conv2d, the activation post-op.
+  conv_fwd::primitive_desc forward_pd(dnnl::prop_kind prop, bool bias,
+                                      const dnnl::primitive_attr& attr = user_scratchpad()) const {
+    auto d = bias ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, any(src), any(wei),
+                                   plain_desc(dims{dst[1]}), any(dst), strides, dilates, pad_l, pad_r)
+                  : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, any(src), any(wei), any(dst),
+                                   strides, dilates, pad_l, pad_r);
+    return conv_fwd::primitive_desc(d, attr, cpu_engine());
+  }
+};
+
+// One primitive with reorders for its two inputs and its output, and the size of its scratchpad.
+struct ConvEntry {
+  dnnl::primitive prim;
+  OptionalReorder in0, in1, out;
+  dnnl::memory::desc scratchpad;
+};
+
+// Forward inference with the primitive cached under `key` (which must identify `attr` too).
+inline void conv_forward(const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
+                         const Tensor& weight, const Tensor& bias, Tensor& out) {
+  const bool has_bias = bias.defined();
+  auto e = cached<ConvEntry>(key, [&] {
+    auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias, attr);
+    return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
+                     OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
+                     OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc()};
+  });
+  dnnl::memory user_dst = wrap(g.plain_dst(), out);
+  dnnl::memory dst = output_buffer(e->out, user_dst);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
+                                             {DNNL_ARG_WEIGHTS, reorder_in(e->in1, wrap(g.plain_wei(), weight))},
+                                             {DNNL_ARG_DST, dst},
+                                             {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
+  if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
+  e->prim.execute(cpu_stream(), args);
+  reorder_out(e->out, dst, user_dst);
+}
+
+}  // namespace pd::kernels::onednn

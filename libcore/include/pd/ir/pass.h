@@ -1,0 +1,86 @@
+// Graph passes over a Program and the PassManager that runs them by name or optimisation level.
+//
+//   pd::ir::PassOptions opt;
+//   opt.level = 2;                                  // O0 none; O1 dce identity cse; O2 + folding, fusions
+//   opt.disable = {"cse"};
+//   std::vector<pd::ir::PassStats> report = pd::ir::PassManager(opt).run(program);
+//   std::cout << pd::ir::format_report(report);
+//
+// A pass is a small class: the op types it looks at (a cheap filter), match() checking the cheapest
+// preconditions first and changing nothing, and rewrite() doing the change. The default run() drives
+// them over the ops until nothing matches; passes with a whole-graph algorithm override run().
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "pd/ir/program.h"
+
+namespace pd::ir {
+
+struct PassStats {
+  std::string pass;
+  int64_t ops_before = 0, ops_after = 0;
+  int64_t removed = 0;   // ops deleted outright (dead, duplicate, identity)
+  int64_t fused = 0;     // ops merged into another op (bn into conv, activation into fused_conv2d)
+  int64_t folded = 0;    // ops computed at optimisation time and replaced by params
+  int64_t rewrites = 0;  // matches rewritten
+  double ms = 0;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string name() const = 0;
+  virtual std::string doc() const = 0;
+  // Op types worth calling match() on; empty means every op.
+  virtual std::vector<std::string> targets() const { return {}; }
+  // Whether the op at `op` can be rewritten. Must not change the program.
+  virtual bool match(const Program& p, int32_t op) const = 0;
+  // Rewrites a matched op. May insert and remove ops; ids stay valid until compact().
+  virtual void rewrite(Program& p, int32_t op, PassStats& stats) const = 0;
+  // Applies rewrites until no op matches, then compacts the program.
+  virtual void run(Program& p, PassStats& stats) const;
+};
+
+// Every pass by name ("dce", "cse", ...), in the order levels use them.
+std::vector<std::string> pass_names();
+// Throws pd::Error listing the valid names.
+std::unique_ptr<Pass> make_pass(const std::string& name);
+// The passes of -O0 .. -O3.
+std::vector<std::string> level_passes(int level);
+
+struct PassOptions {
+  int level = 2;
+  std::vector<std::string> passes;   // when non-empty, exactly these in this order (level ignored)
+  std::vector<std::string> disable;  // removed from the list
+  bool verify_each = true;           // run verify() after every pass (a pass bug becomes an error naming it)
+  std::ostream* print_after = nullptr;  // when set, the text form after every pass goes here
+};
+
+class PassManager {
+ public:
+  // Resolves the pass list; throws pd::Error for unknown names (in passes or disable) or a bad level.
+  explicit PassManager(const PassOptions& options);
+  const std::vector<std::string>& pipeline() const { return names_; }
+  std::vector<PassStats> run(Program& p) const;
+
+ private:
+  PassOptions options_;
+  std::vector<std::string> names_;
+};
+
+// A table: pass, ops before/after, removed, fused, folded, time; and a total line.
+std::string format_report(const std::vector<PassStats>& stats);
+
+// Helpers passes share.
+bool is_param(const Program& p, ValueId v);
+// The value in input slot `slot` of op (kNoValue for an empty optional).
+ValueId input_of(const Program& p, int32_t op, size_t slot);
+// Attribute `name` of `op` or the schema default, as T (bool/int/float/str attributes).
+bool attr_bool(const Operation& op, const std::string& name);
+double attr_float(const Operation& op, const std::string& name);
+std::string attr_string(const Operation& op, const std::string& name);
+
+}  // namespace pd::ir

@@ -1,0 +1,167 @@
+// Executor: interprets a Program op by op through the boxed op API. Inference mode drops each
+// intermediate right after its last reader, so its storage returns to the caching allocator and the
+// next op's output can reuse it; live bytes are counted per storage (views share one).
+#include "pd/exec/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "pd/autograd/autograd.h"
+#include "pd/ops/op_schema.h"
+
+namespace pd::exec {
+namespace {
+
+bool fits(const ir::ValueType& want, const Tensor& t) {
+  if (t.dtype() != want.dtype || t.dim() != static_cast<int64_t>(want.shape.size())) return false;
+  for (size_t d = 0; d < want.shape.size(); ++d)
+    if (want.shape[d] != -1 && want.shape[d] != t.shape()[d]) return false;
+  return true;
+}
+
+// Counts the bytes of live intermediate storages; a storage shared by several values (views) is
+// counted once, and storages of inputs and params are never counted.
+class LiveBytes {
+ public:
+  explicit LiveBytes(std::set<const Storage*> external) : external_(std::move(external)) {}
+  void add(const Tensor& t) {
+    const Storage* s = t.storage().get();
+    if (!s || external_.count(s)) return;
+    if (refs_[s]++ == 0) {
+      live_ += static_cast<int64_t>(s->bytes);
+      total_ += static_cast<int64_t>(s->bytes);
+      peak_ = std::max(peak_, live_);
+    }
+  }
+  void remove(const Tensor& t) {
+    const Storage* s = t.storage().get();
+    auto it = refs_.find(s);
+    if (it == refs_.end()) return;
+    if (--it->second == 0) {
+      live_ -= static_cast<int64_t>(s->bytes);
+      refs_.erase(it);
+    }
+  }
+  int64_t peak() const { return peak_; }
+  int64_t total() const { return total_; }
+
+ private:
+  std::set<const Storage*> external_;
+  std::unordered_map<const Storage*, int> refs_;
+  int64_t live_ = 0, peak_ = 0, total_ = 0;
+};
+
+}  // namespace
+
+std::string describe_inputs(const ir::Program& program) {
+  std::string out;
+  for (ir::ValueId id : program.inputs()) {
+    const ir::Value& v = program.value(id);
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", v.name, v.type.str());
+  }
+  return out.empty() ? "no inputs" : out;
+}
+
+void check_inputs(const ir::Program& program, const std::map<std::string, Tensor>& inputs) {
+  const std::string expects = "; the model expects " + describe_inputs(program) + " (-1: any extent)";
+  for (const auto& [name, t] : inputs) {
+    const ir::ValueId id = program.find(name);
+    PD_CHECK(id != ir::kNoValue && program.value(id).kind == ir::ValueKind::Input, ErrorCode::kInvalidArgument,
+             "unknown input '{}'{}", name, expects);
+    PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "input '{}' is an undefined tensor{}", name, expects);
+    const ir::ValueType& want = program.value(id).type;
+    PD_CHECK(t.dtype() == want.dtype, ErrorCode::kDType, "input '{}' has dtype {}, but it must be {}{}", name,
+             dtype_name(t.dtype()), want.str(), expects);
+    PD_CHECK(fits(want, t), ErrorCode::kShape, "input '{}' has shape {}, but it must be {}{}", name,
+             shape_str(t.shape()), want.str(), expects);
+  }
+  for (ir::ValueId id : program.inputs())
+    PD_CHECK(inputs.count(program.value(id).name), ErrorCode::kInvalidArgument, "missing input '{}'{}",
+             program.value(id).name, expects);
+}
+
+Executor::Executor(const ir::Program& program, ExecOptions options) : program_(program), options_(options) {
+  last_use_.assign(program.values().size(), -1);
+  const auto& ops = program.ops();
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (const auto& slot : ops[k].inputs)
+      for (ir::ValueId v : slot) last_use_[static_cast<size_t>(v)] = static_cast<int32_t>(k);
+  for (ir::ValueId v : program.outputs()) last_use_[static_cast<size_t>(v)] = -1;  // outputs live to the end
+}
+
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  check_inputs(program_, inputs);
+  std::optional<NoGradGuard> no_grad;
+  if (options_.inference) no_grad.emplace();
+
+  const auto& values = program_.values();
+  std::vector<Tensor> slot(values.size());
+  std::set<const Storage*> external;
+  for (size_t id = 0; id < values.size(); ++id) {
+    const ir::Value& v = values[id];
+    if (v.kind == ir::ValueKind::Input) slot[id] = inputs.at(v.name);
+    if (v.kind == ir::ValueKind::Param) slot[id] = program_.param(static_cast<ir::ValueId>(id));
+    if (slot[id].defined()) external.insert(slot[id].storage().get());
+  }
+  LiveBytes live(std::move(external));
+  auto drop = [&](ir::ValueId v) {
+    if (!options_.reuse_memory || values[static_cast<size_t>(v)].kind != ir::ValueKind::OpResult) return;
+    live.remove(slot[static_cast<size_t>(v)]);
+    slot[static_cast<size_t>(v)] = Tensor();  // the storage goes back to the allocator for reuse
+  };
+
+  stats_ = {};
+  const auto& ops = program_.ops();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const ir::Operation& op = ops[k];
+    BoxedInputs boxed;
+    boxed.reserve(op.inputs.size());
+    for (const auto& s : op.inputs) {
+      std::vector<Tensor> ts;
+      for (ir::ValueId v : s) ts.push_back(slot[static_cast<size_t>(v)]);
+      boxed.push_back(std::move(ts));
+    }
+    std::vector<Tensor> outs;
+    try {
+      outs = op_schema(op.type).call(boxed, op.attrs);
+    } catch (const Error& e) {
+      raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
+            op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());
+    }
+    PD_CHECK(outs.size() == op.results.size(), ErrorCode::kInternal, "op #{} '{}' returned {} outputs, the program declares {}",
+             k, op.type, outs.size(), op.results.size());
+    for (size_t r = 0; r < outs.size(); ++r) {
+      const ir::Value& rv = values[static_cast<size_t>(op.results[r])];
+      // A program whose declared types are wrong would give wrong shapes downstream; say so here.
+      PD_CHECK(outs[r].defined() && fits(rv.type, outs[r]), ErrorCode::kInternal,
+               "op #{} '{}' produced {} for %{}, but the program declares {}", k, op.type,
+               outs[r].defined() ? fmt::format("{}{}", dtype_name(outs[r].dtype()), shape_str(outs[r].shape())) : "nothing",
+               rv.name, rv.type.str());
+      slot[static_cast<size_t>(op.results[r])] = outs[r];
+      live.add(outs[r]);
+    }
+    outs.clear();
+    ++stats_.ops_run;
+    // Free after last use: inputs read for the last time here, and results nobody reads.
+    for (const auto& s : op.inputs)
+      for (ir::ValueId v : s)
+        if (last_use_[static_cast<size_t>(v)] == static_cast<int32_t>(k) && slot[static_cast<size_t>(v)].defined()) drop(v);
+    for (ir::ValueId v : op.results)
+      if (last_use_[static_cast<size_t>(v)] == -1 && !program_.is_output(v)) drop(v);
+  }
+  stats_.peak_bytes = live.peak();
+  stats_.total_intermediate_bytes = live.total();
+
+  values_.clear();
+  if (!options_.reuse_memory)
+    for (size_t id = 0; id < values.size(); ++id) values_[values[id].name] = slot[id];
+  std::vector<Tensor> result;
+  for (ir::ValueId v : program_.outputs()) result.push_back(slot[static_cast<size_t>(v)]);
+  return result;
+}
+
+}  // namespace pd::exec

@@ -1,0 +1,43 @@
+// The shared shape of conv_act_fuse and linear_act_fuse: BASE followed by an activation becomes
+// FUSED(..., activation, alpha). Preconditions: the activation's input is BASE's output, which feeds
+// nothing else and is not a graph output (it disappears); float dtype (the fused kernels' types).
+#pragma once
+#include "passes.h"
+
+namespace pd::ir::passes {
+
+class ActivationFusion final : public Pass {
+ public:
+  ActivationFusion(std::string name, std::string base, std::string fused)
+      : name_(std::move(name)), base_(std::move(base)), fused_(std::move(fused)) {}
+  std::string name() const override { return name_; }
+  std::string doc() const override { return base_ + " + activation -> " + fused_; }
+  std::vector<std::string> targets() const override { return {"relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu"}; }
+
+  bool match(const Program& p, int32_t i) const override {
+    const ValueId x = p.ops()[i].inputs[0][0];
+    const Value& v = p.value(x);
+    if (v.kind != ValueKind::OpResult || v.producer < 0 || p.ops()[v.producer].type != base_) return false;
+    if (v.type.dtype != DType::f32 && v.type.dtype != DType::f64) return false;
+    return !p.is_output(x) && p.users(x).size() == 1;
+  }
+
+  void rewrite(Program& p, int32_t i, PassStats& stats) const override {
+    const Operation act = p.ops()[i];
+    const int32_t c = p.value(act.inputs[0][0]).producer;
+    const Operation base = p.ops()[c];
+    AttrMap attrs = base.attrs;
+    attrs["activation"] = act.type;
+    if (act.type == "leaky_relu") attrs["alpha"] = attr_float(act, "alpha");
+    // Inserted where the activation was: every input of BASE is defined before that.
+    const ValueId fused = p.insert_op(i, fused_, base.inputs, attrs)[0];
+    p.replace_uses(act.results[0], fused);
+    p.remove_ops({c, i + 1});
+    ++stats.fused;
+  }
+
+ private:
+  std::string name_, base_, fused_;
+};
+
+}  // namespace pd::ir::passes

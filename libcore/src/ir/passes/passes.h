@@ -1,0 +1,17 @@
+// Factories of the built-in passes, one per file in this folder; pass_manager.cc lists them.
+#pragma once
+#include <memory>
+
+#include "pd/ir/pass.h"
+
+namespace pd::ir::passes {
+
+std::unique_ptr<Pass> dead_code_elimination();
+std::unique_ptr<Pass> identity_elimination();
+std::unique_ptr<Pass> common_subexpression_elimination();
+std::unique_ptr<Pass> constant_folding();
+std::unique_ptr<Pass> batch_norm_folding();
+std::unique_ptr<Pass> conv_activation_fusion();
+std::unique_ptr<Pass> linear_activation_fusion();
+
+}  // namespace pd::ir::passes

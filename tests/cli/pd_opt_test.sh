@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end checks of pd-opt on models pd-train wrote: -O2 shrinks an MLP and a conv+bn net
+# (bn folded, activations fused) with --verify passing; levels, --passes, --disable,
+# --print-after-all and --report behave; bad pass names, bad files and missing arguments exit 2;
+# a zero tolerance against a folded model exits 1 naming the output.
+set -u
+PD_TRAIN=$1
+PD_OPT=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+count() { grep -c "= $1(" <<< "$2"; }
+
+"$PD_TRAIN" "$HERE/tiny_mlp.yaml" --out "$WORK/mlp" --limit 256 --epochs 1 --threads 1 --quiet || fail "training the MLP exited with $?"
+MLP=$WORK/mlp/model.pdmodel
+
+# 1. -O2 with --report and --verify: written, smaller, same outputs.
+out=$("$PD_OPT" "$MLP" "$WORK/mlp_opt.pdmodel" -O2 --report --verify 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "-O2: exit $rc: $out"
+for f in mlp_opt.pdmodel mlp_opt.pdiparams; do [ -s "$WORK/$f" ] || fail "-O2 did not write $f"; done
+grep -q "^total" <<< "$out" || fail "--report has no total line: $out"
+grep -q "outputs match" <<< "$out" || fail "--verify did not report a match: $out"
+before=$("$PD_OPT" "$MLP" -O0 --print 2>&1)
+after=$("$PD_OPT" "$WORK/mlp_opt.pdmodel" -O0 --print 2>&1) || fail "the optimised model does not load: $after"
+[ "$(count linear "$before")" -eq 2 ] || fail "-O0 changed the model: $before"
+[ "$(grep -c ' = ' <<< "$after")" -lt "$(grep -c ' = ' <<< "$before")" ] || fail "-O2 removed no op: $after"
+[ "$(count fused_linear "$after")" -eq 1 ] || fail "linear+relu not fused: $after"
+
+# 2. --disable and --passes select what runs; --print-after-all dumps after each pass.
+out=$("$PD_OPT" "$MLP" -O2 --disable linear_act_fuse --print 2>&1)
+[ "$(count fused_linear "$out")" -eq 0 ] || fail "--disable linear_act_fuse still fused: $out"
+out=$("$PD_OPT" "$MLP" --passes identity_elim,dce --print-after-all 2>&1)
+grep -q "// after identity_elim" <<< "$out" && grep -q "// after dce" <<< "$out" || fail "--print-after-all: $out"
+grep -q "// after cse" <<< "$out" && fail "--passes ran a pass it did not name"
+
+# 3. A conv + batch_norm + relu net: bn folded, conv+relu fused, outputs unchanged.
+cat > "$WORK/convbn.yaml" <<YAML
+name: convbn
+inputs:
+  image: {shape: [1, 28, 28], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: conv, type: conv2d, input: image, out_channels: 4, kernel_size: 3, padding: 1, bias: false}
+  - {name: bn, type: batch_norm}
+  - {type: relu}
+  - {type: max_pool2d, kernel_size: 4}
+  - {type: flatten}
+  - {name: logits, type: linear, out_features: 10}
+loss: {input: logits, label: label}
+data:
+  train:
+    features: /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+  test:
+    features: /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+    labels: /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+  transforms: [{scale: 0.00392156862745098}]
+train: {batch_size: 32, epochs: 1, seed: 3, optimizer: {type: sgd, lr: 0.05}}
+YAML
+"$PD_TRAIN" "$WORK/convbn.yaml" --out "$WORK/convbn" --limit 256 --threads 1 --quiet || fail "training convbn exited with $?"
+CB=$WORK/convbn/model.pdmodel
+out=$("$PD_OPT" "$CB" "$WORK/cb_opt.pdmodel" -O2 --verify --print 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "convbn -O2: exit $rc: $out"
+[ "$(count batch_norm "$out")" -eq 0 ] || fail "batch_norm not folded: $out"
+[ "$(count fused_conv2d "$out")" -eq 1 ] || fail "conv+relu not fused: $out"
+out=$("$PD_OPT" "$CB" -O2 --verify --rtol 0 --atol 0 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "zero tolerance after bn folding should exit 1, got $rc: $out"
+grep -q "pd-opt: error: output 'logits' differs" <<< "$out" || fail "mismatch message: $out"
+
+# 4. Errors: unknown pass (lists the valid ones), bad level, truncated file, missing arguments.
+out=$("$PD_OPT" "$MLP" "$WORK/x.pdmodel" --passes dce,fuse_all 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-opt: error: unknown pass 'fuse_all' (valid passes: .*dce" <<< "$out" || fail "unknown pass: $rc $out"
+[ ! -e "$WORK/x.pdmodel" ] || fail "a refused run wrote its output"
+out=$("$PD_OPT" "$MLP" "$WORK/x.pdmodel" -O7 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-opt: error:" <<< "$out" || fail "-O7: $rc $out"
+head -c 100 "$MLP" > "$WORK/trunc.pdmodel"
+cp "$WORK/mlp/model.pdiparams" "$WORK/trunc.pdiparams"
+out=$("$PD_OPT" "$WORK/trunc.pdmodel" "$WORK/x.pdmodel" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-opt: error:" <<< "$out" || fail "truncated model: $rc $out"
+out=$("$PD_OPT" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-opt: error:" <<< "$out" || fail "no arguments: $rc $out"
+out=$("$PD_OPT" --list-passes 2>&1) && grep -q "^-O2:" <<< "$out" || fail "--list-passes: $out"
+
+[ $fails -eq 0 ] && echo "pd-opt: all checks passed"
+exit $fails

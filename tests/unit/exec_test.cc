@@ -1,0 +1,161 @@
+// The executor (results equal eager ops, memory freed after last use, input checks that list what the
+// model expects) and Network -> Program export (the program computes what the network computes).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+#include "op_api.h"
+#include "pd/exec/executor.h"
+#include "pd/io/model_file.h"
+#include "pd/model/export.h"
+#include "pd/pd.h"
+
+using pd::Tensor;
+namespace ir = pd::ir;
+
+namespace {
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  auto x = a.to_vector<float>(), y = b.to_vector<float>();
+  float m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+// x -> relu -> tanh -> sigmoid -> mul(., .) -> exp: a chain of 5 same-sized intermediates.
+ir::Program chain() {
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 256}});
+  auto a = p.add_op("relu", {{x}})[0];
+  auto b = p.add_op("tanh", {{a}})[0];
+  auto c = p.add_op("sigmoid", {{b}})[0];
+  auto d = p.add_op("mul", {{c}, {c}})[0];
+  auto e = p.add_op("exp", {{d}})[0];
+  p.mark_output(e, "y");
+  return p;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const pd::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("executor: a chain gives the eager result and frees values after their last use", "[exec]") {
+  ir::Program p = chain();
+  Tensor x = pd::ops::normal({8, 256}, 0, 1, 3);
+  Tensor c = pd::ops::sigmoid(pd::ops::tanh(pd::ops::relu(x)));
+  Tensor want = pd::ops::exp(pd::ops::mul(c, c));
+
+  pd::exec::Executor exec(p);
+  auto out = exec.run({{"x", x}});
+  REQUIRE(out.size() == 1);
+  CHECK(max_abs_diff(out[0], want) == 0);
+  const int64_t one = 8 * 256 * 4;
+  CHECK(exec.stats().ops_run == 5);
+  CHECK(exec.stats().total_intermediate_bytes >= 5 * one);
+  CHECK(exec.stats().peak_bytes < exec.stats().total_intermediate_bytes);
+  CHECK(exec.stats().peak_bytes <= 2 * one + one / 2);  // at most an op's input and output live at once
+  CHECK(exec.all_values().empty());
+
+  // Keeping everything: peak equals the sum, and every value is visible by name.
+  pd::exec::Executor keep(p, {.inference = true, .reuse_memory = false});
+  auto out2 = keep.run({{"x", x}});
+  CHECK(max_abs_diff(out2[0], want) == 0);
+  CHECK(keep.stats().peak_bytes == keep.stats().total_intermediate_bytes);
+  CHECK(keep.all_values().size() == p.values().size());
+  CHECK(max_abs_diff(keep.all_values().at(p.value(p.outputs()[0]).name), want) == 0);
+
+  // Any batch size runs (-1 extent).
+  CHECK(exec.run({{"x", pd::ops::zeros({3, 256})}})[0].shape() == pd::Shape{3, 256});
+}
+
+TEST_CASE("executor: params, and autograd only outside inference mode", "[exec]") {
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 4}});
+  Tensor w = pd::ops::normal({3, 4}, 0, 1, 1), b = pd::ops::normal({3}, 0, 1, 2);
+  auto y = p.add_op("linear", {{x}, {p.add_param("fc.weight", w)}, {p.add_param("fc.bias", b)}})[0];
+  p.mark_output(y, "logits");
+  Tensor in = pd::ops::normal({5, 4}, 0, 1, 4);
+  auto out = pd::exec::Executor(p).run({{"x", in}});
+  CHECK(max_abs_diff(out[0], pd::ops::linear(in, w, b)) < 1e-6f);
+  CHECK_FALSE(out[0].requires_grad());
+
+  Tensor wg = w.clone();
+  wg.set_requires_grad(true);
+  p.set_param(p.find("fc.weight"), wg);
+  auto trained = pd::exec::Executor(p, {.inference = false}).run({{"x", in}});
+  CHECK(trained[0].requires_grad());
+}
+
+TEST_CASE("executor: bad inputs are refused with what the model expects", "[exec]") {
+  ir::Program p = chain();
+  pd::exec::Executor exec(p);
+  const std::string expects = "x: f32[-1, 256]";
+  std::string msg = error_of([&] { exec.run({{"image", pd::ops::zeros({2, 256})}}); });
+  CHECK_THAT(msg, Catch::Contains("unknown input 'image'") && Catch::Contains(expects));
+  msg = error_of([&] { exec.run({}); });
+  CHECK_THAT(msg, Catch::Contains("missing input 'x'") && Catch::Contains(expects));
+  msg = error_of([&] { exec.run({{"x", pd::ops::zeros({2, 256}, pd::DType::f64)}}); });
+  CHECK_THAT(msg, Catch::Contains("dtype f64") && Catch::Contains(expects));
+  msg = error_of([&] { exec.run({{"x", pd::ops::zeros({2, 255})}}); });
+  CHECK_THAT(msg, Catch::Contains("shape [2, 255]") && Catch::Contains(expects));
+  msg = error_of([&] { exec.run({{"x", pd::ops::zeros({256})}}); });
+  CHECK_THAT(msg, Catch::Contains("shape [256]"));
+  CHECK(pd::exec::describe_inputs(p) == expects);
+}
+
+TEST_CASE("export: the traced program computes what the network computes", "[exec][export]") {
+  const char* yaml = R"(
+name: small_cnn
+inputs:
+  image: {shape: [1, 8, 8], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: conv1, type: conv2d, input: image, out_channels: 4, kernel_size: 3, padding: 1}
+  - {name: bn1, type: batch_norm}
+  - {name: act1, type: relu}
+  - {name: conv2, type: conv2d, out_channels: 4, kernel_size: 3, padding: 1}
+  - {name: res, type: add, inputs: [conv2, act1]}
+  - {name: pool, type: max_pool2d, kernel_size: 2}
+  - {name: r, type: reshape, shape: [-1]}
+  - {type: dropout, p: 0.3}
+  - {name: fc, type: linear, out_features: 5}
+  - {name: logits, type: op, op: leaky_relu, inputs: [fc], attrs: {alpha: 0.2}}
+loss: {input: logits, label: label}
+)";
+  pd::model::Network net(pd::model::parse_model_yaml(yaml, "small_cnn.yaml"));
+  // Non-trivial running statistics, so that eval-mode batch_norm is exercised.
+  for (auto& prm : net.params())
+    if (prm.name == "bn1.running_var") prm.value.data<float>()[1] = 2.5f;
+  ir::Program p = pd::model::to_program(net);
+  REQUIRE(p.inputs().size() == 1);
+  CHECK(p.value(p.inputs()[0]).type.str() == "f32[-1, 1, 8, 8]");
+  REQUIRE(p.output_names() == std::vector<std::string>{"logits"});
+  CHECK(p.value(p.outputs()[0]).type.shape == pd::Shape{-1, 5});
+  CHECK(p.find("conv1.weight") != ir::kNoValue);
+  CHECK(p.params().count("bn1.running_var") == 1);
+
+  // Saved and loaded, it still computes the same.
+  const auto dir = std::filesystem::temp_directory_path() / ("pd_export_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  pd::io::save_program((dir / "cnn.pdmodel").string(), p);
+  ir::Program loaded = pd::io::load_program((dir / "cnn.pdmodel").string());
+  std::filesystem::remove_all(dir);
+
+  for (int64_t batch : {1, 2, 7}) {
+    Tensor x = pd::ops::normal({batch, 1, 8, 8}, 0, 1, batch);
+    pd::NoGradGuard no_grad;
+    Tensor want = net.forward({{"image", x}}, false, 0).at("logits");
+    CHECK(max_abs_diff(pd::exec::Executor(p).run({{"image", x}})[0], want) < 1e-5f);
+    CHECK(max_abs_diff(pd::exec::Executor(loaded).run({{"image", x}})[0], want) < 1e-5f);
+  }
+}

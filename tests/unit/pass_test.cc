@@ -1,0 +1,300 @@
+// Graph passes: each builds a tiny Program, runs one pass, counts ops by type, and runs the original
+// and the rewritten program on the same random inputs; a negative case per pass checks that a failed
+// precondition leaves the graph untouched.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "pd/exec/executor.h"
+#include "pd/ir/pass.h"
+#include "pd/pd.h"
+
+using pd::DType;
+using pd::ir::Program;
+using pd::ir::ValueId;
+
+namespace {
+
+pd::Tensor rnd(const pd::Shape& s, int64_t seed, double lo = -1, double hi = 1) { return pd::ops::uniform(s, lo, hi, seed); }
+
+int count(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.ops()) n += op.type == type;
+  return n;
+}
+
+// Random inputs of the declared shapes (-1 -> 2), the same for every call with the same seed.
+std::map<std::string, pd::Tensor> inputs_for(const Program& p, int64_t seed) {
+  std::map<std::string, pd::Tensor> in;
+  for (ValueId v : p.inputs()) {
+    pd::Shape s = p.value(v).type.shape;
+    for (auto& d : s) d = d < 0 ? 2 : d;
+    in[p.value(v).name] = rnd(s, seed++);
+  }
+  return in;
+}
+
+// Compares the first `only` outputs (all by default).
+void check_same_outputs(const Program& before, const Program& after, double tol = 1e-5, size_t only = 1000) {
+  auto in = inputs_for(before, 11);
+  auto a = pd::exec::Executor(before).run(in);
+  auto b = pd::exec::Executor(after).run(in);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < std::min(a.size(), only); ++i) {
+    REQUIRE(a[i].shape() == b[i].shape());
+    auto x = a[i].to_vector<double>(), y = b[i].to_vector<double>();
+    for (size_t k = 0; k < x.size(); ++k) REQUIRE(std::abs(x[k] - y[k]) <= tol * (1 + std::abs(x[k])));
+  }
+}
+
+// Runs one pass on a copy, checks the result verifies, and returns it with its stats.
+Program run_pass(const Program& p, const std::string& name, pd::ir::PassStats* stats = nullptr) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {name};
+  auto report = pd::ir::PassManager(opt).run(q);
+  if (stats) *stats = report.at(0);
+  return q;
+}
+
+// x -> conv2d(w, bias?) -> [bn] -> act, with knobs for the negative cases.
+struct ConvNet {
+  bool bias = true, bn = true, bn_training = false, extra_user = false, pre_act_output = false;
+  std::string act = "relu";
+  Program build() const {
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 2, 6, 6}});
+    auto w = p.add_param("conv.weight", rnd({4, 2, 3, 3}, 1));
+    std::vector<ValueId> b;
+    if (bias) b.push_back(p.add_param("conv.bias", rnd({4}, 2)));
+    auto y = p.add_op("conv2d", {{x}, {w}, b}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+    if (extra_user) p.mark_output(p.add_op("sigmoid", {{y}})[0], "side");
+    if (bn) {
+      auto s = p.add_param("bn.scale", rnd({4}, 3, 0.5, 1.5)), sh = p.add_param("bn.bias", rnd({4}, 4));
+      auto m = p.add_param("bn.mean", rnd({4}, 5)), v = p.add_param("bn.var", rnd({4}, 6, 0.5, 2));
+      y = p.add_op("batch_norm", {{y}, {s}, {sh}, {m}, {v}}, {{"training", bn_training}})[0];
+    }
+    if (pre_act_output) p.mark_output(y, "pre");
+    AttrMap attrs;
+    if (act == "leaky_relu") attrs["alpha"] = 0.2;
+    p.mark_output(p.add_op(act, {{y}}, attrs)[0], "out");
+    return p;
+  }
+  using AttrMap = pd::AttrMap;
+};
+
+}  // namespace
+
+TEST_CASE("pass: dead-code elimination", "[pass]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 3}});
+  auto a = p.add_op("exp", {{x}})[0];
+  p.add_op("tanh", {{p.add_op("relu", {{a}})[0]}});  // a dead chain of two
+  auto w = p.add_param("unused.w", rnd({3}, 1));
+  p.add_op("mul", {{x}, {w}});
+  p.mark_output(p.add_op("sigmoid", {{a}})[0], "y");
+  pd::ir::PassStats s;
+  Program q = run_pass(p, "dce", &s);
+  CHECK(q.ops().size() == 2);
+  CHECK(s.removed == 3);
+  CHECK(q.params().empty());  // the param only the dead mul read is dropped
+  check_same_outputs(p, q);
+  // Negative: training-mode batch_norm updates its running statistics, so it is never dead.
+  Program t;
+  auto tx = t.add_input("x", {DType::f32, {-1, 3}});
+  auto bnp = [&](const char* n) { return t.add_param(n, rnd({3}, 7, 0.5, 1.5)); };
+  t.add_op("batch_norm", {{tx}, {bnp("s")}, {bnp("b")}, {bnp("m")}, {bnp("v")}});
+  t.mark_output(t.add_op("exp", {{tx}})[0], "y");
+  CHECK(count(run_pass(t, "dce"), "batch_norm") == 1);
+}
+
+TEST_CASE("pass: common-subexpression elimination", "[pass]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 3}});
+  auto a = p.add_op("softmax", {{x}}, {{"axis", int64_t{1}}})[0];
+  auto b = p.add_op("softmax", {{x}}, {{"axis", int64_t{1}}})[0];
+  auto c = p.add_op("softmax", {{x}}, {{"axis", int64_t{0}}})[0];  // other attrs: kept
+  auto r1 = p.add_op("uniform", {}, {{"shape", std::vector<int64_t>{2, 3}}})[0];
+  auto r2 = p.add_op("uniform", {}, {{"shape", std::vector<int64_t>{2, 3}}})[0];  // random: kept
+  auto d1 = p.add_op("dropout", {{a}}, {{"p", 0.5}})[0];
+  auto d2 = p.add_op("dropout", {{a}}, {{"p", 0.5}})[0];  // training dropout: random, kept
+  auto s = p.add_op("add", {{p.add_op("add", {{a}, {b}})[0]}, {c}})[0];
+  p.mark_output(s, "y");
+  p.mark_output(p.add_op("add", {{r1}, {r2}})[0], "r");
+  p.mark_output(p.add_op("add", {{d1}, {d2}})[0], "d");
+  Program q = run_pass(p, "cse");
+  CHECK(count(q, "softmax") == 2);
+  CHECK(count(q, "uniform") == 2);
+  CHECK(count(q, "dropout") == 2);
+  check_same_outputs(p, q, 1e-5, 1);  // only the deterministic output
+}
+
+TEST_CASE("pass: constant folding", "[pass]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 4}});
+  auto w = p.add_param("w", rnd({4, 3}, 1));
+  auto wt = p.add_op("transpose", {{w}}, {{"perm", std::vector<int64_t>{1, 0}}})[0];  // params only: folded
+  auto k = p.add_op("full", {}, {{"shape", std::vector<int64_t>{3}}, {"value", 0.5}})[0];  // no inputs: folded
+  auto y = p.add_op("linear", {{x}, {wt}, {k}})[0];                                    // reads x: kept
+  auto n = p.add_op("normal", {}, {{"shape", std::vector<int64_t>{3}}, {"seed", int64_t{3}}})[0];  // random: kept
+  p.mark_output(y, "y");
+  p.mark_output(n, "n");
+  pd::ir::PassStats s;
+  Program q = run_pass(p, "constant_fold", &s);
+  CHECK(s.folded == 2);
+  CHECK(count(q, "transpose") == 0);
+  CHECK(count(q, "full") == 0);
+  CHECK(count(q, "normal") == 1);
+  CHECK(count(q, "linear") == 1);
+  CHECK(q.params().size() == 2);  // the transposed weight and the constant; w itself is dropped
+  check_same_outputs(p, q);       // normal has a fixed seed
+}
+
+TEST_CASE("pass: identity removal", "[pass]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 6}});
+  auto a = p.add_op("dropout", {{x}}, {{"training", false}})[0];
+  auto b = p.add_op("reshape", {{a}}, {{"shape", std::vector<int64_t>{-1, 6}}})[0];
+  auto c = p.add_op("cast", {{b}}, {{"dtype", DType::f32}})[0];
+  auto d = p.add_op("flatten", {{c}}, {{"start_axis", int64_t{1}}})[0];
+  auto e = p.add_op("reshape", {{d}}, {{"shape", std::vector<int64_t>{-1, 2, 3}}})[0];  // changes shape: kept
+  auto f = p.add_op("cast", {{e}}, {{"dtype", DType::f64}})[0];                           // changes dtype: kept
+  auto g = p.add_op("dropout", {{f}}, {{"p", 0.0}})[0];  // training (default): kept
+  p.mark_output(p.add_op("exp", {{g}})[0], "y");
+  pd::ir::PassStats s;
+  Program q = run_pass(p, "identity_elim", &s);
+  CHECK(s.removed == 4);
+  CHECK(count(q, "reshape") == 1);
+  CHECK(count(q, "cast") == 1);
+  CHECK(count(q, "flatten") == 0);
+  CHECK(count(q, "dropout") == 1);
+  check_same_outputs(p, q);
+  // Negative: an eval dropout whose mask is read stays.
+  Program m;
+  auto mx = m.add_input("x", {DType::f32, {-1, 6}});
+  auto outs = m.add_op("dropout", {{mx}}, {{"training", false}});
+  m.mark_output(outs[1], "mask");
+  CHECK(count(run_pass(m, "identity_elim"), "dropout") == 1);
+}
+
+TEST_CASE("pass: batch_norm folding into conv2d and linear", "[pass]") {
+  for (bool bias : {true, false}) {
+    ConvNet n;
+    n.bias = bias;
+    Program p = n.build();
+    pd::ir::PassStats s;
+    Program q = run_pass(p, "bn_fold", &s);
+    CHECK(s.fused == 1);
+    CHECK(count(q, "batch_norm") == 0);
+    CHECK(count(q, "conv2d") == 1);
+    CHECK(q.ops()[0].inputs[2].size() == 1);  // a bias was created when absent
+    check_same_outputs(p, q, 1e-4);
+  }
+  Program l;
+  auto x = l.add_input("x", {DType::f32, {-1, 5}});
+  auto y = l.add_op("linear", {{x}, {l.add_param("w", rnd({3, 5}, 1))}, {}})[0];
+  auto bnp = [&](const char* n, int64_t seed) { return l.add_param(n, rnd({3}, seed, 0.5, 1.5)); };
+  auto z = l.add_op("batch_norm", {{y}, {bnp("s", 2)}, {bnp("b", 3)}, {bnp("m", 4)}, {bnp("v", 5)}}, {{"training", false}})[0];
+  l.mark_output(z, "out");
+  Program lq = run_pass(l, "bn_fold");
+  CHECK(count(lq, "batch_norm") == 0);
+  check_same_outputs(l, lq, 1e-4);
+}
+
+TEST_CASE("pass: batch_norm folding refuses unsafe cases", "[pass]") {
+  ConvNet two_users;
+  two_users.extra_user = true;
+  ConvNet training;
+  training.bn_training = true;
+  for (const ConvNet& n : {two_users, training}) {
+    Program p = n.build();
+    Program q = run_pass(p, "bn_fold");
+    CHECK(pd::ir::print(q) == pd::ir::print(p));
+  }
+  // A weight computed at run time is not a param: nothing to fold into.
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 2, 5, 5}});
+  auto wi = p.add_input("w", {DType::f32, {3, 2, 3, 3}});
+  auto y = p.add_op("conv2d", {{x}, {wi}, {}})[0];
+  auto bnp = [&](const char* n, int64_t seed) { return p.add_param(n, rnd({3}, seed, 0.5, 1.5)); };
+  p.mark_output(p.add_op("batch_norm", {{y}, {bnp("s", 2)}, {bnp("b", 3)}, {bnp("m", 4)}, {bnp("v", 5)}}, {{"training", false}})[0], "o");
+  CHECK(count(run_pass(p, "bn_fold"), "batch_norm") == 1);
+}
+
+TEST_CASE("pass: conv2d + activation fusion", "[pass]") {
+  for (const char* act : {"relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu"}) {
+    ConvNet n;
+    n.bn = false;
+    n.act = act;
+    Program p = n.build();
+    Program q = run_pass(p, "conv_act_fuse");
+    CHECK(count(q, "fused_conv2d") == 1);
+    CHECK(q.ops().size() == 1);
+    check_same_outputs(p, q, 1e-4);
+  }
+  // Negative: the pre-activation value is a graph output, or has another user.
+  ConvNet out;
+  out.bn = false;
+  out.pre_act_output = true;
+  ConvNet other;
+  other.bn = false;
+  other.extra_user = true;
+  for (const ConvNet& n : {out, other}) {
+    Program p = n.build();
+    CHECK(pd::ir::print(run_pass(p, "conv_act_fuse")) == pd::ir::print(p));
+  }
+}
+
+TEST_CASE("pass: linear + activation fusion", "[pass]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 5}});
+  auto h = p.add_op("linear", {{x}, {p.add_param("w1", rnd({4, 5}, 1))}, {p.add_param("b1", rnd({4}, 2))}})[0];
+  auto a = p.add_op("gelu", {{h}})[0];
+  auto y = p.add_op("linear", {{a}, {p.add_param("w2", rnd({3, 4}, 3))}, {}})[0];
+  auto t = p.add_op("tanh", {{y}})[0];
+  p.mark_output(t, "out");
+  p.mark_output(y, "logits");  // the second activation's input is an output: not fused
+  pd::ir::PassStats s;
+  Program q = run_pass(p, "linear_act_fuse", &s);
+  CHECK(s.fused == 1);
+  CHECK(count(q, "fused_linear") == 1);
+  CHECK(count(q, "linear") == 1);
+  CHECK(count(q, "tanh") == 1);
+  check_same_outputs(p, q, 1e-4);
+}
+
+TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
+  CHECK(pd::ir::level_passes(0).empty());
+  CHECK(pd::ir::level_passes(1) == std::vector<std::string>{"identity_elim", "cse", "dce"});
+  CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
+  CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
+  CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
+
+  ConvNet n;
+  Program p = n.build();
+  std::ostringstream dump;
+  pd::ir::PassOptions opt;
+  opt.level = 2;
+  opt.disable = {"conv_act_fuse"};
+  opt.print_after = &dump;
+  pd::ir::PassManager pm(opt);
+  CHECK(std::find(pm.pipeline().begin(), pm.pipeline().end(), "conv_act_fuse") == pm.pipeline().end());
+  Program q = p;
+  auto report = pm.run(q);
+  CHECK(report.size() == pm.pipeline().size());
+  CHECK(count(q, "batch_norm") == 0);
+  CHECK(count(q, "relu") == 1);
+  CHECK(dump.str().find("// after bn_fold\nprogram {") != std::string::npos);
+  const std::string table = pd::ir::format_report(report);
+  CHECK(table.find("bn_fold") != std::string::npos);
+  CHECK(table.find("total") != std::string::npos);
+  check_same_outputs(p, q, 1e-4);
+
+  opt = {};
+  opt.level = 2;
+  Program r = p;
+  pd::ir::PassManager(opt).run(r);
+  CHECK(r.ops().size() == 1);
+  CHECK(count(r, "fused_conv2d") == 1);
+  check_same_outputs(p, r, 1e-4);
+}

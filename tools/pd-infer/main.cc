@@ -1,0 +1,203 @@
+// pd-infer MODEL.pdmodel: run a model file on .npy inputs, a labelled test set or random data; time it,
+// write and compare its outputs. Exit codes: 0 ok, 1 runtime failure or --compare mismatch, 2 usage or
+// input error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "inputs.h"
+#include "op_api.h"
+#include "pd/core/threads.h"
+#include "pd/data/readers.h"
+#include "pd/exec/executor.h"
+#include "pd/io/model_file.h"
+#include "report.h"
+
+namespace fs = std::filesystem;
+using pd::Tensor;
+
+namespace {
+
+struct Options {
+  std::string model, data, output_dir, compare;
+  std::vector<std::string> inputs;
+  int64_t batch = 0, warmup = 10, repeat = 100, limit = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+  double rtol = 1e-5, atol = 1e-6;
+  bool json = false;
+};
+
+// A run directory or model.pdparams of pd-train stand for the model.pdmodel next to them.
+std::string resolve_model(const std::string& arg) {
+  fs::path p(arg);
+  if (fs::is_directory(p)) p /= "model.pdmodel";
+  else if (p.extension() == ".pdparams") p.replace_extension(".pdmodel");
+  if (!fs::exists(p)) throw pd::infer::InputError(fmt::format("{}: no such model file", p.string()));
+  return p.string();
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Runtime failures (exit 1) are told apart from bad input (exit 2) by where they happen.
+struct RuntimeFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, std::vector<double>* ms) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    auto out = exec.run(in);
+    if (ms) ms->push_back(ms_since(t0));
+    return out;
+  } catch (const pd::Error& e) {
+    throw RuntimeFailure(e.what());
+  }
+}
+
+int run(const Options& o) {
+  pd::infer::Report r;
+  r.model = resolve_model(o.model);
+  pd::ir::Program program;
+  try {
+    program = pd::io::load_program(r.model);
+  } catch (const pd::Error& e) {
+    throw pd::infer::InputError(e.what());
+  }
+  if (o.threads > 0) pd::set_num_threads(o.threads);
+  r.threads = o.threads;
+  r.warmup = o.warmup;
+  pd::exec::Executor exec(program);
+  std::vector<double> ms;
+  std::vector<Tensor> outputs;
+
+  if (!o.data.empty()) {
+    if (!o.inputs.empty()) throw pd::infer::InputError("--data and --input cannot be combined");
+    r.source = "data";
+    r.batch = o.batch > 0 ? o.batch : 64;
+    pd::infer::TestSet t = pd::infer::load_test_set(program, o.data, o.limit);
+    pd::data::DataLoader loader(t.data, {.batch_size = r.batch, .shuffle = false}, t.transforms);
+    loader.start_epoch(0);
+    auto first = loader.next();
+    if (!first) throw pd::infer::InputError(fmt::format("--data {}: the test set is empty", o.data));
+    try {
+      pd::exec::check_inputs(program, {{t.input, first->x}});
+    } catch (const pd::Error& e) {
+      throw pd::infer::InputError(e.what());
+    }
+    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr);
+    std::vector<std::vector<Tensor>> per_output(program.outputs().size());
+    int64_t correct = 0;
+    for (auto b = first; b; b = loader.next()) {
+      auto out = timed_run(exec, {{t.input, b->x}}, &ms);
+      for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k]);
+      if (out[0].dim() == 2) correct += pd::ops::sum(pd::ops::cast(pd::ops::equal(pd::ops::argmax(out[0], -1), b->y), pd::DType::i64)).item<int64_t>();
+      r.samples += b->y.numel();
+    }
+    for (auto& parts : per_output) outputs.push_back(pd::ops::concat(parts, 0));
+    if (outputs[0].dim() == 2) r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  } else {
+    std::map<std::string, Tensor> in;
+    if (!o.inputs.empty()) {
+      r.source = "npy";
+      in = pd::infer::read_inputs(program, o.inputs);
+    } else {
+      r.source = "random";
+      in = pd::infer::random_inputs(program, o.batch > 0 ? o.batch : 1, o.seed);
+    }
+    try {
+      pd::exec::check_inputs(program, in);
+    } catch (const pd::Error& e) {
+      throw pd::infer::InputError(e.what());
+    }
+    const Tensor& lead = in.begin()->second;
+    r.batch = lead.dim() > 0 ? lead.shape()[0] : 1;
+    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, in, nullptr);
+    for (int64_t i = 0; i < o.repeat; ++i) outputs = timed_run(exec, in, &ms);
+    r.samples = r.batch * o.repeat;
+  }
+  r.runs = static_cast<int64_t>(ms.size());
+  r.latency = pd::infer::summarize(ms);
+  double total_ms = 0;
+  for (double v : ms) total_ms += v;
+  r.throughput = total_ms > 0 ? static_cast<double>(r.samples) / (total_ms / 1000.0) : 0;
+  r.exec_peak_bytes = exec.stats().peak_bytes;
+  r.exec_total_bytes = exec.stats().total_intermediate_bytes;
+  r.ops = exec.stats().ops_run;
+  r.peak_rss_mib = pd::infer::peak_rss_mib();
+
+  if (!o.output_dir.empty() && !outputs.empty()) {
+    fs::create_directories(o.output_dir);
+    for (size_t k = 0; k < outputs.size(); ++k)
+      pd::data::write_npy((fs::path(o.output_dir) / (program.output_names()[k] + ".npy")).string(), outputs[k]);
+  }
+  if (!o.compare.empty() && !outputs.empty()) {
+    // REF.npy compares the first output; NAME=REF.npy a named one.
+    size_t k = 0;
+    r.compare_file = o.compare;
+    if (const size_t eq = o.compare.find('='); eq != std::string::npos) {
+      const auto& names = program.output_names();
+      auto it = std::find(names.begin(), names.end(), o.compare.substr(0, eq));
+      if (it == names.end())
+        throw pd::infer::InputError(fmt::format("--compare: the model has no output '{}' (outputs: {})", o.compare.substr(0, eq),
+                                                fmt::join(names, ", ")));
+      k = static_cast<size_t>(it - names.begin());
+      r.compare_file = o.compare.substr(eq + 1);
+    }
+    Tensor ref;
+    try {
+      ref = pd::data::read_npy(r.compare_file);
+    } catch (const pd::Error& e) {
+      throw pd::infer::InputError(fmt::format("--compare: {}", e.what()));
+    }
+    r.comparison = pd::infer::compare(outputs[k], ref, o.rtol, o.atol);
+    if (r.comparison->shape_differs)
+      fmt::print(stderr, "pd-infer: output '{}' has shape {}, {} has {}\n", program.output_names()[k],
+                 pd::shape_str(outputs[k].shape()), r.compare_file, pd::shape_str(ref.shape()));
+  }
+  fmt::print("{}", o.json ? pd::infer::json_report(r) + "\n" : pd::infer::text_report(r));
+  return r.comparison && !r.comparison->ok ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pd-infer: run a model file (docs/pd-infer.md)", "pd-infer"};
+  Options o;
+  app.add_option("model", o.model, "MODEL.pdmodel (or a pd-train run directory)")->required();
+  app.add_option("--input,-i", o.inputs, "NAME=FILE.npy, one per model input (repeatable)");
+  app.add_option("--data", o.data, "a YAML with a model-YAML style data.test source: report accuracy");
+  app.add_option("--limit", o.limit, "with --data: use only the first N samples")->check(CLI::PositiveNumber);
+  app.add_option("--batch,-b", o.batch, "batch size for -1 dims (random data: 1, --data: 64)")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "seed of the random inputs");
+  app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  app.add_option("--repeat", o.repeat, "timed runs (random or .npy inputs)")->check(CLI::PositiveNumber);
+  app.add_option("--output-dir,-o", o.output_dir, "write every output as DIR/NAME.npy");
+  app.add_option("--compare", o.compare, "[NAME=]REF.npy: exit 1 unless the output matches");
+  app.add_option("--rtol", o.rtol, "relative tolerance of --compare")->check(CLI::NonNegativeNumber);
+  app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(CLI::NonNegativeNumber);
+  app.add_flag("--json", o.json, "print one JSON object instead of the text report");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "pd-infer: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+    return run(o);
+  } catch (const pd::infer::InputError& e) {
+    fmt::print(stderr, "pd-infer: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pd-infer: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,130 @@
+#include "report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "pd/core/tensor_inl.h"
+
+namespace pd::infer {
+namespace {
+
+// Nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double q) {
+  const size_t rank = static_cast<size_t>(std::ceil(q / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+}  // namespace
+
+Latency summarize(std::vector<double> ms) {
+  if (ms.empty()) return {};
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (double v : ms) sum += v;
+  return {ms.front(), percentile(ms, 50), percentile(ms, 90), percentile(ms, 99), sum / static_cast<double>(ms.size())};
+}
+
+Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  Comparison c;
+  if (got.shape() != want.shape()) {
+    c.ok = false;
+    c.shape_differs = true;
+    return c;
+  }
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  double worst = -INFINITY;
+  int64_t at = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
+    const double err = std::abs(g[i] - w[i]);
+    const double excess = std::isnan(err) ? INFINITY : err - (atol + rtol * std::abs(w[i]));
+    if (excess > 0) ++c.mismatches;
+    if (std::isnan(err) || err > c.max_abs_err) c.max_abs_err = std::isnan(err) ? NAN : err;
+    if (w[i] != 0) c.max_rel_err = std::max(c.max_rel_err, err / std::abs(w[i]));
+    if (excess > worst) {
+      worst = excess;
+      at = static_cast<int64_t>(i);
+    }
+  }
+  c.ok = c.mismatches == 0;
+  if (!g.empty()) {
+    c.index = unravel(at, got.shape());
+    c.got = g[static_cast<size_t>(at)];
+    c.want = w[static_cast<size_t>(at)];
+  }
+  return c;
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+std::string text_report(const Report& r) {
+  std::string s = fmt::format("model      {}\ninputs     {} (batch {}, {} threads)\n", r.model, r.source, r.batch,
+                              r.threads > 0 ? fmt::to_string(r.threads) : "default");
+  s += fmt::format("runs       {} timed after {} warm-up\n", r.runs, r.warmup);
+  const Latency& l = r.latency;
+  s += fmt::format("latency    min {:.3f} ms  p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  mean {:.3f} ms\n", l.min, l.p50, l.p90,
+                   l.p99, l.mean);
+  s += fmt::format("throughput {:.1f} samples/s\n", r.throughput);
+  s += fmt::format("memory     peak RSS {:.1f} MiB; executor peak {:.1f} KiB of {:.1f} KiB intermediates ({} ops)\n",
+                   r.peak_rss_mib, r.exec_peak_bytes / 1024.0, r.exec_total_bytes / 1024.0, r.ops);
+  if (r.accuracy) s += fmt::format("accuracy   {:.4f} ({} samples)\n", *r.accuracy, r.samples);
+  if (r.comparison) {
+    const Comparison& c = *r.comparison;
+    if (c.shape_differs) s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
+    else
+      s += fmt::format("compare    {}: {} (max abs error {:.3g} at [{}]: got {:.7g}, want {:.7g}; {} elements out of tolerance)\n",
+                       r.compare_file, c.ok ? "ok" : "MISMATCH", c.max_abs_err, fmt::join(c.index, ", "), c.got, c.want,
+                       c.mismatches);
+  }
+  return s;
+}
+
+std::string json_report(const Report& r) {
+  const Latency& l = r.latency;
+  std::string s = fmt::format(
+      "{{\"model\": {}, \"inputs\": {}, \"batch\": {}, \"threads\": {}, \"warmup\": {}, \"runs\": {}, \"samples\": {}, "
+      "\"latency_ms\": {{\"min\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"mean\": {}}}, \"throughput\": {}, "
+      "\"peak_rss_mib\": {}, \"exec_peak_bytes\": {}, \"exec_total_bytes\": {}, \"ops\": {}",
+      json_str(r.model), json_str(r.source), r.batch, r.threads, r.warmup, r.runs, r.samples, num(l.min), num(l.p50), num(l.p90),
+      num(l.p99), num(l.mean), num(r.throughput), num(r.peak_rss_mib), r.exec_peak_bytes, r.exec_total_bytes, r.ops);
+  if (r.accuracy) s += fmt::format(", \"accuracy\": {}", num(*r.accuracy));
+  if (r.comparison) {
+    const Comparison& c = *r.comparison;
+    s += fmt::format(", \"compare\": {{\"file\": {}, \"ok\": {}, \"shape_differs\": {}, \"max_abs_err\": {}, \"max_rel_err\": {}, "
+                     "\"index\": [{}], \"mismatches\": {}}}",
+                     json_str(r.compare_file), c.ok, c.shape_differs, num(c.max_abs_err), num(c.max_rel_err),
+                     fmt::join(c.index, ", "), c.mismatches);
+  }
+  return s + "}";
+}
+
+}  // namespace pd::infer

@@ -1,0 +1,44 @@
+// pd-infer's measurements and checks: latency percentiles, comparison against a reference output,
+// and the text or JSON report.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pd/core/tensor.h"
+
+namespace pd::infer {
+
+struct Latency {
+  double min = 0, p50 = 0, p90 = 0, p99 = 0, mean = 0;  // ms
+};
+Latency summarize(std::vector<double> ms);
+
+// Elementwise |got - want| <= atol + rtol * |want|; on failure, the worst element.
+struct Comparison {
+  bool ok = true;
+  bool shape_differs = false;
+  double max_abs_err = 0, max_rel_err = 0;
+  std::vector<int64_t> index;  // of the largest violation (or largest error when ok)
+  double got = 0, want = 0;
+  int64_t mismatches = 0;
+};
+Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol);
+
+struct Report {
+  std::string model, source;  // source: random, npy, data
+  int64_t batch = 0, samples = 0, runs = 0, warmup = 0;
+  int threads = 0;
+  Latency latency;
+  double throughput = 0;  // samples/s over the timed runs
+  double peak_rss_mib = 0;
+  int64_t exec_peak_bytes = 0, exec_total_bytes = 0, ops = 0;
+  std::optional<double> accuracy;
+  std::optional<Comparison> comparison;
+  std::string compare_file;
+};
+std::string text_report(const Report& r);
+std::string json_report(const Report& r);
+double peak_rss_mib();
+
+}  // namespace pd::infer

@@ -1,0 +1,89 @@
+// pd-opt IN [OUT]: optimise a model file with graph passes (docs/pd-opt.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+
+#include "compare.h"
+#include "pd/io/model_file.h"
+#include "pd/ir/pass.h"
+
+namespace {
+
+// Exit codes: 2 for usage and input errors (flags, pass names, unreadable models), 1 for failures while
+// optimising or verifying.
+int error(const std::string& msg, int code) {
+  fmt::print(stderr, "pd-opt: error: {}\n", msg);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pd-opt: optimise a model file with graph passes (docs/pd-opt.md)", "pd-opt"};
+  std::string in_path, out_path;
+  pd::ir::PassOptions opt;
+  bool print_after_all = false, report = false, verify = false, print = false, list = false;
+  double rtol = 1e-4, atol = 1e-5;
+  app.add_option("input", in_path, "the model to optimise (.pdmodel)");
+  app.add_option("output", out_path, "where to write the optimised model (.pdmodel; its .pdiparams goes next to it)");
+  app.add_option("-O", opt.level, "optimisation level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  app.add_option("--passes", opt.passes, "run exactly these passes, in this order (comma-separated)")->delimiter(',');
+  app.add_option("--disable", opt.disable, "leave these passes out (comma-separated)")->delimiter(',');
+  app.add_flag("--print-after-all", print_after_all, "print the program's text form after every pass");
+  app.add_flag("--report", report, "print what each pass did: ops before/after, removed, fused, folded, time");
+  app.add_flag("--verify", verify, "run the original and the optimised model on random inputs and compare");
+  app.add_option("--rtol", rtol, "relative tolerance of --verify")->check(CLI::NonNegativeNumber);
+  app.add_option("--atol", atol, "absolute tolerance of --verify")->check(CLI::NonNegativeNumber);
+  app.add_flag("--print", print, "print the optimised program's text form");
+  app.add_flag("--list-passes", list, "list the passes and the levels, then exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return error(e.what(), 2);
+  }
+  if (list) {
+    for (const std::string& n : pd::ir::pass_names()) fmt::print("{:<16} {}\n", n, pd::ir::make_pass(n)->doc());
+    for (int l = 0; l <= 3; ++l) fmt::print("-O{}: {}\n", l, fmt::join(pd::ir::level_passes(l), " "));
+    return 0;
+  }
+  if (in_path.empty()) return error("no input model given (usage: pd-opt IN.pdmodel [OUT.pdmodel] [-O2] ...)", 2);
+  if (out_path.empty() && !print && !report && !verify && !print_after_all)
+    return error("no output model given and nothing to print (give OUT, --print, --report or --verify)", 2);
+
+  // Bad flags and unreadable models are input errors (2); a failure while optimising is a runtime one (1).
+  pd::ir::Program program, original;
+  std::map<std::string, std::string> metadata;
+  std::vector<pd::ir::PassStats> stats;
+  try {
+    if (print_after_all) opt.print_after = &std::cout;
+    pd::ir::PassManager pm(opt);  // unknown pass names fail here, before any work
+    program = pd::io::load_program(in_path, &metadata);
+    original = program;
+    try {
+      stats = pm.run(program);
+    } catch (const std::exception& e) {
+      return error(e.what(), 1);
+    }
+  } catch (const pd::Error& e) {
+    return error(e.what(), 2);
+  }
+  if (report) fmt::print("{}", pd::ir::format_report(stats));
+  if (print) fmt::print("{}", pd::ir::print(program));
+  try {
+    if (verify) {
+      pd::tools::VerifyResult r = pd::tools::compare_programs(original, program, rtol, atol);
+      if (!r.ok) return error(r.message, 1);
+      fmt::print(stderr, "{}\n", r.message);
+    }
+    if (!out_path.empty()) {
+      metadata["optimized_by"] = fmt::format("pd-opt {}", fmt::join(pd::ir::PassManager(opt).pipeline(), ","));
+      pd::io::save_program(out_path, program, metadata);
+    }
+  } catch (const std::exception& e) {
+    return error(e.what(), 1);
+  }
+  return 0;
+}
