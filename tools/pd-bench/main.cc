@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/tool_main.h"
 #include "jobs.h"
 #include "pd/bench/model_bench.h"
 #include "pd/bench/problem.h"
@@ -127,14 +128,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(CLI::PositiveNumber);
   app.add_flag("--inference", o.inference, "model mode: time the forward pass only, without gradients");
   app.add_flag("--list", o.list, "list the ops and their problem count, then exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
-    return 2;
-  }
-  try {
+  return pd::tools::run_tool("pd-bench", app, argc, argv, [&]() -> int {
 #ifndef PD_WITH_CUDA
     PD_CHECK(o.backend != "cuda", pd::ErrorCode::kInvalidArgument, "--backend cuda: not built with CUDA");
 #endif
@@ -152,11 +146,5 @@ int main(int argc, char** argv) {
     auto jobs = o.batch.empty() ? pd::tools::jobs_for(o.problem) : pd::tools::jobs_from_batch_file(o.batch);
     PD_CHECK(o.batch.empty() || o.problem.op.empty(), pd::ErrorCode::kInvalidArgument, "give either an op or --batch, not both");
     return o.mode == "check" ? run_check(o, jobs) : run_perf(o, jobs);
-  } catch (const pd::Error& e) {
-    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
-    return e.code() == pd::ErrorCode::kInternal ? 1 : 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "pd-bench: error: {}\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "check.h"
+#include "common/tool_main.h"
 #include "pd/train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -23,14 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
   app.add_flag("--quiet,-q", opt.quiet, "no progress or per-epoch text (errors only)");
   app.add_flag("--json", opt.json, "print one JSON object per epoch on stdout");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    fmt::print(stderr, "pd-train: error: {}\n", e.what());
-    return 2;
-  }
-  try {
+  return pd::tools::run_tool("pd-train", app, argc, argv, [&]() -> int {
     pd::model::ModelSpec spec = pd::model::load_model_yaml(yaml);
     if (check) {
       pd::model::Network net(spec);
@@ -41,11 +35,5 @@ int main(int argc, char** argv) {
     if (!opt.resume && std::filesystem::exists(opt.out_dir + "/checkpoint.pdckpt"))
       fmt::print(stderr, "pd-train: note: starting over in {} (use --resume to continue the run there)\n", opt.out_dir);
     return pd::train::Trainer(std::move(spec), opt).run();
-  } catch (const pd::Error& e) {
-    fmt::print(stderr, "pd-train: error: {}\n", e.what());
-    return e.code() == pd::ErrorCode::kInternal ? 1 : 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "pd-train: error: {}\n", e.what());
-    return 1;
-  }
+  });
 }
