@@ -263,6 +263,60 @@ TEST_CASE("pass: linear + activation fusion", "[pass]") {
   check_same_outputs(p, q, 1e-4);
 }
 
+TEST_CASE("pass: elementwise chain fusion", "[pass]") {
+  // A residual block's tail: relu(add(a, b)); then y * sigmoid(y), a chain reading one value twice.
+  Program p;
+  auto a = p.add_input("a", {DType::f32, {-1, 3, 4}});
+  auto b = p.add_input("b", {DType::f32, {-1, 3, 4}});
+  auto r = p.add_op("relu", {{p.add_op("add", {{a}, {b}})[0]}})[0];
+  auto y = p.add_op("leaky_relu", {{r}}, {{"alpha", 0.25}})[0];
+  auto g = p.add_op("mul", {{y}, {p.add_op("sigmoid", {{y}})[0]}})[0];
+  p.mark_output(p.add_op("clip", {{g}}, {{"min", -0.5}, {"max", 0.75}})[0], "out");
+  pd::ir::PassStats s;
+  Program q = run_pass(p, "elementwise_fuse", &s);
+  // add, relu, leaky_relu become one op; y has two readers, so mul(y, sigmoid(y)) + clip is another.
+  CHECK(q.ops().size() == 2);
+  CHECK(count(q, "fused_elementwise") == 2);
+  CHECK(s.fused == 4);
+  CHECK(pd::ir::print(q).find("expr: \"leaky_relu(relu(add(x0, x1)), 0.25)\"") != std::string::npos);
+  CHECK(pd::ir::print(q).find("expr: \"clip(mul(x0, sigmoid(x0)), -0.5, 0.75)\"") != std::string::npos);
+  check_same_outputs(p, q);
+  // The text form round-trips the fused op and its expression.
+  CHECK(pd::ir::print(pd::ir::parse(pd::ir::print(q))) == pd::ir::print(q));
+}
+
+TEST_CASE("pass: elementwise chain fusion refuses what does not pay or would change results", "[pass]") {
+  auto unchanged = [](const Program& p) { CHECK(pd::ir::print(run_pass(p, "elementwise_fuse")) == pd::ir::print(p)); };
+  {  // the intermediate is a graph output
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 4}});
+    auto e = p.add_op("exp", {{x}})[0];
+    p.mark_output(e, "e");
+    p.mark_output(p.add_op("relu", {{e}})[0], "out");
+    unchanged(p);
+  }
+  {  // the intermediate is smaller than the result: fusing would recompute exp per element of x
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 4}});
+    auto bias = p.add_param("bias", rnd({4}, 1));
+    p.mark_output(p.add_op("add", {{x}, {p.add_op("exp", {{bias}})[0]}})[0], "out");
+    unchanged(p);
+  }
+  {  // mixed dtypes: add promotes f32 + f64, which the fused op would not
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 4}});
+    auto d = p.add_input("d", {DType::f64, {-1, 4}});
+    p.mark_output(p.add_op("relu", {{p.add_op("add", {{x}, {d}})[0]}})[0], "out");
+    unchanged(p);
+  }
+  {  // a single elementwise op is left alone, and so are non-elementwise neighbours
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 4}});
+    p.mark_output(p.add_op("softmax", {{p.add_op("exp", {{x}})[0]}}, {{"axis", int64_t{1}}})[0], "out");
+    unchanged(p);
+  }
+}
+
 TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(0).empty());
   CHECK(pd::ir::level_passes(1) == std::vector<std::string>{"identity_elim", "cse", "dce"});

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
+#include "cpu/common/scalar_math.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -10,15 +11,6 @@ namespace pd::kernels::reference {
 using cpu::binary_map;
 using cpu::unary_map;
 
-namespace {
-// Stable on both sides: never evaluates exp of a large positive number.
-template <typename T>
-T stable_sigmoid(T v) {
-  if (v >= T(0)) return T(1) / (T(1) + std::exp(-v));
-  const T e = std::exp(v);
-  return e / (T(1) + e);
-}
-}  // namespace
 
 template <typename T>
 void tanh(const Tensor& x, Tensor& out) {
@@ -27,38 +19,34 @@ void tanh(const Tensor& x, Tensor& out) {
 
 template <typename T>
 void sigmoid(const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return stable_sigmoid(v); });
+  unary_map<T>(x, out, [](T v) { return cpu::scalar::sigmoid(v); });
 }
 
 template <typename T>
 void relu(const Tensor& x, Tensor& out) {
-  // NaN propagates, as in PyTorch.
-  unary_map<T>(x, out, [](T v) { return std::isnan(v) || v > T(0) ? v : T(0); });
+  unary_map<T>(x, out, [](T v) { return cpu::scalar::relu(v); });
 }
 
 template <typename T>
 void gelu(const Tensor& x, Tensor& out) {
-  // Exact form 0.5 x (1 + erf(x / sqrt(2))).
-  const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-  unary_map<T>(x, out, [=](T v) { return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2))); });
+  unary_map<T>(x, out, [](T v) { return cpu::scalar::gelu(v); });
 }
 
 template <typename T>
 void silu(const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return static_cast<T>(v * stable_sigmoid(v)); });
+  unary_map<T>(x, out, [](T v) { return cpu::scalar::silu(v); });
 }
 
 template <typename T>
 void leaky_relu(const Tensor& x, double alpha, Tensor& out) {
   const T a = static_cast<T>(alpha);
-  unary_map<T>(x, out, [=](T v) { return v > T(0) ? v : static_cast<T>(a * v); });
+  unary_map<T>(x, out, [=](T v) { return cpu::scalar::leaky_relu(v, a); });
 }
 
 template <typename T>
 void softplus(const Tensor& x, double beta, double threshold, Tensor& out) {
-  // Above the threshold the result equals x to working precision; log1p(exp) would overflow.
   const T b = static_cast<T>(beta), th = static_cast<T>(threshold);
-  unary_map<T>(x, out, [=](T v) { return v * b > th ? v : static_cast<T>(std::log1p(std::exp(b * v)) / b); });
+  unary_map<T>(x, out, [=](T v) { return cpu::scalar::softplus(v, b, th); });
 }
 
 template <typename T>

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
+#include "cpu/common/scalar_math.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -31,7 +32,7 @@ void sqrt(const Tensor& x, Tensor& out) {
 
 template <typename T>
 void rsqrt(const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return static_cast<T>(T(1) / std::sqrt(v)); });
+  unary_map<T>(x, out, [](T v) { return cpu::scalar::rsqrt(v); });
 }
 
 template <typename T>

@@ -24,7 +24,7 @@ const std::vector<Entry>& registry() {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
       {"conv_act_fuse", passes::conv_activation_fusion},   {"linear_act_fuse", passes::linear_activation_fusion},
-      {"dce", passes::dead_code_elimination},
+      {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
   return r;
 }
@@ -72,7 +72,7 @@ std::vector<std::string> level_passes(int level) {
   PD_CHECK(level >= 0 && level <= 3, ErrorCode::kInvalidArgument, "optimisation level must be 0 to 3, but received {}", level);
   if (level == 0) return {};
   if (level == 1) return {"identity_elim", "cse", "dce"};
-  return pass_names();  // O2; O3 adds nothing yet (elementwise fusion is not implemented)
+  return pass_names();  // O2 and O3 (O3 adds nothing yet)
 }
 
 PassManager::PassManager(const PassOptions& options) : options_(options) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "pd/ops/elementwise_expr.h"
+
 namespace pd::infer {
 namespace {
 
@@ -336,6 +338,16 @@ Shape concat(const char* op, InList xs, int64_t axis) {
     PD_CHECK(ok, ErrorCode::kShape, "{}: argument '{}[{}]' has shape {}, which does not match '{}[0]' {} outside axis {}", op,
              xs.name, i, shape_str(s), xs.name, shape_str(first), a);
     out[a] += s[a];
+  }
+  return out;
+}
+
+Shape elementwise(const char* op, InList xs, const std::string& expr) {
+  ewise::parse(op, expr, static_cast<int>(xs.ts.size()));
+  Shape out = xs.ts[0].shape();
+  for (size_t i = 1; i < xs.ts.size(); ++i) {
+    const std::string name = fmt::format("{}[{}]", xs.name, i);
+    out = broadcast_two(op, "(broadcast of the ones before)", out, name.c_str(), xs.ts[i].shape());
   }
   return out;
 }

@@ -58,6 +58,8 @@ Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
 Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);
 Shape embedding(const char* op, In x, In weight);
 Shape concat(const char* op, InList xs, int64_t axis);
+// The broadcast of all of xs, after checking `expr` (fused_elementwise's expression over them).
+Shape elementwise(const char* op, InList xs, const std::string& expr);
 std::vector<Shape> split(const char* op, In x, const std::vector<int64_t>& sections, int64_t axis);
 Shape pad(const char* op, In x, const std::vector<int64_t>& pads);
 

@@ -13,5 +13,6 @@ std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> batch_norm_folding();
 std::unique_ptr<Pass> conv_activation_fusion();
 std::unique_ptr<Pass> linear_activation_fusion();
+std::unique_ptr<Pass> elementwise_fusion();
 
 }  // namespace pd::ir::passes

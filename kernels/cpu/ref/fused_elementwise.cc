@@ -1,0 +1,134 @@
+// fused_elementwise: a chain of elementwise ops in one pass over memory. The output is cut into blocks
+// small enough for L1; each step of the compiled expression runs over one block into a register
+// buffer, so intermediates never reach main memory. Inputs with the output's shape are read in
+// place; broadcast inputs are gathered into their register first.
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/common/parallel.h"
+#include "cpu/common/scalar_math.h"
+#include "kernels.h"
+#include "pd/ops/elementwise_expr.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+constexpr int64_t kBlock = 512;
+
+template <typename T, typename F>
+void map1(const T* a, T* d, int64_t len, F f) {
+  for (int64_t i = 0; i < len; ++i) d[i] = f(a[i]);
+}
+
+template <typename T, typename F>
+void map2(const T* a, const T* b, T* d, int64_t len, F f) {
+  for (int64_t i = 0; i < len; ++i) d[i] = f(a[i], b[i]);
+}
+
+template <typename T>
+void run_step(const ewise::Step& s, const T* a, const T* b, T* d, int64_t len) {
+  namespace sc = cpu::scalar;
+  using ewise::Fn;
+  const auto c = [&](size_t i) { return static_cast<T>(s.consts[i]); };
+  switch (s.fn) {
+    case Fn::add: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x + y); });
+    case Fn::sub: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x - y); });
+    case Fn::mul: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x * y); });
+    case Fn::div: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x / y); });
+    case Fn::pow: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
+    case Fn::neg: return map1(a, d, len, [](T x) { return static_cast<T>(-x); });
+    case Fn::exp: return map1(a, d, len, [](T x) { return std::exp(x); });
+    case Fn::log: return map1(a, d, len, [](T x) { return std::log(x); });
+    case Fn::sqrt: return map1(a, d, len, [](T x) { return std::sqrt(x); });
+    case Fn::rsqrt: return map1(a, d, len, [](T x) { return sc::rsqrt(x); });
+    case Fn::abs: return map1(a, d, len, [](T x) { return std::fabs(x); });
+    case Fn::sign: return map1(a, d, len, [](T x) { return sc::sign(x); });
+    case Fn::erf: return map1(a, d, len, [](T x) { return std::erf(x); });
+    case Fn::tanh: return map1(a, d, len, [](T x) { return std::tanh(x); });
+    case Fn::sigmoid: return map1(a, d, len, [](T x) { return sc::sigmoid(x); });
+    case Fn::relu: return map1(a, d, len, [](T x) { return sc::relu(x); });
+    case Fn::gelu: return map1(a, d, len, [](T x) { return sc::gelu(x); });
+    case Fn::silu: return map1(a, d, len, [](T x) { return sc::silu(x); });
+    case Fn::softsign: return map1(a, d, len, [](T x) { return sc::softsign(x); });
+    case Fn::leaky_relu: return map1(a, d, len, [alpha = c(0)](T x) { return sc::leaky_relu(x, alpha); });
+    case Fn::softplus: return map1(a, d, len, [beta = c(0), th = c(1)](T x) { return sc::softplus(x, beta, th); });
+    case Fn::clip: return map1(a, d, len, [lo = c(0), hi = c(1)](T x) { return sc::clip(x, lo, hi); });
+  }
+}
+
+// How one input is read: in place (same shape), as one repeated value, or gathered through
+// per-output-dim strides (0 along broadcast dims).
+struct InputAccess {
+  enum Kind { kDirect, kSplat, kGather } kind;
+  Shape strides;
+};
+
+InputAccess access_of(const Shape& in, const Shape& out) {
+  if (in == out) return {InputAccess::kDirect, {}};
+  if (shape_numel(in) == 1) return {InputAccess::kSplat, {}};
+  Shape strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  int64_t stride = 1;
+  for (size_t d = in.size(); d-- > 0;) {
+    strides[lead + d] = in[d] == 1 ? 0 : stride;
+    stride *= in[d];
+  }
+  return {InputAccess::kGather, strides};
+}
+
+template <typename T>
+void gather(const T* src, const Shape& out_shape, const Shape& strides, int64_t start, int64_t len, T* dst) {
+  for (int64_t i = 0; i < len; ++i) {
+    int64_t rest = start + i, off = 0;
+    for (size_t d = out_shape.size(); d-- > 0;) {
+      off += (rest % out_shape[d]) * strides[d];
+      rest /= out_shape[d];
+    }
+    dst[i] = src[off];
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void fused_elementwise(const std::vector<Tensor>& xs, const std::string& expr, Tensor& out) {
+  const ewise::Program prog = ewise::parse("fused_elementwise", expr, static_cast<int>(xs.size()));
+  for (const ewise::Step& s : prog.steps)
+    PD_CHECK(s.fn != ewise::Fn::clip || s.consts[0] <= s.consts[1], ErrorCode::kInvalidArgument,
+             "fused_elementwise: clip's min must be <= max, but received min {} and max {}", s.consts[0], s.consts[1]);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  std::vector<InputAccess> access;
+  for (const Tensor& x : xs) access.push_back(access_of(x.shape(), out.shape()));
+  const int regs = prog.num_registers();
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  T* od = out.data<T>();
+  cpu::parallel_for(blocks, kBlock * static_cast<int64_t>(prog.steps.size()), [&](int64_t b) {
+    const int64_t start = b * kBlock, len = std::min(kBlock, n - start);
+    thread_local std::vector<T> buffer;
+    buffer.resize(static_cast<size_t>(regs * kBlock));
+    std::vector<const T*> reg(static_cast<size_t>(regs));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const T* src = xs[i].data<T>();
+      T* slot = buffer.data() + i * kBlock;
+      switch (access[i].kind) {
+        case InputAccess::kDirect: reg[i] = src + start; break;
+        case InputAccess::kSplat: std::fill(slot, slot + len, src[0]), reg[i] = slot; break;
+        case InputAccess::kGather: gather(src, out.shape(), access[i].strides, start, len, slot), reg[i] = slot; break;
+      }
+    }
+    for (size_t k = 0; k < prog.steps.size(); ++k) {
+      const ewise::Step& s = prog.steps[k];
+      const size_t r = xs.size() + k;
+      // The last step writes the output block itself.
+      T* dst = k + 1 == prog.steps.size() ? od + start : buffer.data() + r * kBlock;
+      run_step<T>(s, reg[static_cast<size_t>(s.args[0])], s.args.size() > 1 ? reg[static_cast<size_t>(s.args[1])] : nullptr,
+                  dst, len);
+      reg[r] = dst;
+    }
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(fused_elementwise, reference, float, double)
