@@ -22,6 +22,9 @@ echo "$out" | grep -q "p50" && echo "$out" | grep -q "samples/s" || fail "random
 [ -s "$WORK/out/logits.npy" ] || fail "random input: no logits.npy written"
 out=$("$PD_INFER" "$MODEL" --repeat 2 --json 2>&1)
 echo "$out" | grep -q '"latency_ms": {"min"' || fail "--json: $out"
+# --profile: one row per op type the model runs (the tiny MLP: flatten, linear, relu).
+out=$("$PD_INFER" "$MODEL" --repeat 3 --profile 2>&1)
+for op in flatten linear relu; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--profile: no '$op' row: $out"; done
 
 # 2. Labelled test data: accuracy printed and plausible.
 cat > "$WORK/data.yaml" <<EOF

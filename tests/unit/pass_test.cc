@@ -263,6 +263,52 @@ TEST_CASE("pass: linear + activation fusion", "[pass]") {
   check_same_outputs(p, q, 1e-4);
 }
 
+// x -> conv(w1) -> relu -> conv(w2) -> add(., shortcut) -> relu: a residual block after bn folding.
+Program residual_block(bool projection, bool broadcast_residual = false) {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 4, 6, 6}});
+  auto conv = [&](ValueId in, const char* name, int64_t k, int64_t seed) {
+    auto w = p.add_param(name, rnd({4, 4, k, k}, seed));
+    return p.add_op("conv2d", {{in}, {w}, {}}, {{"padding", std::vector<int64_t>{k / 2, k / 2}}})[0];
+  };
+  auto h = p.add_op("relu", {{conv(x, "w1", 3, 1)}})[0];
+  auto y = conv(h, "w2", 3, 2);
+  ValueId shortcut = projection ? conv(x, "proj", 1, 3) : x;
+  if (broadcast_residual) shortcut = p.add_param("per_channel", rnd({1, 4, 1, 1}, 4));
+  p.mark_output(p.add_op("relu", {{p.add_op("add", {{y}, {shortcut}})[0]}})[0], "out");
+  return p;
+}
+
+TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
+  for (bool projection : {false, true}) {
+    Program p = residual_block(projection);
+    pd::ir::PassStats s;
+    Program q = run_pass(p, "conv_residual_fuse", &s);
+    CHECK(s.fused == 1);
+    CHECK(count(q, "add") == 0);
+    CHECK(count(q, "fused_conv2d") == 1);
+    check_same_outputs(p, q, 1e-4);
+    // With the activation fusion after it, the block is two ops: conv+relu, conv+residual+relu
+    // (three with a projection shortcut, which stays a plain conv feeding the residual).
+    pd::ir::PassOptions opt;
+    opt.passes = {"conv_residual_fuse", "conv_act_fuse"};
+    Program r = p;
+    pd::ir::PassManager(opt).run(r);
+    CHECK(r.ops().size() == (projection ? 3u : 2u));
+    CHECK(count(r, "relu") == 0);
+    CHECK(count(r, "fused_conv2d") == 2);
+    check_same_outputs(p, r, 1e-4);
+  }
+  // Negative: a broadcast residual (the fused op needs the output's exact shape), and a conv result
+  // that something else reads too.
+  Program b = residual_block(false, true);
+  CHECK(pd::ir::print(run_pass(b, "conv_residual_fuse")) == pd::ir::print(b));
+  Program shared = residual_block(false);
+  const ValueId y = shared.ops()[2].results[0];  // the second conv's output
+  shared.mark_output(shared.add_op("exp", {{y}})[0], "side");
+  CHECK(count(run_pass(shared, "conv_residual_fuse"), "add") == 1);
+}
+
 TEST_CASE("pass: elementwise chain fusion", "[pass]") {
   // A residual block's tail: relu(add(a, b)); then y * sigmoid(y), a chain reading one value twice.
   Program p;

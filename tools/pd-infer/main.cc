@@ -11,6 +11,7 @@
 
 #include "inputs.h"
 #include "op_api.h"
+#include "pd/bench/profiler.h"
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -29,7 +30,7 @@ struct Options {
   uint64_t seed = 0;
   int threads = 0;
   double rtol = 1e-5, atol = 1e-6;
-  bool json = false;
+  bool json = false, profile = false;
 };
 
 // A run directory or model.pdparams of pd-train stand for the model.pdmodel next to them.
@@ -49,6 +50,20 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 struct RuntimeFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Per-op times over `runs` extra runs, apart from the timed ones so that the timers do not skew the
+// latency figures.
+void profile_runs(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, int64_t runs, pd::infer::Report& r) {
+  pd::bench::profile_reset();
+  pd::bench::set_profiling(true);
+  for (int64_t i = 0; i < runs; ++i) exec.run(in);
+  pd::bench::set_profiling(false);
+  const double overhead_ns = pd::bench::timer_overhead_ns();
+  for (const pd::bench::OpStat& s : pd::bench::profile_snapshot())
+    r.profile.push_back({s.name, s.calls, std::max(0.0, (static_cast<double>(s.ns) - s.calls * overhead_ns) / 1e6)});
+  std::sort(r.profile.begin(), r.profile.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  r.profile_runs = static_cast<double>(runs);
+}
 
 std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, std::vector<double>* ms) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -92,6 +107,7 @@ int run(const Options& o) {
       throw pd::infer::InputError(e.what());
     }
     for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr);
+    if (o.profile) profile_runs(exec, {{t.input, first->x}}, o.repeat, r);
     std::vector<std::vector<Tensor>> per_output(program.outputs().size());
     int64_t correct = 0;
     for (auto b = first; b; b = loader.next()) {
@@ -121,6 +137,7 @@ int run(const Options& o) {
     for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, in, nullptr);
     for (int64_t i = 0; i < o.repeat; ++i) outputs = timed_run(exec, in, &ms);
     r.samples = r.batch * o.repeat;
+    if (o.profile) profile_runs(exec, in, o.repeat, r);
   }
   r.runs = static_cast<int64_t>(ms.size());
   r.latency = pd::infer::summarize(ms);
@@ -184,6 +201,7 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.rtol, "relative tolerance of --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o.json, "print one JSON object instead of the text report");
+  app.add_flag("--profile", o.profile, "time every op over --repeat extra runs and print a per-op table");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -97,6 +97,15 @@ std::string text_report(const Report& r) {
   s += fmt::format("memory     peak RSS {:.1f} MiB; executor peak {:.1f} KiB of {:.1f} KiB intermediates ({} ops)\n",
                    r.peak_rss_mib, r.exec_peak_bytes / 1024.0, r.exec_total_bytes / 1024.0, r.ops);
   if (r.accuracy) s += fmt::format("accuracy   {:.4f} ({} samples)\n", *r.accuracy, r.samples);
+  if (!r.profile.empty()) {
+    double sum = 0;
+    for (const OpProfile& p : r.profile) sum += p.total_ms;
+    s += fmt::format("profile    {} runs, per op (exclusive time, timer overhead subtracted):\n", r.profile_runs);
+    s += fmt::format("  {:<24} {:>7} {:>12} {:>7}\n", "op", "calls/run", "us/run", "share");
+    for (const OpProfile& p : r.profile)
+      s += fmt::format("  {:<24} {:>9.0f} {:>12.2f} {:>6.1f}%\n", p.op, p.calls / r.profile_runs,
+                       1000.0 * p.total_ms / r.profile_runs, sum > 0 ? 100.0 * p.total_ms / sum : 0.0);
+  }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     if (c.shape_differs) s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
@@ -117,6 +126,13 @@ std::string json_report(const Report& r) {
       json_str(r.model), json_str(r.source), r.batch, r.threads, r.warmup, r.runs, r.samples, num(l.min), num(l.p50), num(l.p90),
       num(l.p99), num(l.mean), num(r.throughput), num(r.peak_rss_mib), r.exec_peak_bytes, r.exec_total_bytes, r.ops);
   if (r.accuracy) s += fmt::format(", \"accuracy\": {}", num(*r.accuracy));
+  if (!r.profile.empty()) {
+    s += fmt::format(", \"profile_runs\": {}, \"profile\": [", r.profile_runs);
+    for (size_t i = 0; i < r.profile.size(); ++i)
+      s += fmt::format("{}{{\"op\": {}, \"calls\": {}, \"total_ms\": {}}}", i ? ", " : "", json_str(r.profile[i].op),
+                       r.profile[i].calls, num(r.profile[i].total_ms));
+    s += "]";
+  }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     s += fmt::format(", \"compare\": {{\"file\": {}, \"ok\": {}, \"shape_differs\": {}, \"max_abs_err\": {}, \"max_rel_err\": {}, "

@@ -25,6 +25,13 @@ struct Comparison {
 };
 Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol);
 
+// One op type's share of the profiled runs (pd-infer --profile).
+struct OpProfile {
+  std::string op;
+  int64_t calls = 0;
+  double total_ms = 0;  // exclusive, timer overhead subtracted
+};
+
 struct Report {
   std::string model, source;  // source: random, npy, data
   int64_t batch = 0, samples = 0, runs = 0, warmup = 0;
@@ -36,6 +43,8 @@ struct Report {
   std::optional<double> accuracy;
   std::optional<Comparison> comparison;
   std::string compare_file;
+  std::vector<OpProfile> profile;  // slowest first; empty without --profile
+  double profile_runs = 0;
 };
 std::string text_report(const Report& r);
 std::string json_report(const Report& r);

@@ -54,24 +54,37 @@ struct ConvGeometry {
 };
 
 // One primitive with reorders for its two inputs and its output, and the size of its scratchpad.
+// `residual_in` (forward with a sum post-op) moves the residual into the primitive's output layout.
 struct ConvEntry {
   dnnl::primitive prim;
   OptionalReorder in0, in1, out;
   dnnl::memory::desc scratchpad;
+  OptionalReorder residual_in = {};
 };
 
-// Forward inference with the primitive cached under `key` (which must identify `attr` too).
+// Forward inference with the primitive cached under `key` (which must identify `attr` too). With a
+// `residual`, `attr` must hold a sum post-op: the residual is put in the destination first and the
+// primitive adds the convolution to it.
 inline void conv_forward(const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
-                         const Tensor& weight, const Tensor& bias, Tensor& out) {
+                         const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual = Tensor()) {
   const bool has_bias = bias.defined();
   auto e = cached<ConvEntry>(key, [&] {
     auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias, attr);
     return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
                      OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
-                     OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc()};
+                     OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc(),
+                     OptionalReorder::make(g.plain_dst(), pd.dst_desc())};
   });
   dnnl::memory user_dst = wrap(g.plain_dst(), out);
   dnnl::memory dst = output_buffer(e->out, user_dst);
+  if (residual.defined()) {
+    if (e->residual_in.prim) {
+      dnnl::memory src = wrap(g.plain_dst(), residual);
+      e->residual_in.prim->execute(cpu_stream(), src, dst);
+    } else {
+      std::copy_n(residual.data<float>(), residual.numel(), out.data<float>());
+    }
+  }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
                                              {DNNL_ARG_WEIGHTS, reorder_in(e->in1, wrap(g.plain_wei(), weight))},
                                              {DNNL_ARG_DST, dst},

@@ -1,39 +1,41 @@
-// fused_conv2d and fused_linear: the reference conv / linear kernel, then the activation applied in
-// place by the reference activation kernels (elementwise, so reading and writing `out` is safe).
-#include "cpu/common/fused_activation.h"
+// fused_conv2d and fused_linear: the reference conv / linear kernel, then the residual added and the
+// activation applied in place by the reference kernels (elementwise, so reading and writing `out` is safe).
+#include "pd/ops/fused_activation.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
 namespace {
 
 template <typename T>
-void apply_activation(cpu::FusedAct act, double alpha, Tensor& out) {
+void apply_activation(FusedAct act, double alpha, Tensor& out) {
   switch (act) {
-    case cpu::FusedAct::none: return;
-    case cpu::FusedAct::relu: return relu<T>(out, out);
-    case cpu::FusedAct::gelu: return gelu<T>(out, out);
-    case cpu::FusedAct::silu: return silu<T>(out, out);
-    case cpu::FusedAct::tanh: return tanh<T>(out, out);
-    case cpu::FusedAct::sigmoid: return sigmoid<T>(out, out);
-    case cpu::FusedAct::leaky_relu: return leaky_relu<T>(out, alpha, out);
+    case FusedAct::none: return;
+    case FusedAct::relu: return relu<T>(out, out);
+    case FusedAct::gelu: return gelu<T>(out, out);
+    case FusedAct::silu: return silu<T>(out, out);
+    case FusedAct::tanh: return tanh<T>(out, out);
+    case FusedAct::sigmoid: return sigmoid<T>(out, out);
+    case FusedAct::leaky_relu: return leaky_relu<T>(out, alpha, out);
   }
 }
 
 }  // namespace
 
 template <typename T>
-void fused_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
-                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                  const std::string& activation, double alpha, Tensor& out) {
-  const auto act = cpu::parse_fused_activation("fused_conv2d", activation);  // before any work
+void fused_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                  const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                  Tensor& out) {
+  const auto act = parse_fused_activation("fused_conv2d", activation);  // before any work
   conv2d<T>(x, weight, bias, stride, padding, dilation, groups, out);
+  if (residual.defined()) add<T>(out, residual, out);  // same shape: elementwise in place
   apply_activation<T>(act, alpha, out);
 }
 
 template <typename T>
 void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
                   double alpha, Tensor& out) {
-  const auto act = cpu::parse_fused_activation("fused_linear", activation);
+  const auto act = parse_fused_activation("fused_linear", activation);
   linear<T>(x, weight, bias, out);
   apply_activation<T>(act, alpha, out);
 }

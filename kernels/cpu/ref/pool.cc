@@ -51,36 +51,35 @@ Window window(int64_t o, int64_t s, int64_t k, int64_t p, int64_t size) {
 
 // Max of every window of output row `oh` (-inf where a window is all padding); NaN propagates, as in
 // PyTorch. Rows of the window are first reduced elementwise into `tmp`, then each output column reduces
-// its few entries. Everything is written as max and or-ed NaN flags so that the compiler emits maxss
-// and no branches: with real data a compare-and-branch per element mispredicts half the time, which
-// made pooling the slowest part of a LeNet training step.
+// its few entries. nan_max is a compare and a blend, no branch: with real data a compare-and-branch per
+// element mispredicts half the time, which made pooling the slowest part of a LeNet training step.
 template <typename T>
-inline T max_no_nan(T m, T v) {
-  return m < v ? v : m;  // maxss
+inline T nan_max(T m, T v) {
+  return (v > m) | (v != v) ? v : m;  // once m is NaN, v > m stays false: NaN sticks
 }
 
+// Whether every column window is kw wide starting at ow * sw (no padding reaches a column), so the
+// column step needs no bounds.
+bool full_columns(const PoolGeom& g) { return g.pw == 0 && (g.oW - 1) * g.sw + g.kw <= g.W; }
+
 template <typename T>
-void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std::vector<Window>& cols, T* __restrict tmp,
-             uint8_t* __restrict nan, T* __restrict out_row) {
+void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std::vector<Window>& cols, bool full_cols,
+             T* __restrict tmp, T* __restrict out_row) {
   const Window wh = window(oh, g.sh, g.kh, g.ph, g.H);
   const int64_t W = g.W;
   std::fill(tmp, tmp + W, -std::numeric_limits<T>::infinity());
-  std::fill(nan, nan + W, uint8_t{0});
   for (int64_t h = wh.start; h < wh.end; ++h) {
     const T* __restrict row = plane + h * W;
-    for (int64_t w = 0; w < W; ++w) {
-      tmp[w] = max_no_nan(tmp[w], row[w]);
-      nan[w] |= static_cast<uint8_t>(row[w] != row[w]);
-    }
+    for (int64_t w = 0; w < W; ++w) tmp[w] = nan_max(tmp[w], row[w]);
+  }
+  if (full_cols && g.kw == 2 && g.sw == 2) {  // the common 2x2 / stride 2 pool: a vectorisable pairwise max
+    for (int64_t ow = 0; ow < g.oW; ++ow) out_row[ow] = nan_max(tmp[2 * ow], tmp[2 * ow + 1]);
+    return;
   }
   for (int64_t ow = 0; ow < g.oW; ++ow) {
     T m = -std::numeric_limits<T>::infinity();
-    uint8_t any_nan = 0;
-    for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) {
-      m = max_no_nan(m, tmp[w]);
-      any_nan |= nan[w];
-    }
-    out_row[ow] = any_nan ? std::numeric_limits<T>::quiet_NaN() : m;
+    for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) m = nan_max(m, tmp[w]);
+    out_row[ow] = m;
   }
 }
 
@@ -107,13 +106,14 @@ void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const 
                 const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
   const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   const std::vector<Window> cols = column_windows(g);
+  const bool full = full_columns(g);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
-    std::vector<T> tmp(static_cast<size_t>(g.W));
-    std::vector<uint8_t> nan(static_cast<size_t>(g.W));
+    thread_local std::vector<T> tmp;
+    tmp.resize(static_cast<size_t>(g.W));
     for (int64_t oh = 0; oh < g.oH; ++oh)
-      max_row(xd + p * g.H * g.W, g, oh, cols, tmp.data(), nan.data(), od + (p * g.oH + oh) * g.oW);
+      max_row(xd + p * g.H * g.W, g, oh, cols, full, tmp.data(), od + (p * g.oH + oh) * g.oW);
   });
 }
 
@@ -125,17 +125,19 @@ void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int6
                      Tensor& dx) {
   const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
   const std::vector<Window> cols = column_windows(g);
+  const bool full = full_columns(g);
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
   cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
-    std::vector<T> tmp(static_cast<size_t>(g.W)), maxes(static_cast<size_t>(g.oW));
-    std::vector<uint8_t> nan(static_cast<size_t>(g.W));
+    thread_local std::vector<T> tmp, maxes;
+    tmp.resize(static_cast<size_t>(g.W));
+    maxes.resize(static_cast<size_t>(g.oW));
     std::fill(dd + p * g.H * g.W, dd + (p + 1) * g.H * g.W, T(0));
     const T* plane = xd + p * g.H * g.W;
     T* dplane = dd + p * g.H * g.W;
     for (int64_t oh = 0; oh < g.oH; ++oh) {
-      max_row(plane, g, oh, cols, tmp.data(), nan.data(), maxes.data());
+      max_row(plane, g, oh, cols, full, tmp.data(), maxes.data());
       const Window wh = window(oh, g.sh, g.kh, g.ph, g.H);
       const T* grow = gd + (p * g.oH + oh) * g.oW;
       for (int64_t ow = 0; ow < g.oW; ++ow) {

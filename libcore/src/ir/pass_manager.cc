@@ -23,6 +23,7 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
+      {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},   {"linear_act_fuse", passes::linear_activation_fusion},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
@@ -108,22 +109,27 @@ std::vector<PassStats> PassManager::run(Program& p) const {
 }
 
 std::string format_report(const std::vector<PassStats>& stats) {
-  std::string out = fmt::format("{:<16} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9}\n", "pass", "before", "after", "removed",
+  std::string out = fmt::format("{:<20} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9}\n", "pass", "before", "after", "removed",
                                 "fused", "folded", "time ms");
   PassStats total;
   for (const PassStats& s : stats) {
-    out += fmt::format("{:<16} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9.3f}\n", s.pass, s.ops_before, s.ops_after, s.removed,
+    out += fmt::format("{:<20} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9.3f}\n", s.pass, s.ops_before, s.ops_after, s.removed,
                        s.fused, s.folded, s.ms);
     total.removed += s.removed, total.fused += s.fused, total.folded += s.folded, total.ms += s.ms;
   }
   if (!stats.empty())
-    out += fmt::format("{:<16} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9.3f}\n", "total", stats.front().ops_before,
+    out += fmt::format("{:<20} {:>6} {:>6} {:>8} {:>6} {:>7} {:>9.3f}\n", "total", stats.front().ops_before,
                        stats.back().ops_after, total.removed, total.fused, total.folded, total.ms);
   return out;
 }
 
 bool is_param(const Program& p, ValueId v) {
   return v != kNoValue && p.value(v).kind == ValueKind::Param && p.params().count(p.value(v).name);
+}
+
+size_t tensor_slots(const std::string& op_type) {
+  const auto& args = op_schema(op_type).args;
+  return static_cast<size_t>(std::count_if(args.begin(), args.end(), [](const ArgSchema& a) { return a.is_tensor(); }));
 }
 
 ValueId input_of(const Program& p, int32_t op, size_t slot) {

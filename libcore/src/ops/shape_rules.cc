@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "pd/ops/elementwise_expr.h"
+#include "pd/ops/fused_activation.h"
 
 namespace pd::infer {
 namespace {
@@ -186,6 +187,23 @@ Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t
            "{}: the (dilated) kernel {}x{} is larger than the padded input {}x{}", op, dilation[0] * (ws[2] - 1) + 1,
            dilation[1] * (ws[3] - 1) + 1, xs[2] + 2 * padding[0], xs[3] + 2 * padding[1]);
   return {xs[0], ws[0], oh, ow};
+}
+
+Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                   const std::string& activation) {
+  parse_fused_activation(op, activation);
+  Shape out = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
+  if (residual.t.defined())
+    PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
+             "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,
+             shape_str(out), shape_str(residual.t.shape()));
+  return out;
+}
+
+Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation) {
+  parse_fused_activation(op, activation);
+  return linear(op, x, weight, bias);
 }
 
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,

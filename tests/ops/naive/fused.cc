@@ -1,5 +1,6 @@
 // Naive references for fused_conv2d and fused_linear: the naive conv2d / linear loops of this folder
-// (looked up by name), then the activation in plain double arithmetic.
+// (looked up by name), then the residual (fused_conv2d's 4th input) and the activation in plain double
+// arithmetic.
 #include "naive_util.h"
 
 namespace {
@@ -21,6 +22,10 @@ std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const
   const std::string act = get<std::string>(attrs, "activation", "none");
   const double alpha = get<double>(attrs, "alpha", 0.0);
   Reals v = vals(y);
+  if (in.size() > 3 && !in[3].empty() && in[3][0].defined()) {
+    const Reals r = vals(in[3][0]);
+    for (size_t i = 0; i < v.size(); ++i) v[i] += r[i];
+  }
   for (double& e : v) e = activate(act, alpha, e);
   return {make(v, y.shape())};
 }

@@ -76,6 +76,8 @@ std::string format_report(const std::vector<PassStats>& stats);
 
 // Helpers passes share.
 bool is_param(const Program& p, ValueId v);
+// How many tensor input slots an op of this type has (its schema's tensor arguments).
+size_t tensor_slots(const std::string& op_type);
 // The value in input slot `slot` of op (kNoValue for an empty optional).
 ValueId input_of(const Program& p, int32_t op, size_t slot);
 // Attribute `name` of `op` or the schema default, as T (bool/int/float/str attributes).

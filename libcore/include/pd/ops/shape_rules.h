@@ -41,6 +41,11 @@ Shape matmul(const char* op, In x, In y, bool transpose_x, bool transpose_y);
 Shape linear(const char* op, In x, In weight, In bias);
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
+// fused_conv2d: conv2d's rule, a residual (when given) of exactly the output's shape, a known activation.
+Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                   const std::string& activation);
+Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups);

@@ -1,6 +1,7 @@
 // The shared shape of conv_act_fuse and linear_act_fuse: BASE followed by an activation becomes
-// FUSED(..., activation, alpha). Preconditions: the activation's input is BASE's output, which feeds
-// nothing else and is not a graph output (it disappears); float dtype (the fused kernels' types).
+// FUSED(..., activation, alpha); so does a FUSED op that has no activation yet (a conv that took a
+// residual). Preconditions: the activation's input is that op's output, which feeds nothing else and
+// is not a graph output (it disappears); float dtype (the fused kernels' types).
 #pragma once
 #include "passes.h"
 
@@ -17,7 +18,9 @@ class ActivationFusion final : public Pass {
   bool match(const Program& p, int32_t i) const override {
     const ValueId x = p.ops()[i].inputs[0][0];
     const Value& v = p.value(x);
-    if (v.kind != ValueKind::OpResult || v.producer < 0 || p.ops()[v.producer].type != base_) return false;
+    if (v.kind != ValueKind::OpResult || v.producer < 0) return false;
+    const Operation& producer = p.ops()[v.producer];
+    if (producer.type != base_ && !(producer.type == fused_ && attr_string(producer, "activation") == "none")) return false;
     if (v.type.dtype != DType::f32 && v.type.dtype != DType::f64) return false;
     return !p.is_output(x) && p.users(x).size() == 1;
   }
@@ -29,8 +32,11 @@ class ActivationFusion final : public Pass {
     AttrMap attrs = base.attrs;
     attrs["activation"] = act.type;
     if (act.type == "leaky_relu") attrs["alpha"] = attr_float(act, "alpha");
+    // BASE's input slots, then FUSED's extra optional ones empty (fused_conv2d's residual).
+    std::vector<std::vector<ValueId>> inputs = base.inputs;
+    inputs.resize(tensor_slots(fused_));
     // Inserted where the activation was: every input of BASE is defined before that.
-    const ValueId fused = p.insert_op(i, fused_, base.inputs, attrs)[0];
+    const ValueId fused = p.insert_op(i, fused_, inputs, attrs)[0];
     p.replace_uses(act.results[0], fused);
     p.remove_ops({c, i + 1});
     ++stats.fused;

@@ -1,12 +1,13 @@
-// The activation a fused op applies after its conv / linear (fused_conv2d, fused_linear). Both the
-// reference and the oneDNN kernels parse the `activation` attribute here so that they accept and
-// reject exactly the same names.
+// The activation a fused op applies after its conv / linear (fused_conv2d, fused_linear). The shape
+// rules and both the reference and the oneDNN kernels parse the `activation` attribute here, so that a
+// bad name is refused when the op is built (or a program is verified) and every kernel accepts the
+// same names.
 #pragma once
 #include <string>
 
 #include "pd/core/error.h"
 
-namespace pd::kernels::cpu {
+namespace pd {
 
 enum class FusedAct { none, relu, gelu, silu, tanh, sigmoid, leaky_relu };
 
@@ -19,4 +20,4 @@ inline FusedAct parse_fused_activation(const char* op, const std::string& name) 
         name);
 }
 
-}  // namespace pd::kernels::cpu
+}  // namespace pd

@@ -1,0 +1,67 @@
+// conv2d + add (a residual connection) -> fused_conv2d(..., residual): the convolution accumulates
+// onto the residual through oneDNN's sum post-op, so the sum never makes its own pass over memory.
+// conv_act_fuse, which runs next, then folds the block's closing relu into the same op.
+//
+// Preconditions: one operand of the add is the result of a conv2d (or of a fused_conv2d with neither
+// activation nor residual yet), read only by this add and not a graph output; the other operand has
+// exactly the add's type (no broadcasting, no promotion), float.
+#include "passes.h"
+
+namespace pd::ir::passes {
+namespace {
+
+bool plain_conv(const Program& p, int32_t op) {
+  const Operation& o = p.ops()[op];
+  if (o.type == "conv2d") return true;
+  return o.type == "fused_conv2d" && attr_string(o, "activation") == "none" && input_of(p, op, 3) == kNoValue;
+}
+
+class ConvResidualFusion final : public Pass {
+ public:
+  std::string name() const override { return "conv_residual_fuse"; }
+  std::string doc() const override { return "conv2d + add(residual) -> fused_conv2d with a residual"; }
+  std::vector<std::string> targets() const override { return {"add"}; }
+
+  bool match(const Program& p, int32_t i) const override { return conv_operand(p, i) >= 0; }
+
+  void rewrite(Program& p, int32_t i, PassStats& stats) const override {
+    const int k = conv_operand(p, i);
+    const Operation add = p.ops()[i];
+    const ValueId conv_out = add.inputs[k][0], residual = add.inputs[1 - k][0];
+    const int32_t c = p.value(conv_out).producer;
+    const Operation conv = p.ops()[c];
+    std::vector<std::vector<ValueId>> inputs = conv.inputs;
+    inputs.resize(tensor_slots("fused_conv2d"));
+    inputs[3] = {residual};
+    // At the add's place: the conv's inputs and the residual are all defined before it.
+    const ValueId fused = p.insert_op(i, "fused_conv2d", inputs, conv.attrs)[0];
+    p.replace_uses(add.results[0], fused);
+    p.remove_ops({c, i + 1});
+    ++stats.fused;
+  }
+
+ private:
+  // Which operand of the add (0 or 1) is a fusable conv result, or -1; the later conv when both are.
+  static int conv_operand(const Program& p, int32_t i) {
+    const Operation& add = p.ops()[i];
+    const ValueType& out = p.value(add.results[0]).type;
+    if (out.dtype != DType::f32 && out.dtype != DType::f64) return -1;
+    int best = -1;
+    int32_t best_producer = -1;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId v = add.inputs[k][0], other = add.inputs[1 - k][0];
+      const Value& val = p.value(v);
+      if (val.kind != ValueKind::OpResult || val.producer < 0 || !plain_conv(p, val.producer)) continue;
+      if (v == other || val.type != out || p.value(other).type != out) continue;
+      if (p.is_output(v) || p.users(v).size() != 1) continue;
+      if (val.producer > best_producer) best = k, best_producer = val.producer;
+    }
+    return best;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> conv_residual_fusion() { return std::make_unique<ConvResidualFusion>(); }
+
+}  // namespace pd::ir::passes
