@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# pd-infer latency of trained LeNet and ResNet models after pd-opt -O2, next to onnxruntime and Paddle
+# Inference running the same architectures (bench/peer_infer.py: seeded random weights, their own graph
+# optimisers on), at batch 1 and 64 on random inputs. Ratios are peer p50 / pd-infer p50 (> 1: pd-infer
+# is faster).
+#   usage: bench/infer_peers.sh LENET_RUN_DIR RESNET_RUN_DIR [THREADS]
+#   (run dirs from pd-train, holding model.pdmodel; model_O2.pdmodel is made with pd-opt -O2 if missing;
+#    a run dir given as - or without model.pdmodel is skipped with a note on stderr)
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: bench/infer_peers.sh LENET_RUN_DIR RESNET_RUN_DIR [THREADS]   (- skips a model)" >&2
+  exit 2
+fi
+# Run dirs are made absolute before the cd below, so that relative ones still work.
+absdir() { if [ -d "$1" ]; then (cd "$1" && pwd); else echo "$1"; fi; }
+declare -A RUNS=([lenet]=$(absdir "$1") [resnet]=$(absdir "$2"))
+THREADS=${3:-2}
+cd "$(dirname "$0")/.."
+PD_OPT=${PD_OPT:-build/tools/pd-opt}
+PD_INFER=${PD_INFER:-build/tools/pd-infer}
+PEER_PY=${PEER_PY:-python3}   # needs onnx, onnxruntime and paddlepaddle
+WARMUP=${WARMUP:-50}
+REPEAT=${REPEAT:-500}
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "| model | batch | pd-infer -O2 p50 ms | onnxruntime p50 ms | Paddle Inference p50 ms | ratio ORT/pd | ratio Paddle/pd |"
+echo "|---|---|---|---|---|---|---|"
+runtimes=""
+for arch in lenet resnet; do
+  run=${RUNS[$arch]}
+  if [ ! -f "$run/model.pdmodel" ]; then
+    echo "infer_peers.sh: skipping $arch: no model.pdmodel in '$run'" >&2
+    continue
+  fi
+  [ -f "$run/model_O2.pdmodel" ] || "$PD_OPT" "$run/model.pdmodel" "$run/model_O2.pdmodel" -O2 > /dev/null
+  for batch in 1 64; do
+    pd=$("$PD_INFER" "$run/model_O2.pdmodel" --batch $batch --threads "$THREADS" --warmup "$WARMUP" \
+           --repeat "$REPEAT" --json | field 'd["latency_ms"]["p50"]')
+    peers=$("$PEER_PY" bench/peer_infer.py --arch $arch --batch $batch --threads "$THREADS" \
+              --warmup "$WARMUP" --repeat "$REPEAT" --runtime both)
+    ort=$(echo "$peers" | grep '"runtime": "onnxruntime' | field 'd["p50_ms"]')
+    pp=$(echo "$peers" | grep '"runtime": "paddle-inference' | field 'd["p50_ms"]')
+    runtimes=$(echo "$peers" | python3 -c "import json,sys; print(', '.join(json.loads(l)['runtime'] for l in sys.stdin))")
+    echo "| $arch | $batch | $pd | $ort | $pp | $(ratio "$ort" "$pd") | $(ratio "$pp" "$pd") |"
+  done
+done
+# Which peers ran (e.g. whether Paddle Inference had MKLDNN) and with how many threads.
+if [ -n "$runtimes" ]; then echo; echo "peers: $runtimes; $THREADS threads"; fi
