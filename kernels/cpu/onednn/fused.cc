@@ -55,8 +55,10 @@ void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, con
                   double alpha, Tensor& out) {
   const auto act = parse_fused_activation("fused_linear", activation);
   if (out.numel() == 0) return;
-  // An empty inner dimension leaves only the bias, which oneDNN would not write: the reference handles it.
-  if (weight.shape()[1] == 0) return reference::fused_linear<float>(x, weight, bias, activation, alpha, out);
+  // An empty inner dimension leaves only the bias, which oneDNN would not write; a single row is faster
+  // as the reference's matrix-vector product (see single_row).
+  if (weight.shape()[1] == 0 || single_row(weight, out))
+    return reference::fused_linear<float>(x, weight, bias, activation, alpha, out);
   guarded("fused_linear", [&] {
     const int64_t out_f = weight.shape()[0];
     const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,

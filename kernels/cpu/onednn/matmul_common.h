@@ -41,6 +41,13 @@ inline std::shared_ptr<MatmulEntry> matmul_entry(const std::string& key, const d
   });
 }
 
+// A linear with one row (batch-1 inference) is a matrix-vector product: oneDNN's gemm primitive spends
+// 5-10 us of setup and threading on it where the reference kernel's Eigen GEMV needs 1-4 us (pd-bench,
+// LeNet's fully connected layers at 1 and 2 threads), so those go to the reference kernel.
+inline bool single_row(const Tensor& weight, const Tensor& out) {
+  return weight.shape()[0] > 0 && out.numel() == weight.shape()[0];
+}
+
 // linear as a matmul of x [M, in] by weight^T, cached under `key` (which must identify `attr` too).
 // The inner dimension must be non-empty.
 inline void linear_forward(const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
