@@ -73,7 +73,8 @@ inline void conv_forward(const ConvGeometry& g, const std::string& key, const dn
     return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
                      OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
                      OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc(),
-                     OptionalReorder::make(g.plain_dst(), pd.dst_desc())};
+                     // (the key tells residual and plain convs apart, so only the former build this)
+                     residual.defined() ? OptionalReorder::make(g.plain_dst(), pd.dst_desc()) : OptionalReorder{}};
   });
   dnnl::memory user_dst = wrap(g.plain_dst(), out);
   dnnl::memory dst = output_buffer(e->out, user_dst);
