@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "cpu/ref/winograd_conv.h"
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
 #include "pd/pd.h"
@@ -307,6 +308,68 @@ TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
   const ValueId y = shared.ops()[2].results[0];  // the second conv's output
   shared.mark_output(shared.add_op("exp", {{y}})[0], "side");
   CHECK(count(run_pass(shared, "conv_residual_fuse"), "add") == 1);
+}
+
+// x [-1, c, 10, 9] -> conv2d(3x3, c -> k, the given attrs) -> [relu]: a candidate for conv_winograd.
+Program conv3x3(int64_t c, int64_t k, const pd::AttrMap& attrs, bool weight_is_input = false) {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, c, 10, 9}});
+  const pd::Shape ws{k, c / (attrs.count("groups") ? std::get<int64_t>(attrs.at("groups")) : 1), 3, 3};
+  auto w = weight_is_input ? p.add_input("w", {DType::f32, ws}) : p.add_param("w", rnd(ws, 1, -0.2, 0.2));
+  auto b = p.add_param("b", rnd({k}, 2));
+  p.mark_output(p.add_op("conv2d", {{x}, {w}, {b}}, attrs)[0], "out");
+  return p;
+}
+
+TEST_CASE("pass: 3x3 convolutions to Winograd", "[pass]") {
+  const pd::AttrMap pad{{"padding", std::vector<int64_t>{1, 1}}};
+  if (!pd::kernels::reference::winograd_fast_path()) {  // no AVX2 + FMA (or PD_CPU_ISA=baseline): never fires
+    Program p = conv3x3(16, 24, pad);
+    CHECK(pd::ir::print(run_pass(p, "conv_winograd")) == pd::ir::print(p));
+    return;
+  }
+  SECTION("conv2d, with and without padding; the transformed weight is a new param") {
+    for (const pd::AttrMap& attrs : {pad, pd::AttrMap{}}) {
+      Program p = conv3x3(16, 24, attrs);
+      pd::ir::PassStats s;
+      Program q = run_pass(p, "conv_winograd", &s);
+      CHECK(s.folded == 1);
+      CHECK(count(q, "winograd_conv2d") == 1);
+      CHECK(count(q, "conv2d") == 0);
+      CHECK(q.value(q.ops()[0].inputs[1][0]).type.shape == pd::Shape{36, 16, 24});
+      check_same_outputs(p, q, 1e-4);
+    }
+  }
+  SECTION("after the fusions: residual and activation carry over") {
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 16, 8, 8}});
+    auto w = p.add_param("w", rnd({16, 16, 3, 3}, 1, -0.2, 0.2));
+    auto y = p.add_op("conv2d", {{x}, {w}, {}}, pad)[0];
+    p.mark_output(p.add_op("relu", {{p.add_op("add", {{y}, {x}})[0]}})[0], "out");
+    pd::ir::PassOptions opt;
+    opt.passes = {"conv_residual_fuse", "conv_act_fuse", "conv_winograd"};
+    Program q = p;
+    pd::ir::PassManager(opt).run(q);
+    REQUIRE(q.ops().size() == 1);
+    CHECK(q.ops()[0].type == "winograd_conv2d");
+    CHECK(pd::ir::attr_string(q.ops()[0], "activation") == "relu");
+    CHECK(pd::ir::input_of(q, 0, 3) == q.inputs()[0]);  // x is the residual
+    check_same_outputs(p, q, 1e-4);
+    CHECK(pd::ir::print(pd::ir::parse(pd::ir::print(q))) == pd::ir::print(q));
+  }
+  SECTION("refused: other kernels, strides, dilations, groups, few channels, a weight that is not a param") {
+    auto unchanged = [](const Program& p) { CHECK(pd::ir::print(run_pass(p, "conv_winograd")) == pd::ir::print(p)); };
+    unchanged(conv3x3(16, 16, {{"stride", std::vector<int64_t>{2, 2}}}));
+    unchanged(conv3x3(16, 16, {{"dilation", std::vector<int64_t>{2, 2}}}));
+    unchanged(conv3x3(16, 16, {{"groups", int64_t{2}}}));
+    unchanged(conv3x3(1, 32, pad));  // a network's stem: the transforms would cost more than they save
+    unchanged(conv3x3(16, 8, pad));
+    unchanged(conv3x3(16, 16, pad, true));
+    Program five;
+    auto x = five.add_input("x", {DType::f32, {-1, 16, 8, 8}});
+    five.mark_output(five.add_op("conv2d", {{x}, {five.add_param("w", rnd({16, 16, 5, 5}, 1))}, {}})[0], "out");
+    unchanged(five);
+  }
 }
 
 TEST_CASE("pass: elementwise chain fusion", "[pass]") {

@@ -206,6 +206,40 @@ Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& 
   return linear(op, x, weight, bias);
 }
 
+Shape winograd_weight(const char* op, In weight) {
+  check_rank(op, weight, 4, "[C_out, C_in, 3, 3]");
+  const Shape& ws = weight.t.shape();
+  PD_CHECK(ws[2] == 3 && ws[3] == 3, ErrorCode::kShape, "{}: argument '{}' must be a [C_out, C_in, 3, 3] kernel, but received {}",
+           op, weight.name, shape_str(ws));
+  return {36, ws[1], ws[0]};
+}
+
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
+                      const std::string& activation) {
+  parse_fused_activation(op, activation);
+  check_rank(op, x, 4, "[N, C, H, W]");
+  check_rank(op, weight, 3, "[36, C_in, C_out] (from winograd_weight)");
+  check_pair(op, "padding", padding, 0);
+  const Shape& xs = x.t.shape();
+  const Shape& ws = weight.t.shape();
+  PD_CHECK(ws[0] == 36, ErrorCode::kShape, "{}: argument '{}' must have 36 transform points first, [36, C_in, C_out], but received {}",
+           op, weight.name, shape_str(ws));
+  PD_CHECK(ws[1] == xs[1], ErrorCode::kShape, "{}: input channels differ: '{}' {} has {} channels but '{}' {} expects {}", op,
+           x.name, shape_str(xs), xs[1], weight.name, shape_str(ws), ws[1]);
+  if (bias.t.defined())
+    PD_CHECK(bias.t.shape() == Shape{ws[2]}, ErrorCode::kShape, "{}: argument '{}' must have shape [{}], but received {}", op,
+             bias.name, ws[2], shape_str(bias.t.shape()));
+  const int64_t oh = conv_out(xs[2], 3, 1, padding[0], 1), ow = conv_out(xs[3], 3, 1, padding[1], 1);
+  PD_CHECK(oh > 0 && ow > 0, ErrorCode::kShape, "{}: the 3x3 kernel is larger than the padded input {}x{}", op,
+           xs[2] + 2 * padding[0], xs[3] + 2 * padding[1]);
+  const Shape out = {xs[0], ws[2], oh, ow};
+  if (residual.t.defined())
+    PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
+             "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,
+             shape_str(out), shape_str(residual.t.shape()));
+  return out;
+}
+
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups) {

@@ -1,6 +1,6 @@
-// Naive references for fused_conv2d and fused_linear: the naive conv2d / linear loops of this folder
-// (looked up by name), then the residual (fused_conv2d's 4th input) and the activation in plain double
-// arithmetic.
+// Naive references for fused_conv2d, fused_linear and winograd_conv2d: the naive conv2d / linear /
+// winograd loops of this folder (looked up by name), then the residual (the 4th input) and the
+// activation in plain double arithmetic.
 #include "naive_util.h"
 
 namespace {
@@ -33,3 +33,4 @@ std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const
 
 PD_NAIVE_REF(fused_conv2d) { return fused("conv2d", in, attrs); }
 PD_NAIVE_REF(fused_linear) { return fused("linear", in, attrs); }
+PD_NAIVE_REF(winograd_conv2d) { return fused("winograd_conv2d_unfused", in, attrs); }

@@ -84,5 +84,7 @@ ValueId input_of(const Program& p, int32_t op, size_t slot);
 bool attr_bool(const Operation& op, const std::string& name);
 double attr_float(const Operation& op, const std::string& name);
 std::string attr_string(const Operation& op, const std::string& name);
+int64_t attr_int(const Operation& op, const std::string& name);
+std::vector<int64_t> attr_ints(const Operation& op, const std::string& name);
 
 }  // namespace pd::ir

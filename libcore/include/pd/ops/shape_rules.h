@@ -46,6 +46,11 @@ Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const 
                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                    const std::string& activation);
 Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation);
+// winograd_weight: a [C_out, C_in, 3, 3] weight becomes [36, C_in, C_out].
+Shape winograd_weight(const char* op, In weight);
+// winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out].
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
+                      const std::string& activation);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups);

@@ -1,0 +1,368 @@
+// winograd_weight and winograd_conv2d: 3x3, stride-1 convolution by Winograd's F(4x4, 3x3) (see
+// winograd_f43.h). The output tiles are processed in blocks sized to stay in the L2 cache: the block's
+// input patches are transformed into V[36][tiles][C_in], multiplied point by point with the
+// pre-transformed weight U[36][C_in][C_out] into M[36][tiles][C_out], and transformed back into the
+// output, with bias, residual and activation, so the 36-point intermediates never reach main memory.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/common/parallel.h"
+#include "cpu/common/scalar_math.h"
+#include "cpu/ref/winograd_conv.h"
+#include "cpu/ref/winograd_f43.h"
+#include "kernels.h"
+#include "pd/ops/fused_activation.h"
+
+namespace pd::kernels::reference {
+
+bool winograd_fast_path() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          std::string_view(std::getenv("PD_CPU_ISA") ? std::getenv("PD_CPU_ISA") : "") != "baseline";
+  return yes;
+}
+
+namespace {
+
+using namespace cpu::winograd;
+
+constexpr int64_t kBlockBytes = 256 * 1024;  // V and M of one block: about half of an L2 cache
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+struct WinoGeom {
+  int64_t N, C, H, W, K, OH, OW, ph, pw;
+  int64_t TH, TW, tiles;  // tile rows and columns per image; tiles in the batch
+  int64_t CV, KV;         // channel counts rounded up to whole vectors (buffer row lengths)
+  int64_t TB;             // tiles per block, a multiple of kRows
+};
+
+// Tiles per block: V and M of a block should fit kBlockBytes (a little more is allowed), and the blocks
+// should spread evenly over the threads (49 tiles on 2 threads: 2 blocks of 25, not 24 + 24 + 1). The
+// cost counts the tile rows on the busiest thread plus a per-block overhead (reloading U).
+int64_t tiles_per_block(int64_t tiles, int64_t row_bytes, int64_t threads) {
+  const int64_t fit = kBlockBytes / (kPoints * row_bytes);
+  const int64_t most = std::clamp<int64_t>(fit * 5 / 4 / kRows * kRows, kRows, 16 * kRows);
+  int64_t best = kRows, best_cost = -1;
+  for (int64_t tb = kRows; tb <= std::min(most, round_up(tiles, kRows)); tb += kRows) {
+    const int64_t rounds = ((tiles + tb - 1) / tb + threads - 1) / threads;
+    const int64_t cost = rounds * (tb + kRows);
+    if (best_cost < 0 || cost <= best_cost) best = tb, best_cost = cost;
+  }
+  return best;
+}
+
+template <typename T>
+WinoGeom geometry(const Tensor& x, const Tensor& u, const Tensor& out, const std::vector<int64_t>& padding, int64_t threads) {
+  WinoGeom g{};
+  g.N = x.shape()[0], g.C = x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
+  g.K = u.shape()[2], g.OH = out.shape()[2], g.OW = out.shape()[3];
+  g.ph = padding[0], g.pw = padding[1];
+  g.TH = (g.OH + kOut - 1) / kOut, g.TW = (g.OW + kOut - 1) / kOut;
+  g.tiles = g.N * g.TH * g.TW;
+  g.CV = round_up(g.C, kLanes<T>), g.KV = round_up(g.K, kLanes<T>);
+  g.TB = tiles_per_block(g.tiles, (g.CV + g.KV) * int64_t{sizeof(T)}, threads);
+  return g;
+}
+
+template <typename T>
+struct Epilogue {
+  const T* bias;      // KV values, zero-padded
+  const T* residual;  // null when absent
+  T alpha;  // leaky_relu's slope
+};
+
+// The activations as function objects: a template argument of the block code, so the per-element loop
+// has no switch in it and everything inlines into the AVX2 entry point.
+namespace act {
+namespace s = cpu::scalar;
+// Each applies to one value and, lane by lane unless it has a faster form, to a vector.
+template <typename T, typename F>
+PD_WINO_INLINE Vec<T> lanes(const F& f, Vec<T> v) {
+  for (int i = 0; i < kLanes<T>; ++i) v[i] = f(v[i]);
+  return v;
+}
+template <typename T>
+struct None {
+  PD_WINO_INLINE T operator()(T v) const { return v; }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return v; }
+};
+template <typename T>
+struct Relu {
+  PD_WINO_INLINE T operator()(T v) const { return s::relu(v); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return (v > T(0)) | (v != v) ? v : Vec<T>{}; }  // NaN stays
+};
+template <typename T>
+struct LeakyRelu {
+  T alpha;
+  PD_WINO_INLINE T operator()(T v) const { return s::leaky_relu(v, alpha); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+};
+template <typename T>
+struct Gelu {
+  PD_WINO_INLINE T operator()(T v) const { return s::gelu(v); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+};
+template <typename T>
+struct Silu {
+  PD_WINO_INLINE T operator()(T v) const { return s::silu(v); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+};
+template <typename T>
+struct Tanh {
+  PD_WINO_INLINE T operator()(T v) const { return std::tanh(v); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+};
+template <typename T>
+struct Sigmoid {
+  PD_WINO_INLINE T operator()(T v) const { return s::sigmoid(v); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+};
+}  // namespace act
+
+// The 6x6 patch at (iy0, ix0) of channels [c0, c0 + lanes) of image n, as 36 channel vectors, zero
+// outside the image. Floats with a whole vector of channels and rows of at least 8 take the fast way:
+// one 8-wide load per channel and row, from where the 6 columns fit, and an 8x8 transpose.
+template <typename T>
+PD_WINO_INLINE void gather_patch(const WinoGeom& g, const T* x, int64_t n, int64_t c0, int64_t iy0, int64_t ix0, Vec<T>* d) {
+  constexpr int L = kLanes<T>;
+  const int64_t plane = g.H * g.W;
+  const T* base = x + (n * g.C + c0) * plane;
+  if constexpr (L == 8) {
+    if (c0 + L <= g.C && g.W >= L) {
+      const int64_t start = std::clamp<int64_t>(ix0, 0, g.W - L);  // the loaded columns [start, start + 8)
+      for (int r = 0; r < kIn; ++r) {
+        const int64_t y = iy0 + r;
+        if (y < 0 || y >= g.H) {
+          for (int q = 0; q < kIn; ++q) d[r * kIn + q] = Vec<T>{};
+          continue;
+        }
+        Vec<T> rows[L], cols[L];
+        for (int c = 0; c < L; ++c) rows[c] = load(base + c * plane + y * g.W + start);
+        transpose8(rows, cols);
+        for (int q = 0; q < kIn; ++q) {
+          const int64_t xx = ix0 + q;
+          d[r * kIn + q] = xx >= 0 && xx < g.W ? cols[xx - start] : Vec<T>{};
+        }
+      }
+      return;
+    }
+  }
+  alignas(32) T e[kPoints][L];
+  const int64_t qlo = std::clamp<int64_t>(-ix0, 0, kIn), qhi = std::clamp<int64_t>(g.W - ix0, qlo, kIn);
+  for (int lane = 0; lane < L; ++lane) {
+    const bool channel = c0 + lane < g.C;
+    for (int r = 0; r < kIn; ++r) {
+      const int64_t y = iy0 + r;
+      const bool inside = channel && y >= 0 && y < g.H;
+      const T* row = base + lane * plane + y * g.W + ix0;
+      for (int q = 0; q < kIn; ++q) e[r * kIn + q][lane] = inside && q >= qlo && q < qhi ? row[q] : T(0);
+    }
+  }
+  __builtin_memcpy(d, e, sizeof e);
+}
+
+// Phase 1: the input patches of tiles [t0, t0 + nt) into V[36][TB][CV]; the rows up to the next multiple
+// of kRows are zeroed for the micro-kernel.
+template <typename T>
+PD_WINO_INLINE void transform_inputs(const WinoGeom& g, const T* x, int64_t t0, int64_t nt, T* V) {
+  constexpr int L = kLanes<T>;
+  const int64_t point_stride = g.TB * g.CV;
+  for (int64_t tl = 0; tl < nt; ++tl) {
+    const int64_t t = t0 + tl, n = t / (g.TH * g.TW), ty = t / g.TW % g.TH, tx = t % g.TW;
+    for (int64_t c0 = 0; c0 < g.C; c0 += L) {
+      Vec<T> d[kPoints];
+      gather_patch(g, x, n, c0, ty * kOut - g.ph, tx * kOut - g.pw, d);
+      input_transform<T>(d, V + tl * g.CV + c0, point_stride);
+    }
+  }
+  for (int64_t tl = nt; tl < round_up(nt, kRows); ++tl)
+    for (int p = 0; p < kPoints; ++p) std::fill_n(V + p * point_stride + tl * g.CV, g.CV, T(0));
+}
+
+// Phase 2: M[p] = V[p] U[p] for the 36 points, output channels [k0, k1).
+template <typename T>
+PD_WINO_INLINE void multiply_points(const WinoGeom& g, const T* U, int64_t nt, int64_t k0, int64_t k1, const T* V, T* M) {
+  constexpr int L = kLanes<T>;
+  const int64_t rows = round_up(nt, kRows);
+  for (int p = 0; p < kPoints; ++p) {
+    const T* Vp = V + p * g.TB * g.CV;
+    const T* Up = U + p * g.C * g.K;
+    T* Mp = M + p * g.TB * g.KV;
+    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+      const T* A = Vp + r0 * g.CV;
+      T* Cr = Mp + r0 * g.KV;
+      int64_t k = k0;
+      for (; k + 2 * L <= k1; k += 2 * L) gemm_rows<T, 2>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
+      for (; k + L <= k1; k += L) gemm_rows<T, 1>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
+      for (; k < k1; ++k)
+        for (int r = 0; r < kRows; ++r) {
+          T s = T(0);
+          for (int64_t c = 0; c < g.C; ++c) s += A[r * g.CV + c] * Up[c * g.K + k];
+          Cr[r * g.KV + k] = s;
+        }
+    }
+  }
+}
+
+// Writes the 4x4 tile o (channel vectors) of channels [k, k + 8) at (oy0, ox0) of image n: two output rows
+// at a time become 8 vectors, one per channel, by an 8x8 transpose, then residual and activation.
+template <typename T, typename Act>
+PD_WINO_INLINE void scatter_full_tile(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t n, int64_t k,
+                                      int64_t oy0, int64_t ox0, const Vec<T>* o, T* out) {
+  constexpr size_t kHalf = sizeof(Vec<T>) / 2;  // one row of 4 outputs
+  for (int r = 0; r < kOut; r += 2) {
+    Vec<T> ch[8];
+    transpose8(o + r * kOut, ch);  // rows r and r + 1 are 8 consecutive pixel vectors
+    for (int c = 0; c < 8; ++c) {
+      const int64_t at = ((n * g.K + k + c) * g.OH + oy0 + r) * g.OW + ox0;
+      Vec<T> v = ch[c];
+      if (e.residual) {
+        Vec<T> res;
+        __builtin_memcpy(&res, e.residual + at, kHalf);
+        __builtin_memcpy(reinterpret_cast<char*>(&res) + kHalf, e.residual + at + g.OW, kHalf);
+        v += res;
+      }
+      v = act.vec(v);
+      __builtin_memcpy(out + at, &v, kHalf);
+      __builtin_memcpy(out + at + g.OW, reinterpret_cast<const char*>(&v) + kHalf, kHalf);
+    }
+  }
+}
+
+// Phase 3: the 4x4 output tiles of channels [k0, k1), with bias, residual and activation.
+template <typename T, typename Act>
+PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t t0, int64_t nt,
+                                      int64_t k0, int64_t k1, const T* M, T* out) {
+  constexpr int L = kLanes<T>;
+  const int64_t point_stride = g.TB * g.KV;
+  for (int64_t tl = 0; tl < nt; ++tl) {
+    const int64_t t = t0 + tl, n = t / (g.TH * g.TW), ty = t / g.TW % g.TH, tx = t % g.TW;
+    const int64_t oy0 = ty * kOut, ox0 = tx * kOut;
+    const int64_t rows = std::min<int64_t>(kOut, g.OH - oy0), cols = std::min<int64_t>(kOut, g.OW - ox0);
+    for (int64_t k = k0; k < k1; k += L) {
+      alignas(32) T o[kOut * kOut][L];
+      output_transform<T>(M + tl * g.KV + k, point_stride, load(e.bias + k), reinterpret_cast<Vec<T>*>(o));
+      if constexpr (L == 8) {
+        if (rows == kOut && cols == kOut && k + L <= k1) {
+          scatter_full_tile(g, e, act, n, k, oy0, ox0, reinterpret_cast<const Vec<T>*>(o), out);
+          continue;
+        }
+      }
+      for (int64_t lane = 0; lane < std::min<int64_t>(L, k1 - k); ++lane) {
+        const int64_t base = ((n * g.K + k + lane) * g.OH + oy0) * g.OW + ox0;
+        for (int64_t r = 0; r < rows; ++r) {
+          T* dst = out + base + r * g.OW;
+          const T* res = e.residual ? e.residual + base + r * g.OW : nullptr;
+          for (int64_t q = 0; q < cols; ++q) dst[q] = act(o[r * kOut + q][lane] + (res ? res[q] : T(0)));
+        }
+      }
+    }
+  }
+}
+
+template <typename T, typename Act>
+PD_WINO_INLINE void run_block(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U, int64_t t0, int64_t nt,
+                              int64_t k0, int64_t k1, T* V, T* M, T* out) {
+  transform_inputs(g, x, t0, nt, V);
+  multiply_points(g, U, nt, k0, k1, V, M);
+  Act act{};
+  if constexpr (std::is_same_v<Act, act::LeakyRelu<T>>) act.alpha = e.alpha;
+  transform_outputs(g, e, act, t0, nt, k0, k1, M, out);
+}
+
+// The same code twice: once compiled for AVX2 + FMA, once for the baseline, chosen at run time.
+template <typename T, typename Act>
+__attribute__((target("avx2,fma"))) void run_block_avx2(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U,
+                                                         int64_t t0, int64_t nt, int64_t k0, int64_t k1, T* V, T* M, T* out) {
+  run_block<T, Act>(g, e, x, U, t0, nt, k0, k1, V, M, out);
+}
+
+template <typename T, typename Act>
+void run_block_baseline(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U, int64_t t0, int64_t nt, int64_t k0,
+                        int64_t k1, T* V, T* M, T* out) {
+  run_block<T, Act>(g, e, x, U, t0, nt, k0, k1, V, M, out);
+}
+
+template <typename T>
+using BlockFn = void (*)(const WinoGeom&, const Epilogue<T>&, const T*, const T*, int64_t, int64_t, int64_t, int64_t, T*, T*,
+                         T*);
+
+template <typename T, typename Act>
+BlockFn<T> block_for() {
+  return winograd_fast_path() ? run_block_avx2<T, Act> : run_block_baseline<T, Act>;
+}
+
+template <typename T>
+BlockFn<T> block_for(FusedAct a) {
+  switch (a) {
+    case FusedAct::none: return block_for<T, act::None<T>>();
+    case FusedAct::relu: return block_for<T, act::Relu<T>>();
+    case FusedAct::leaky_relu: return block_for<T, act::LeakyRelu<T>>();
+    case FusedAct::gelu: return block_for<T, act::Gelu<T>>();
+    case FusedAct::silu: return block_for<T, act::Silu<T>>();
+    case FusedAct::tanh: return block_for<T, act::Tanh<T>>();
+    case FusedAct::sigmoid: return block_for<T, act::Sigmoid<T>>();
+  }
+  return block_for<T, act::None<T>>();
+}
+
+}  // namespace
+
+template <typename T>
+void winograd_weight(const Tensor& weight, Tensor& out) {
+  const int64_t K = weight.shape()[0], C = weight.shape()[1];
+  const T* w = weight.data<T>();
+  T* u = out.data<T>();
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      const T* g = w + (k * C + c) * 9;
+      double gg[kIn][3];  // G g
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < 3; ++j) gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < kIn; ++j)
+          u[((i * kIn + j) * C + c) * K + k] = static_cast<T>(gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2]);
+    }
+}
+
+template <typename T>
+void winograd_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                     const std::vector<int64_t>& padding, const std::string& activation, double alpha, Tensor& out) {
+  const auto act = parse_fused_activation("winograd_conv2d", activation);
+  if (out.numel() == 0) return;
+  const int64_t threads = omp_get_max_threads();
+  const WinoGeom g = geometry<T>(x, weight, out, padding, threads);
+  std::vector<T> padded_bias(g.KV, T(0));
+  if (bias.defined()) std::copy_n(bias.data<T>(), g.K, padded_bias.begin());
+  const Epilogue<T> e{padded_bias.data(), residual.defined() ? residual.data<T>() : nullptr, static_cast<T>(alpha)};
+
+  // Blocks of tiles go to the threads; when there are fewer blocks than threads (small images at
+  // batch 1), the output channels are split too, in whole 16-channel micro-kernel columns.
+  const int64_t blocks = (g.tiles + g.TB - 1) / g.TB;
+  const int64_t slices = blocks >= threads ? 1 : std::min((threads + blocks - 1) / blocks, (g.K + 15) / 16);
+  const int64_t slice_k = round_up((g.K + slices - 1) / slices, 16);
+  const BlockFn<T> block = block_for<T>(act);
+  const T* xd = x.data<T>();
+  const T* ud = weight.data<T>();
+  T* od = out.data<T>();
+  cpu::parallel_for(blocks * slices, g.TB * kPoints * g.C * g.K / slices, [&](int64_t i) {
+    thread_local std::vector<T> V, M;
+    V.resize(std::max<size_t>(V.size(), kPoints * g.TB * g.CV));
+    M.resize(std::max<size_t>(M.size(), kPoints * g.TB * g.KV));
+    const int64_t t0 = i / slices * g.TB, k0 = i % slices * slice_k;
+    const int64_t k1 = std::min(g.K, k0 + slice_k);
+    if (k0 < k1) block(g, e, xd, ud, t0, std::min(g.TB, g.tiles - t0), k0, k1, V.data(), M.data(), od);
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(winograd_weight, reference, float, double)
+PD_INSTANTIATE_KERNELS(winograd_conv2d, reference, float, double)

@@ -1,0 +1,67 @@
+// 3x3, stride-1 convolutions -> winograd_conv2d: Winograd's F(4x4, 3x3) needs about 4x fewer
+// multiplications, and the filter transform (winograd_weight) runs here, once, instead of on every call.
+// conv2d and fused_conv2d (keeping its residual and activation) are both taken.
+//
+// Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
+// param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
+// more than the multiplications they save (the 1-channel stem of a network stays a direct conv); and a
+// CPU with AVX2 and FMA, without which the kernel is slower than oneDNN's direct convolution (as with
+// onnxruntime's NCHWc layout pass, the optimised model is meant for machines like the one that made it).
+// Outputs differ from conv2d's by rounding only (pd-opt --verify checks them).
+#include "cpu/ref/winograd_conv.h"
+#include "passes.h"
+#include "pd/pd.h"
+
+namespace pd::ir::passes {
+namespace {
+
+constexpr int64_t kMinChannels = 16;
+
+class ConvWinograd final : public Pass {
+ public:
+  std::string name() const override { return "conv_winograd"; }
+  std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
+  std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d"}; }
+
+  bool match(const Program& p, int32_t i) const override {
+    if (!kernels::reference::winograd_fast_path()) return false;
+    const Operation& op = p.ops()[i];
+    if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
+        attr_int(op, "groups") != 1)
+      return false;
+    const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
+    if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
+    const ValueType& wt = p.value(w).type;
+    if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
+    const Shape& ws = wt.shape;
+    return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
+  }
+
+  void rewrite(Program& p, int32_t i, PassStats& stats) const override {
+    const Operation conv = p.ops()[i];
+    const ValueId w = input_of(p, i, 1);
+    Tensor u;
+    {
+      NoGradGuard no_grad;
+      u = ops::winograd_weight(p.param(w));
+    }
+    const ValueId uv = p.add_param(p.unique_name(p.value(w).name + ".winograd"), u);
+    std::vector<std::vector<ValueId>> inputs = conv.inputs;
+    inputs.resize(tensor_slots("winograd_conv2d"));  // conv2d has no residual slot
+    inputs[1] = {uv};
+    AttrMap attrs;
+    if (auto it = conv.attrs.find("padding"); it != conv.attrs.end()) attrs["padding"] = it->second;
+    for (const char* name : {"activation", "alpha"})
+      if (auto it = conv.attrs.find(name); it != conv.attrs.end()) attrs[name] = it->second;
+    const ValueId out = p.insert_op(i, "winograd_conv2d", inputs, attrs)[0];
+    p.replace_uses(conv.results[0], out);
+    p.remove_ops({i + 1});
+    ++stats.folded;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> conv_winograd() { return std::make_unique<ConvWinograd>(); }
+
+}  // namespace pd::ir::passes
