@@ -32,7 +32,20 @@ inline __m256 nan_max(__m256 m, __m256 v) {
 
 inline float nan_max(float m, float v) { return (v > m) | (v != v) ? v : m; }
 
-// The activation of the reference kernels (scalar_math.h), so the fused op matches the composition.
+// The transcendental activations lane by lane with the reference kernels' formulas (scalar_math.h).
+[[gnu::noinline]] __m256 activate_lanes(FusedAct act, __m256 v) {
+  alignas(32) float lanes[kLanes];
+  _mm256_store_ps(lanes, v);
+  for (float& e : lanes) {
+    if (act == FusedAct::gelu) e = cpu::scalar::gelu(e);
+    else if (act == FusedAct::silu) e = cpu::scalar::silu(e);
+    else if (act == FusedAct::sigmoid) e = cpu::scalar::sigmoid(e);
+    else e = std::tanh(e);
+  }
+  return _mm256_load_ps(lanes);
+}
+
+// The activation of the reference kernels, so that the fused op matches the composition.
 inline __m256 activate(const Geom& g, __m256 v) {
   const __m256 zero = _mm256_setzero_ps();
   switch (g.act) {
@@ -41,32 +54,30 @@ inline __m256 activate(const Geom& g, __m256 v) {
       return _mm256_blendv_ps(zero, v, _mm256_or_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     case FusedAct::leaky_relu:
       return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(g.alpha)), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
-    default: break;
+    default: return activate_lanes(g.act, v);
   }
-  alignas(32) float lanes[kLanes];
-  _mm256_store_ps(lanes, v);
-  for (float& e : lanes) {
-    if (g.act == FusedAct::gelu) e = cpu::scalar::gelu(e);
-    else if (g.act == FusedAct::silu) e = cpu::scalar::silu(e);
-    else if (g.act == FusedAct::sigmoid) e = cpu::scalar::sigmoid(e);
-    else e = std::tanh(e);
-  }
-  return _mm256_load_ps(lanes);
 }
 
-// Two units (8 conv columns each, at offsets off0 / off1 into the padded input rows) times CB output
-// channels: 2 * CB accumulators stay in registers over all C * KH * KW taps; then bias (the initial
-// value), activation, and a max into each channel's pooled-row buffer at column col0 / col1.
+// 8 adjacent conv columns of one conv row: where its input starts in the padded rows, its first
+// column, and whether its row is the first of the pooling window (which stores instead of maxing, so
+// the row buffer needs no -inf fill).
+struct Unit {
+  int64_t off, col;
+  bool first;
+};
+
+// Two units times CB output channels: 2 * CB accumulators stay in registers over all C * KH * KW taps;
+// then bias (the initial value), activation, and a max into each channel's pooled-row buffer.
 template <int CB>
-void unit_pair(const Geom& g, const float* xp, int64_t plane, int64_t off0, int64_t off1, const float* w,
-               const float* b, float* vmax, int64_t vstride, int64_t col0, int64_t col1) {
+void unit_pair(const Geom& g, const float* xp, int64_t plane, const Unit& u0, const Unit& u1, const float* w,
+               const float* b, float* vmax, int64_t vstride) {
   __m256 acc0[CB], acc1[CB];
 #pragma GCC unroll 8
   for (int c = 0; c < CB; ++c) acc0[c] = acc1[c] = _mm256_broadcast_ss(b + c);
   for (int64_t ci = 0; ci < g.C; ++ci)
     for (int64_t kh = 0; kh < g.KH; ++kh) {
-      const float* r0 = xp + ci * plane + kh * g.Wp + off0;
-      const float* r1 = xp + ci * plane + kh * g.Wp + off1;
+      const float* r0 = xp + ci * plane + kh * g.Wp + u0.off;
+      const float* r1 = xp + ci * plane + kh * g.Wp + u1.off;
       for (int64_t kw = 0; kw < g.KW; ++kw, w += CB) {
         const __m256 a0 = _mm256_loadu_ps(r0 + kw), a1 = _mm256_loadu_ps(r1 + kw);
 #pragma GCC unroll 8
@@ -79,10 +90,11 @@ void unit_pair(const Geom& g, const float* xp, int64_t plane, int64_t off0, int6
     }
 #pragma GCC unroll 8
   for (int c = 0; c < CB; ++c) {
-    float* m0 = vmax + c * vstride + col0;
-    float* m1 = vmax + c * vstride + col1;
-    _mm256_storeu_ps(m0, nan_max(_mm256_loadu_ps(m0), activate(g, acc0[c])));
-    _mm256_storeu_ps(m1, nan_max(_mm256_loadu_ps(m1), activate(g, acc1[c])));  // m1 may equal m0: max is idempotent
+    float* m0 = vmax + c * vstride + u0.col;
+    float* m1 = vmax + c * vstride + u1.col;
+    const __m256 v0 = activate(g, acc0[c]), v1 = activate(g, acc1[c]);
+    _mm256_storeu_ps(m0, u0.first ? v0 : nan_max(_mm256_loadu_ps(m0), v0));
+    _mm256_storeu_ps(m1, u1.first ? v1 : nan_max(_mm256_loadu_ps(m1), v1));  // m1 may be m0: max is idempotent
   }
 }
 
@@ -100,10 +112,43 @@ void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<f
     }
 }
 
+// Each pooled column maxes its window of the channel's row buffer, clipped to the conv output. The
+// common 2-wide stride-2 window without padding is a vectorisable pairwise max.
+void pool_columns(const Geom& g, const float* vmax, int64_t vstride, float* dst) {
+  const bool pairs = g.pkw == 2 && g.psw == 2 && g.ppw == 0 && 2 * g.POW <= g.OW;
+  for (int64_t co = 0; co < g.Co; ++co, dst += g.POH * g.POW) {
+    const float* row = vmax + co * vstride;
+    if (pairs) {  // 16 buffer columns -> 8 outputs; the buffer is padded so the last block may overread
+      for (int64_t q = 0; q < g.POW; q += kLanes) {
+        const __m256 a = _mm256_loadu_ps(row + 2 * q), b = _mm256_loadu_ps(row + 2 * q + kLanes);
+        const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+        const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m256 m = _mm256_castpd_ps(
+            _mm256_permute4x64_pd(_mm256_castps_pd(nan_max(even, odd)), _MM_SHUFFLE(3, 1, 2, 0)));
+        if (q + kLanes <= g.POW) {
+          _mm256_storeu_ps(dst + q, m);
+        } else {
+          alignas(32) float tail[kLanes];
+          _mm256_store_ps(tail, m);
+          std::copy(tail, tail + (g.POW - q), dst + q);
+        }
+      }
+      continue;
+    }
+    for (int64_t q = 0; q < g.POW; ++q) {
+      const int64_t start = q * g.psw - g.ppw;
+      const int64_t c0 = std::max<int64_t>(start, 0), c1 = std::min(start + g.pkw, g.OW);
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t c = c0; c < c1; ++c) m = nan_max(m, row[c]);
+      dst[q] = m;
+    }
+  }
+}
+
 template <int CB>
 void pooled_rows_cb(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
   thread_local std::vector<float> xp, vmax;
-  thread_local std::vector<int64_t> units;
+  thread_local std::vector<Unit> units;
   const auto conv_rows = [&](int64_t p) {  // conv rows of pooled row p's window, clipped to the output
     const int64_t start = p * g.psh - g.pph;
     return std::pair<int64_t, int64_t>{std::max<int64_t>(start, 0), std::min(start + g.pkh, g.OH)};
@@ -112,33 +157,21 @@ void pooled_rows_cb(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
   fill_padded(g, n, R0, R1 + g.KH - 1, xp);
   const int64_t plane = (R1 + g.KH - 1 - R0) * g.Wp, vstride = g.OWv * kLanes;
   const int64_t taps = g.C * g.KH * g.KW;
-  vmax.resize(static_cast<size_t>(g.blocks * CB * vstride));
+  vmax.resize(static_cast<size_t>(g.blocks * CB * vstride + 2 * kLanes));  // + pool_columns' overread
   for (int64_t p = p0; p < p1; ++p) {
     const auto [lo, hi] = conv_rows(p);
-    units.clear();  // (row, unit) pairs of the window as input offsets; odd counts repeat the last
+    units.clear();  // the window's conv rows times the units of a row; an odd count repeats the last
     for (int64_t r = lo; r < hi; ++r)
-      for (int64_t u = 0; u < g.OWv; ++u) units.push_back((r - R0) * g.Wp + u * kLanes);
+      for (int64_t u = 0; u < g.OWv; ++u) units.push_back({(r - R0) * g.Wp + u * kLanes, u * kLanes, r == lo});
     if (units.size() % 2) units.push_back(units.back());
-    std::fill(vmax.begin(), vmax.end(), -std::numeric_limits<float>::infinity());
+    if (units.empty()) std::fill(vmax.begin(), vmax.end(), -std::numeric_limits<float>::infinity());  // all padding
     for (int64_t blk = 0; blk < g.blocks; ++blk)
       for (size_t i = 0; i < units.size(); i += 2)
         unit_pair<CB>(g, xp.data(), plane, units[i], units[i + 1], g.w + blk * taps * CB, g.b + blk * CB,
-                      vmax.data() + blk * CB * vstride, vstride, units[i] % g.Wp, units[i + 1] % g.Wp);
-    // Columns: each pooled column maxes its window of the row buffer, clipped to the conv output.
-    for (int64_t co = 0; co < g.Co; ++co) {
-      const float* row = vmax.data() + co * vstride;
-      float* dst = g.out + ((n * g.Co + co) * g.POH + p) * g.POW;
-      for (int64_t q = 0; q < g.POW; ++q) {
-        const int64_t start = q * g.psw - g.ppw;
-        const int64_t c0 = std::max<int64_t>(start, 0), c1 = std::min(start + g.pkw, g.OW);
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t c = c0; c < c1; ++c) m = nan_max(m, row[c]);
-        dst[q] = m;
-      }
-    }
+                      vmax.data() + blk * CB * vstride, vstride);
+    pool_columns(g, vmax.data(), vstride, g.out + (n * g.Co * g.POH + p) * g.POW);
   }
 }
-
 }  // namespace
 
 void pooled_rows(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
