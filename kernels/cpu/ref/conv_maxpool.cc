@@ -1,12 +1,13 @@
 // fused_conv2d_maxpool: max_pool2d(activation(conv2d(x, weight, bias))).
 //
 // Fast path (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and output
-// channels): a direct convolution vectorised over 8 output columns. For each pooled row, the conv rows
-// of its window are computed two 8-column units at a time with a block of output channels in
-// registers, bias and activation applied there, and max-reduced into one pooled-row-wide buffer per
-// channel (L1-sized); the columns are then pooled from it. The conv output is never stored. At LeNet's
-// shapes oneDNN's GEMM-style kernels spend more on packing and setup than on the few FLOPs, and the
-// separate max_pool2d re-reads the whole conv output; this does neither.
+// channels; AVX2+FMA): a direct convolution whose accumulators stay in registers over all taps, with
+// bias, activation and the max of the pooling window applied before anything is stored. Two layouts,
+// whichever wastes fewer register lanes: by columns (conv_maxpool_columns.cc: 8 conv columns x a block
+// of channels, reduced into an L1 pooled-row buffer, then pooled across columns) for wide rows, by
+// channels (conv_maxpool_channels.cc: 8 output channels x the pixels of one pooling window) for narrow
+// rows. The conv output is never stored. At LeNet's shapes oneDNN's GEMM-style kernels spend more on
+// packing and setup than on the few FLOPs, and the separate max_pool2d re-reads the conv output.
 //
 // Everything else (and CPUs without AVX2/FMA) runs the composition: the reference fused_conv2d into a
 // temporary, then max_pool2d.
@@ -33,15 +34,27 @@ int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
 
 int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
-// The output channels go in blocks of CB <= 6 (two units x six channels = 12 accumulators, which
-// leaves registers for the two input vectors and the weight broadcast); the last block is padded with
-// zero weights, so one CB serves the whole call.
+// By columns, the output channels go in blocks of CB <= 6 (two units x six channels = 12 accumulators,
+// which leaves registers for the two input vectors and the weight broadcast); the last block is padded
+// with zero weights, so one CB serves the whole call.
 int channel_block(int64_t cout) {
   const int64_t blocks = (cout + kMaxCB - 1) / kMaxCB;
   return static_cast<int>((cout + blocks - 1) / blocks);
 }
 
-// Weights as [block][ci][kh][kw][CB], so that a tap's CB broadcasts are consecutive floats.
+// Multiply-adds (in 8-lane registers, padding lanes included) per pooled row of each layout; the
+// cheaper one runs. LeNet: 28 columns x 6 channels go by columns, 10 columns x 16 channels by channels.
+bool by_channels(const Geom& g) {
+  const int64_t cb = channel_block(g.Co), blocks = (g.Co + cb - 1) / cb;
+  const int64_t columns = (g.pkh * g.OWv + 1) / 2 * 2 * kLanes * blocks * cb;
+  const int64_t per_block = g.Co <= 2 * kLanes ? 4 : 2;  // conv_maxpool_channels.cc's kPixels
+  const int64_t pixels = (g.pkh * g.pkw + per_block - 1) / per_block * per_block;
+  const int64_t channels = g.POW * pixels * ((g.Co + kLanes - 1) / kLanes * kLanes);
+  return channels < columns;
+}
+
+// Weights as [block][ci][kh][kw][cb] (by columns: a tap's cb broadcasts are consecutive floats) or,
+// with blocks = 1 and cb = cv * 8, as [ci][kh][kw][cv * 8] (by channels: a tap's channel vectors).
 void pack_weights(const float* w, int64_t cout, int64_t taps, int cb, std::vector<float>& packed) {
   const int64_t blocks = (cout + cb - 1) / cb;
   packed.assign(static_cast<size_t>(blocks * taps * cb), 0.0f);
@@ -80,24 +93,59 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
   g.POH = os[2], g.POW = os[3];
   g.act = act;
   g.alpha = static_cast<float>(alpha);
-  g.cb = channel_block(g.Co);
-  g.blocks = (g.Co + g.cb - 1) / g.cb;
   if (out.numel() == 0) return;
-
+  const bool channels = by_channels(g);
+  if (channels) {
+    g.cv = static_cast<int>((g.Co + kLanes - 1) / kLanes);
+    g.blocks = 1;
+  } else {
+    g.cb = channel_block(g.Co);
+    g.blocks = (g.Co + g.cb - 1) / g.cb;
+  }
+  const int pack = channels ? g.cv * kLanes : g.cb;
   std::vector<float> wpack, bpack;
-  pack_weights(weight.data<float>(), g.Co, g.C * g.KH * g.KW, g.cb, wpack);
-  pack_bias(bias, g.Co, g.cb, bpack);
+  pack_weights(weight.data<float>(), g.Co, g.C * g.KH * g.KW, pack, wpack);
+  pack_bias(bias, g.Co, pack, bpack);
   g.x = x.data<float>(), g.w = wpack.data(), g.b = bpack.data(), g.out = out.data<float>();
 
   const int64_t rows = rows_per_item(g), per_image = (g.POH + rows - 1) / rows;
   const int64_t work = g.Co * g.C * g.KH * g.KW * g.OW * rows * g.psh;  // multiply-adds per item, about
   cpu::parallel_for(g.N * per_image, work / 4, [&](int64_t item) {
     const int64_t n = item / per_image, p0 = item % per_image * rows;
-    pooled_rows(g, n, p0, std::min(p0 + rows, g.POH));
+    const int64_t p1 = std::min(p0 + rows, g.POH);
+    channels ? pooled_rows_by_channels(g, n, p0, p1) : pooled_rows_by_columns(g, n, p0, p1);
   });
 }
 
 }  // namespace
+
+namespace direct {
+
+bool has_avx2_fma() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
+// every unit's 8-wide loads stay inside.
+void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {
+  const int64_t rows = r1 - r0;
+  xp.assign(static_cast<size_t>(g.C * rows * g.Wp), 0.0f);
+  for (int64_t ci = 0; ci < g.C; ++ci)
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ih = r - g.ph;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* src = g.x + ((n * g.C + ci) * g.H + ih) * g.W;
+      std::copy(src, src + g.W, xp.data() + (ci * rows + (r - r0)) * g.Wp + g.pw);
+    }
+}
+
+
+}  // namespace direct
 
 template <typename T>
 void fused_conv2d_maxpool(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,

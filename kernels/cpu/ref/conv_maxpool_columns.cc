@@ -1,62 +1,20 @@
-// AVX2/FMA direct convolution + activation + max pooling for fused_conv2d_maxpool (see
-// conv_maxpool.cc). The build targets baseline x86-64, so this file's compute functions are compiled
-// for AVX2+FMA by a target pragma and only called after the runtime check in has_avx2_fma().
-#include "cpu/ref/conv_maxpool_block.h"
-
+// fused_conv2d_maxpool's direct kernel vectorised over output columns (see conv_maxpool.cc): suits
+// wide rows and few input channels (LeNet's first conv). Compiled for AVX2+FMA by a target pragma
+// (the build targets baseline x86-64) and only called after the runtime check in has_avx2_fma().
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <vector>
 
-#include "cpu/common/scalar_math.h"
+#include "cpu/ref/conv_maxpool_block.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "cpu/ref/conv_maxpool_simd.h"
 
 namespace pd::kernels::reference::direct {
-
-bool has_avx2_fma() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace {
-
-// max_pool2d's rule: NaN wins and sticks (a compare and a blend; MAXPS alone would drop a NaN).
-inline __m256 nan_max(__m256 m, __m256 v) {
-  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  return _mm256_blendv_ps(m, v, take);
-}
-
-inline float nan_max(float m, float v) { return (v > m) | (v != v) ? v : m; }
-
-// The transcendental activations lane by lane with the reference kernels' formulas (scalar_math.h).
-[[gnu::noinline]] __m256 activate_lanes(FusedAct act, __m256 v) {
-  alignas(32) float lanes[kLanes];
-  _mm256_store_ps(lanes, v);
-  for (float& e : lanes) {
-    if (act == FusedAct::gelu) e = cpu::scalar::gelu(e);
-    else if (act == FusedAct::silu) e = cpu::scalar::silu(e);
-    else if (act == FusedAct::sigmoid) e = cpu::scalar::sigmoid(e);
-    else e = std::tanh(e);
-  }
-  return _mm256_load_ps(lanes);
-}
-
-// The activation of the reference kernels, so that the fused op matches the composition.
-inline __m256 activate(const Geom& g, __m256 v) {
-  const __m256 zero = _mm256_setzero_ps();
-  switch (g.act) {
-    case FusedAct::none: return v;
-    case FusedAct::relu:  // v if v > 0 or NaN, else +0
-      return _mm256_blendv_ps(zero, v, _mm256_or_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    case FusedAct::leaky_relu:
-      return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(g.alpha)), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
-    default: return activate_lanes(g.act, v);
-  }
-}
 
 // 8 adjacent conv columns of one conv row: where its input starts in the padded rows, its first
 // column, and whether its row is the first of the pooling window (which stores instead of maxing, so
@@ -96,20 +54,6 @@ void unit_pair(const Geom& g, const float* xp, int64_t plane, const Unit& u0, co
     _mm256_storeu_ps(m0, u0.first ? v0 : nan_max(_mm256_loadu_ps(m0), v0));
     _mm256_storeu_ps(m1, u1.first ? v1 : nan_max(_mm256_loadu_ps(m1), v1));  // m1 may be m0: max is idempotent
   }
-}
-
-// Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
-// every unit's 8-wide loads stay inside.
-void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {
-  const int64_t rows = r1 - r0;
-  xp.assign(static_cast<size_t>(g.C * rows * g.Wp), 0.0f);
-  for (int64_t ci = 0; ci < g.C; ++ci)
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t ih = r - g.ph;
-      if (ih < 0 || ih >= g.H) continue;
-      const float* src = g.x + ((n * g.C + ci) * g.H + ih) * g.W;
-      std::copy(src, src + g.W, xp.data() + (ci * rows + (r - r0)) * g.Wp + g.pw);
-    }
 }
 
 // Each pooled column maxes its window of the channel's row buffer, clipped to the conv output. The
@@ -174,7 +118,7 @@ void pooled_rows_cb(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
 }
 }  // namespace
 
-void pooled_rows(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
+void pooled_rows_by_columns(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
   switch (g.cb) {
     case 1: return pooled_rows_cb<1>(g, n, p0, p1);
     case 2: return pooled_rows_cb<2>(g, n, p0, p1);
@@ -188,11 +132,10 @@ void pooled_rows(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
 
 }  // namespace pd::kernels::reference::direct
 
-#else  // not x86-64: the composition always runs
+#else  // not x86-64: has_avx2_fma() is false and the composition always runs
 
 namespace pd::kernels::reference::direct {
-bool has_avx2_fma() { return false; }
-void pooled_rows(const Geom&, int64_t, int64_t, int64_t) {}
+void pooled_rows_by_columns(const Geom&, int64_t, int64_t, int64_t) {}
 }  // namespace pd::kernels::reference::direct
 
 #endif
