@@ -62,6 +62,10 @@ void pool_columns(const Geom& g, const float* vmax, int64_t vstride, float* dst)
   const bool pairs = g.pkw == 2 && g.psw == 2 && g.ppw == 0 && 2 * g.POW <= g.OW;
   for (int64_t co = 0; co < g.Co; ++co, dst += g.POH * g.POW) {
     const float* row = vmax + co * vstride;
+    if (g.pkw == 1 && g.psw == 1 && g.ppw == 0) {  // no pooling across columns
+      std::copy(row, row + g.POW, dst);
+      continue;
+    }
     if (pairs) {  // 16 buffer columns -> 8 outputs; the buffer is padded so the last block may overread
       for (int64_t q = 0; q < g.POW; q += kLanes) {
         const __m256 a = _mm256_loadu_ps(row + 2 * q), b = _mm256_loadu_ps(row + 2 * q + kLanes);
