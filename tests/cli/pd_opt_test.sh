@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end checks of pd-opt on models pd-train wrote: -O2 shrinks an MLP and a conv+bn net
-# (bn folded, activations fused) with --verify passing; levels, --passes, --disable,
+# (bn folded, activations and pooling fused) with --verify passing; levels, --passes, --disable,
 # --print-after-all and --report behave; bad pass names, bad files and missing arguments exit 2;
 # a zero tolerance against a folded model exits 1 naming the output.
 set -u
@@ -35,7 +35,7 @@ out=$("$PD_OPT" "$MLP" --passes identity_elim,dce --print-after-all 2>&1)
 grep -q "// after identity_elim" <<< "$out" && grep -q "// after dce" <<< "$out" || fail "--print-after-all: $out"
 grep -q "// after cse" <<< "$out" && fail "--passes ran a pass it did not name"
 
-# 3. A conv + batch_norm + relu net: bn folded, conv+relu fused, outputs unchanged.
+# 3. A conv + batch_norm + relu + pool net: bn folded, conv+relu(+pool) fused, outputs unchanged.
 cat > "$WORK/convbn.yaml" <<YAML
 name: convbn
 inputs:
@@ -64,6 +64,9 @@ CB=$WORK/convbn/model.pdmodel
 out=$("$PD_OPT" "$CB" "$WORK/cb_opt.pdmodel" -O2 --verify --print 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "convbn -O2: exit $rc: $out"
 [ "$(count batch_norm "$out")" -eq 0 ] || fail "batch_norm not folded: $out"
+[ "$(count fused_conv2d_maxpool "$out")" -eq 1 ] || fail "conv+relu+max_pool2d not fused: $out"
+[ "$(count max_pool2d "$out")" -eq 0 ] || fail "max_pool2d left after conv_pool_fuse: $out"
+out=$("$PD_OPT" "$CB" -O2 --disable conv_pool_fuse --print 2>&1)
 [ "$(count fused_conv2d "$out")" -eq 1 ] || fail "conv+relu not fused: $out"
 out=$("$PD_OPT" "$CB" -O2 --verify --rtol 0 --atol 0 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "zero tolerance after bn folding should exit 1, got $rc: $out"

@@ -8,6 +8,7 @@
 #include "cpu/ref/winograd_conv.h"
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
+#include "pd/ops/direct_conv.h"
 #include "pd/pd.h"
 
 using pd::DType;
@@ -369,6 +370,78 @@ TEST_CASE("pass: 3x3 convolutions to Winograd", "[pass]") {
     auto x = five.add_input("x", {DType::f32, {-1, 16, 8, 8}});
     five.mark_output(five.add_op("conv2d", {{x}, {five.add_param("w", rnd({16, 16, 5, 5}, 1))}, {}})[0], "out");
     unchanged(five);
+  }
+}
+
+// x -> conv2d (or fused_conv2d with a residual) -> [relu] -> max_pool2d: LeNet's first block.
+struct ConvPoolNet {
+  int64_t cout = 6;
+  bool relu = true, residual = false, extra_user = false, conv_output = false;
+  pd::AttrMap pool = {{"kernel_size", std::vector<int64_t>{2, 2}}};
+  Program build() const {
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 1, 12, 12}});
+    auto w = p.add_param("conv.weight", rnd({cout, 1, 5, 5}, 1));
+    auto b = p.add_param("conv.bias", rnd({cout}, 2));
+    const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{2, 2}}};
+    ValueId y;
+    if (residual) {
+      auto r = p.add_input("res", {DType::f32, {-1, cout, 12, 12}});
+      y = p.add_op("fused_conv2d", {{x}, {w}, {b}, {r}}, attrs)[0];
+    } else {
+      y = p.add_op("conv2d", {{x}, {w}, {b}}, attrs)[0];
+    }
+    if (relu) y = p.add_op("relu", {{y}})[0];
+    if (extra_user) p.mark_output(p.add_op("exp", {{y}})[0], "side");
+    if (conv_output) p.mark_output(y, "conv");
+    p.mark_output(p.add_op("max_pool2d", {{y}}, pool)[0], "out");
+    return p;
+  }
+};
+
+TEST_CASE("pass: conv2d + max_pool2d fusion", "[pass]") {
+  pd::ir::PassOptions opt;
+  opt.passes = {"conv_act_fuse", "conv_pool_fuse"};
+  // conv -> relu -> pool: one op carrying the activation and the pool attributes.
+  ConvPoolNet n;
+  Program p = n.build();
+  Program q = p;
+  pd::ir::PassManager(opt).run(q);
+  REQUIRE(q.ops().size() == 1);
+  const auto& op = q.ops()[0];
+  CHECK(op.type == "fused_conv2d_maxpool");
+  CHECK(pd::ir::attr_string(op, "activation") == "relu");
+  CHECK(pd::ir::attr_ints(op, "pool_kernel_size") == std::vector<int64_t>{2, 2});
+  CHECK(pd::ir::attr_ints(op, "padding") == std::vector<int64_t>{2, 2});
+  check_same_outputs(p, q, 1e-5);
+  // A conv straight into an overlapping, padded, ceil-mode pool.
+  ConvPoolNet odd;
+  odd.relu = false;
+  odd.cout = 5;
+  odd.pool = {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+              {"padding", std::vector<int64_t>{1, 1}}, {"ceil_mode", true}};
+  p = odd.build();
+  pd::ir::PassStats s;
+  q = run_pass(p, "conv_pool_fuse", &s);
+  CHECK(s.fused == 1);
+  CHECK(count(q, "fused_conv2d_maxpool") == 1);
+  CHECK(q.ops().size() == 1);
+  check_same_outputs(p, q, 1e-5);
+
+  // Negative: the conv output read twice, or a graph output; a residual (the fused op has none); a
+  // conv outside the direct kernel's range (too many output channels: no gain, left alone).
+  ConvPoolNet twice, output, residual, wide;
+  twice.extra_user = true;
+  output.conv_output = true;
+  residual.residual = true;
+  residual.relu = false;
+  wide.cout = pd::kDirectConvMaxCout + 1;
+  for (const ConvPoolNet& bad : {twice, output, residual, wide}) {
+    Program b = bad.build();
+    Program r = b;
+    pd::ir::PassManager(opt).run(r);
+    CHECK(count(r, "fused_conv2d_maxpool") == 0);
+    CHECK(count(r, "max_pool2d") == 1);
   }
 }
 

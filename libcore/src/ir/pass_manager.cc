@@ -25,7 +25,8 @@ const std::vector<Entry>& registry() {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
       {"conv_residual_fuse", passes::conv_residual_fusion},
-      {"conv_act_fuse", passes::conv_activation_fusion},   {"conv_winograd", passes::conv_winograd},
+      {"conv_act_fuse", passes::conv_activation_fusion},   {"conv_pool_fuse", passes::conv_pool_fusion},
+      {"conv_winograd", passes::conv_winograd},
       {"linear_act_fuse", passes::linear_activation_fusion},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
@@ -159,12 +160,14 @@ int64_t attr_int(const Operation& op, const std::string& name) {
   return std::stoll(attr_schema(op, name).default_text);
 }
 
+// Defaults of int[] attributes are written as in ops.yaml: "[1, 1]", "[]".
 std::vector<int64_t> attr_ints(const Operation& op, const std::string& name) {
   if (auto it = op.attrs.find(name); it != op.attrs.end()) return std::get<std::vector<int64_t>>(it->second);
-  std::string text = attr_schema(op, name).default_text;  // "[1, 1]" or "[]"
+  std::string text = attr_schema(op, name).default_text;
   std::replace(text.begin(), text.end(), ',', ' ');
-  std::istringstream in(text.substr(1, text.size() - 2));
+  std::erase_if(text, [](char c) { return c == '[' || c == ']'; });
   std::vector<int64_t> out;
+  std::istringstream in(text);
   for (int64_t v; in >> v;) out.push_back(v);
   return out;
 }

@@ -264,21 +264,45 @@ Shape conv2d_grad_weight(const char* op, In grad, In x, const std::vector<int64_
   return weight_shape;
 }
 
-Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-             const std::vector<int64_t>& padding, bool ceil_mode) {
+namespace {
+
+// max/avg pooling's rule; `prefix` names the attributes in messages ("pool_" for fused_conv2d_maxpool).
+Shape pool2d_named(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, bool ceil_mode, const std::string& prefix) {
+  const std::string k_name = prefix + "kernel_size", s_name = prefix + "stride", p_name = prefix + "padding";
   check_rank(op, x, 4, "[N, C, H, W]");
-  check_pair(op, "kernel_size", kernel_size, 1);
+  check_pair(op, k_name.c_str(), kernel_size, 1);
   const std::vector<int64_t>& s = stride.empty() ? kernel_size : stride;
-  check_pair(op, "stride", s, 1);
-  check_pair(op, "padding", padding, 0);
+  check_pair(op, s_name.c_str(), s, 1);
+  check_pair(op, p_name.c_str(), padding, 0);
   PD_CHECK(padding[0] * 2 <= kernel_size[0] && padding[1] * 2 <= kernel_size[1], ErrorCode::kInvalidArgument,
-           "{}: argument 'padding' {} must be at most half of kernel_size {}", op, shape_str(padding), shape_str(kernel_size));
+           "{}: argument '{}' {} must be at most half of {} {}", op, p_name, shape_str(padding), k_name,
+           shape_str(kernel_size));
   const Shape& xs = x.t.shape();
   int64_t oh = pool_out(xs[2], kernel_size[0], s[0], padding[0], ceil_mode);
   int64_t ow = pool_out(xs[3], kernel_size[1], s[1], padding[1], ceil_mode);
-  PD_CHECK(oh > 0 && ow > 0, ErrorCode::kShape, "{}: kernel_size {} is larger than the padded input {}x{}", op,
+  PD_CHECK(oh > 0 && ow > 0, ErrorCode::kShape, "{}: {} {} is larger than the padded input {}x{}", op, k_name,
            shape_str(kernel_size), xs[2] + 2 * padding[0], xs[3] + 2 * padding[1]);
   return {xs[0], xs[1], oh, ow};
+}
+
+}  // namespace
+
+Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+             const std::vector<int64_t>& padding, bool ceil_mode) {
+  return pool2d_named(op, x, kernel_size, stride, padding, ceil_mode, "");
+}
+
+Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                    const std::string& activation, const std::vector<int64_t>& pool_kernel_size,
+                    const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
+                    bool pool_ceil_mode) {
+  parse_fused_activation(op, activation);
+  const Shape conv = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
+  const Tensor conv_out = shape_only(conv, x.t.dtype());
+  return pool2d_named(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding,
+                      pool_ceil_mode, "pool_");
 }
 
 Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& kernel_size,

@@ -34,3 +34,13 @@ std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const
 PD_NAIVE_REF(fused_conv2d) { return fused("conv2d", in, attrs); }
 PD_NAIVE_REF(fused_linear) { return fused("linear", in, attrs); }
 PD_NAIVE_REF(winograd_conv2d) { return fused("winograd_conv2d_unfused", in, attrs); }
+
+// fused_conv2d_maxpool: the naive fused_conv2d above (conv, bias, activation in double), then the
+// naive max_pool2d with the pool_* attributes under max_pool2d's names.
+PD_NAIVE_REF(fused_conv2d_maxpool) {
+  const pd::Tensor y = (*pd::test::find_naive("fused_conv2d"))(in, attrs)[0];
+  pd::AttrMap pool;
+  for (const char* name : {"kernel_size", "stride", "padding", "ceil_mode"})
+    if (auto it = attrs.find(std::string("pool_") + name); it != attrs.end()) pool[name] = it->second;
+  return (*pd::test::find_naive("max_pool2d"))({{y}}, pool);
+}

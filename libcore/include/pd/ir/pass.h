@@ -80,7 +80,7 @@ bool is_param(const Program& p, ValueId v);
 size_t tensor_slots(const std::string& op_type);
 // The value in input slot `slot` of op (kNoValue for an empty optional).
 ValueId input_of(const Program& p, int32_t op, size_t slot);
-// Attribute `name` of `op` or the schema default, as T (bool/int/float/str attributes).
+// Attribute `name` of `op` or the schema default, as T (bool/int/float/str/int[] attributes).
 bool attr_bool(const Operation& op, const std::string& name);
 double attr_float(const Operation& op, const std::string& name);
 std::string attr_string(const Operation& op, const std::string& name);

@@ -51,6 +51,13 @@ Shape winograd_weight(const char* op, In weight);
 // winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out].
 Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
                       const std::string& activation);
+// fused_conv2d_maxpool: conv2d's rule (no residual), a known activation, then pool2d's rule on the
+// convolution's output with the pool_* attributes.
+Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                    const std::string& activation, const std::vector<int64_t>& pool_kernel_size,
+                    const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
+                    bool pool_ceil_mode);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups);

@@ -1,0 +1,172 @@
+// fused_conv2d_maxpool: max_pool2d(activation(conv2d(x, weight, bias))).
+//
+// Fast path (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and output
+// channels; AVX2+FMA): a direct convolution whose accumulators stay in registers over all taps, with
+// bias, activation and the max of the pooling window applied before anything is stored. Two layouts,
+// whichever wastes fewer register lanes: by columns (conv_maxpool_columns.cc: 8 conv columns x a block
+// of channels, reduced into an L1 pooled-row buffer, then pooled across columns) for wide rows, by
+// channels (conv_maxpool_channels.cc: 8 output channels x the pixels of one pooling window) for narrow
+// rows. The conv output is never stored. At LeNet's shapes oneDNN's GEMM-style kernels spend more on
+// packing and setup than on the few FLOPs, and the separate max_pool2d re-reads the conv output.
+//
+// Everything else (and CPUs without AVX2/FMA) runs the composition: the reference fused_conv2d into a
+// temporary, then max_pool2d.
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "cpu/common/parallel.h"
+#include "cpu/ref/conv_maxpool_block.h"
+#include "kernels.h"
+#include "pd/ops/direct_conv.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+using namespace direct;
+
+int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
+  if (v.empty()) return dflt;
+  return v.size() == 1 ? v[0] : v[i];
+}
+
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+
+// By columns, the output channels go in blocks of CB <= 6 (two units x six channels = 12 accumulators,
+// which leaves registers for the two input vectors and the weight broadcast); the last block is padded
+// with zero weights, so one CB serves the whole call.
+int channel_block(int64_t cout) {
+  const int64_t blocks = (cout + kMaxCB - 1) / kMaxCB;
+  return static_cast<int>((cout + blocks - 1) / blocks);
+}
+
+// Multiply-adds (in 8-lane registers, padding lanes included) per pooled row of each layout; the
+// cheaper one runs. LeNet: 28 columns x 6 channels go by columns, 10 columns x 16 channels by channels.
+bool by_channels(const Geom& g) {
+  const int64_t cb = channel_block(g.Co), blocks = (g.Co + cb - 1) / cb;
+  const int64_t columns = (g.pkh * g.OWv + 1) / 2 * 2 * kLanes * blocks * cb;
+  const int64_t per_block = g.Co <= 2 * kLanes ? 4 : 2;  // conv_maxpool_channels.cc's kPixels
+  const int64_t pixels = (g.pkh * g.pkw + per_block - 1) / per_block * per_block;
+  const int64_t channels = g.POW * pixels * ((g.Co + kLanes - 1) / kLanes * kLanes);
+  return channels < columns;
+}
+
+// Weights as [block][ci][kh][kw][cb] (by columns: a tap's cb broadcasts are consecutive floats) or,
+// with blocks = 1 and cb = cv * 8, as [ci][kh][kw][cv * 8] (by channels: a tap's channel vectors).
+void pack_weights(const float* w, int64_t cout, int64_t taps, int cb, std::vector<float>& packed) {
+  const int64_t blocks = (cout + cb - 1) / cb;
+  packed.assign(static_cast<size_t>(blocks * taps * cb), 0.0f);
+  for (int64_t co = 0; co < cout; ++co)
+    for (int64_t t = 0; t < taps; ++t) packed[((co / cb) * taps + t) * cb + co % cb] = w[co * taps + t];
+}
+
+void pack_bias(const Tensor& bias, int64_t cout, int cb, std::vector<float>& packed) {
+  packed.assign(static_cast<size_t>((cout + cb - 1) / cb * cb), 0.0f);
+  if (bias.defined()) std::copy(bias.data<float>(), bias.data<float>() + cout, packed.begin());
+}
+
+// Rows of pooled output per parallel item: whole images when the batch alone feeds every thread,
+// otherwise the rows of an image are split so that a single image still uses them.
+int64_t rows_per_item(const Geom& g) {
+  const int64_t threads = std::max(omp_get_max_threads(), 1);
+  if (g.N >= 2 * threads) return g.POH;
+  const int64_t blocks = std::min<int64_t>(g.POH, (2 * threads + g.N - 1) / g.N);
+  return (g.POH + blocks - 1) / blocks;
+}
+
+void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& padding,
+                FusedAct act, double alpha, const std::vector<int64_t>& pool_kernel_size,
+                const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding, Tensor& out) {
+  const Shape &xs = x.shape(), &ws = weight.shape(), &os = out.shape();
+  Geom g{};
+  g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
+  g.Co = ws[0], g.KH = ws[2], g.KW = ws[3];
+  g.ph = pick(padding, 0, 0), g.pw = pick(padding, 1, 0);
+  g.OH = conv_out(g.H, g.KH, 1, g.ph, 1), g.OW = conv_out(g.W, g.KW, 1, g.pw, 1);
+  g.OWv = (g.OW + kLanes - 1) / kLanes;
+  g.Wp = g.OWv * kLanes + g.KW - 1;
+  g.pkh = pick(pool_kernel_size, 0, 1), g.pkw = pick(pool_kernel_size, 1, 1);
+  g.psh = pick(pool_stride, 0, g.pkh), g.psw = pick(pool_stride, 1, g.pkw);
+  g.pph = pick(pool_padding, 0, 0), g.ppw = pick(pool_padding, 1, 0);
+  g.POH = os[2], g.POW = os[3];
+  g.act = act;
+  g.alpha = static_cast<float>(alpha);
+  if (out.numel() == 0) return;
+  const bool channels = by_channels(g);
+  if (channels) {
+    g.cv = static_cast<int>((g.Co + kLanes - 1) / kLanes);
+    g.blocks = 1;
+  } else {
+    g.cb = channel_block(g.Co);
+    g.blocks = (g.Co + g.cb - 1) / g.cb;
+  }
+  const int pack = channels ? g.cv * kLanes : g.cb;
+  std::vector<float> wpack, bpack;
+  pack_weights(weight.data<float>(), g.Co, g.C * g.KH * g.KW, pack, wpack);
+  pack_bias(bias, g.Co, pack, bpack);
+  g.x = x.data<float>(), g.w = wpack.data(), g.b = bpack.data(), g.out = out.data<float>();
+
+  const int64_t rows = rows_per_item(g), per_image = (g.POH + rows - 1) / rows;
+  const int64_t work = g.Co * g.C * g.KH * g.KW * g.OW * rows * g.psh;  // multiply-adds per item, about
+  cpu::parallel_for(g.N * per_image, work / 4, [&](int64_t item) {
+    const int64_t n = item / per_image, p0 = item % per_image * rows;
+    const int64_t p1 = std::min(p0 + rows, g.POH);
+    channels ? pooled_rows_by_channels(g, n, p0, p1) : pooled_rows_by_columns(g, n, p0, p1);
+  });
+}
+
+}  // namespace
+
+namespace direct {
+
+bool has_avx2_fma() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
+// every unit's 8-wide loads stay inside.
+void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {
+  const int64_t rows = r1 - r0;
+  xp.assign(static_cast<size_t>(g.C * rows * g.Wp), 0.0f);
+  for (int64_t ci = 0; ci < g.C; ++ci)
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ih = r - g.ph;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* src = g.x + ((n * g.C + ci) * g.H + ih) * g.W;
+      std::copy(src, src + g.W, xp.data() + (ci * rows + (r - r0)) * g.Wp + g.pw);
+    }
+}
+
+
+}  // namespace direct
+
+template <typename T>
+void fused_conv2d_maxpool(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                          const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                          const std::string& activation, double alpha, const std::vector<int64_t>& pool_kernel_size,
+                          const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
+                          bool pool_ceil_mode, Tensor& out) {
+  const auto act = parse_fused_activation("fused_conv2d_maxpool", activation);
+  const Shape &xs = x.shape(), &ws = weight.shape();
+  if (direct_conv_fits(x.dtype(), xs[1], ws[2], ws[3], ws[0], stride, dilation, groups) && direct::has_avx2_fma()) {
+    run_direct(x, weight, bias, padding, act, alpha, pool_kernel_size, pool_stride, pool_padding, out);
+    return;
+  }
+  const Shape conv_shape = {xs[0], ws[0],
+                            conv_out(xs[2], ws[2], pick(stride, 0, 1), pick(padding, 0, 0), pick(dilation, 0, 1)),
+                            conv_out(xs[3], ws[3], pick(stride, 1, 1), pick(padding, 1, 0), pick(dilation, 1, 1))};
+  Tensor conv = Tensor::empty(conv_shape, x.dtype());
+  fused_conv2d<T>(x, weight, bias, Tensor(), stride, padding, dilation, groups, activation, alpha, conv);
+  max_pool2d<T>(conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(fused_conv2d_maxpool, reference, float, double)

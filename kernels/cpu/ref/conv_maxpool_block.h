@@ -1,0 +1,43 @@
+// The direct convolution + max pooling behind fused_conv2d_maxpool's fast path (conv_maxpool.cc):
+// the geometry both of its kernels run on, and the routines that produce pooled rows of one image.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "pd/ops/fused_activation.h"
+
+namespace pd::kernels::reference::direct {
+
+inline constexpr int kLanes = 8;  // floats per AVX2 register
+inline constexpr int kMaxCB = 6;  // by columns: output channels per register block
+inline constexpr int kMaxCV = 4;  // by channels: channel vectors (32 output channels)
+
+struct Geom {
+  int64_t N, C, H, W, Co, KH, KW, ph, pw;  // conv input, weight and padding (stride, dilation 1)
+  int64_t OH, OW, OWv, Wp;                 // conv output; 8-column units per row; padded input row length
+  int64_t pkh, pkw, psh, psw, pph, ppw, POH, POW;  // pooling and the pooled output
+  FusedAct act;
+  float alpha;
+  int cb;          // by columns: output channels per block (<= kMaxCB); by channels: 0
+  int cv;          // by channels: channel vectors (<= kMaxCV); by columns: 0
+  int64_t blocks;  // by columns: channel blocks (the last padded with zero weights)
+  const float* x;  // [N, C, H, W]
+  const float* w;  // by columns [block][C][KH][KW][cb]; by channels [C][KH][KW][cv * 8]
+  const float* b;  // [blocks * cb] or [cv * 8], zero padded (zeros without a bias)
+  float* out;      // [N, Co, POH, POW]
+};
+
+// Whether this CPU runs the AVX2/FMA code (the build targets baseline x86-64).
+bool has_avx2_fma();
+
+// Rows [r0, r1) of image n's zero-padded input (conv padding on every side, each row Wp long so that
+// 8-wide loads past the last column stay inside), as [C][r1 - r0][Wp].
+void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp);
+
+// Pooled rows [p0, p1) of image n, every output channel. By columns: 8 conv columns per register, a
+// block of output channels at a time (g.cb). By channels: 8 output channels per register, the pixels
+// of one pooling window at a time (g.cv).
+void pooled_rows_by_columns(const Geom& g, int64_t n, int64_t p0, int64_t p1);
+void pooled_rows_by_channels(const Geom& g, int64_t n, int64_t p0, int64_t p1);
+
+}  // namespace pd::kernels::reference::direct
