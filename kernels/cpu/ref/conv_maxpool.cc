@@ -20,6 +20,7 @@
 #include "cpu/common/parallel.h"
 #include "cpu/ref/conv_maxpool_block.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 #include "pd/ops/direct_conv.h"
 
 namespace pd::kernels::reference {
@@ -121,15 +122,6 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
 
 namespace direct {
 
-bool has_avx2_fma() {
-#if defined(__x86_64__)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-#else
-  return false;
-#endif
-}
-
 // Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
 // every unit's 8-wide loads stay inside.
 void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {
@@ -155,7 +147,7 @@ void fused_conv2d_maxpool(const Tensor& x, const Tensor& weight, const Tensor& b
                           bool pool_ceil_mode, Tensor& out) {
   const auto act = parse_fused_activation("fused_conv2d_maxpool", activation);
   const Shape &xs = x.shape(), &ws = weight.shape();
-  if (direct_conv_fits(x.dtype(), xs[1], ws[2], ws[3], ws[0], stride, dilation, groups) && direct::has_avx2_fma()) {
+  if (direct_conv_fits(x.dtype(), xs[1], ws[2], ws[3], ws[0], stride, dilation, groups) && cpu_has_avx2_fma()) {
     run_direct(x, weight, bias, padding, act, alpha, pool_kernel_size, pool_stride, pool_padding, out);
     return;
   }

@@ -27,9 +27,6 @@ struct Geom {
   float* out;      // [N, Co, POH, POW]
 };
 
-// Whether this CPU runs the AVX2/FMA code (the build targets baseline x86-64).
-bool has_avx2_fma();
-
 // Rows [r0, r1) of image n's zero-padded input (conv padding on every side, each row Wp long so that
 // 8-wide loads past the last column stay inside), as [C][r1 - r0][Wp].
 void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp);

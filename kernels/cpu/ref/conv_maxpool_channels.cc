@@ -2,7 +2,7 @@
 // narrow rows and 8 or more output channels (LeNet's second conv: 10 columns would fill two 8-column
 // registers to 62%). The conv pixels of one pooling window are computed a few at a time with every
 // output channel in registers, activated and max-reduced there; only the pooled values are stored.
-// Compiled for AVX2+FMA by a target pragma and only called after the runtime check in has_avx2_fma().
+// Compiled for AVX2+FMA by a target pragma and only called after the runtime check in pd::cpu_has_avx2_fma().
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -102,7 +102,7 @@ void pooled_rows_by_channels(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
 
 }  // namespace pd::kernels::reference::direct
 
-#else  // not x86-64: has_avx2_fma() is false and the composition always runs
+#else  // not x86-64: pd::cpu_has_avx2_fma() is false and the composition always runs
 
 namespace pd::kernels::reference::direct {
 void pooled_rows_by_channels(const Geom&, int64_t, int64_t, int64_t) {}

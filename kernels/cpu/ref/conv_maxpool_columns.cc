@@ -1,6 +1,6 @@
 // fused_conv2d_maxpool's direct kernel vectorised over output columns (see conv_maxpool.cc): suits
 // wide rows and few input channels (LeNet's first conv). Compiled for AVX2+FMA by a target pragma
-// (the build targets baseline x86-64) and only called after the runtime check in has_avx2_fma().
+// (the build targets baseline x86-64) and only called after the runtime check in pd::cpu_has_avx2_fma().
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -136,7 +136,7 @@ void pooled_rows_by_columns(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
 
 }  // namespace pd::kernels::reference::direct
 
-#else  // not x86-64: has_avx2_fma() is false and the composition always runs
+#else  // not x86-64: pd::cpu_has_avx2_fma() is false and the composition always runs
 
 namespace pd::kernels::reference::direct {
 void pooled_rows_by_columns(const Geom&, int64_t, int64_t, int64_t) {}

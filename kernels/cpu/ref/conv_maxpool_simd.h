@@ -1,6 +1,6 @@
 // AVX2 helpers shared by fused_conv2d_maxpool's two direct kernels: max_pool2d's NaN-propagating max
 // and the reference kernels' activations. Each carries its own target attribute, so it may be called
-// only from AVX2+FMA code (after has_avx2_fma()); x86-64 only.
+// only from AVX2+FMA code (after pd::cpu_has_avx2_fma()); x86-64 only.
 #pragma once
 #include <immintrin.h>
 

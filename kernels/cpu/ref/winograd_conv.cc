@@ -7,26 +7,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/common/parallel.h"
 #include "cpu/common/scalar_math.h"
-#include "cpu/ref/winograd_conv.h"
 #include "cpu/ref/winograd_f43.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 #include "pd/ops/fused_activation.h"
 
 namespace pd::kernels::reference {
-
-bool winograd_fast_path() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          std::string_view(std::getenv("PD_CPU_ISA") ? std::getenv("PD_CPU_ISA") : "") != "baseline";
-  return yes;
-}
 
 namespace {
 
@@ -296,7 +288,7 @@ using BlockFn = void (*)(const WinoGeom&, const Epilogue<T>&, const T*, const T*
 
 template <typename T, typename Act>
 BlockFn<T> block_for() {
-  return winograd_fast_path() ? run_block_avx2<T, Act> : run_block_baseline<T, Act>;
+  return cpu_has_avx2_fma() ? run_block_avx2<T, Act> : run_block_baseline<T, Act>;
 }
 
 template <typename T>

@@ -6,11 +6,12 @@
 // Preconditions: the pool's input is the conv's result, read by nothing else and not a graph output;
 // the conv has no residual (the fused op has no such input); and the fused kernel's direct path takes
 // the conv (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and channels,
-// weight shape known). Elsewhere the fused op would run the same two kernels as before, so the graph
-// is left alone.
+// weight shape known) on a CPU with AVX2 and FMA. Elsewhere the fused op would run the same two
+// kernels as before, so the graph is left alone.
 #include <algorithm>
 
 #include "passes.h"
+#include "pd/core/cpu_features.h"
 #include "pd/ops/direct_conv.h"
 
 namespace pd::ir::passes {
@@ -18,6 +19,7 @@ namespace {
 
 bool fusable_conv(const Program& p, int32_t c) {
   const Operation& conv = p.ops()[c];
+  if (!cpu_has_avx2_fma()) return false;
   if (conv.type != "conv2d" && !(conv.type == "fused_conv2d" && input_of(p, c, 3) == kNoValue)) return false;
   const ValueType& out = p.value(conv.results[0]).type;
   const Shape& ws = p.value(input_of(p, c, 1)).type.shape;

@@ -8,8 +8,8 @@
 // CPU with AVX2 and FMA, without which the kernel is slower than oneDNN's direct convolution (as with
 // onnxruntime's NCHWc layout pass, the optimised model is meant for machines like the one that made it).
 // Outputs differ from conv2d's by rounding only (pd-opt --verify checks them).
-#include "cpu/ref/winograd_conv.h"
 #include "passes.h"
+#include "pd/core/cpu_features.h"
 #include "pd/pd.h"
 
 namespace pd::ir::passes {
@@ -24,7 +24,7 @@ class ConvWinograd final : public Pass {
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d"}; }
 
   bool match(const Program& p, int32_t i) const override {
-    if (!kernels::reference::winograd_fast_path()) return false;
+    if (!cpu_has_avx2_fma()) return false;
     const Operation& op = p.ops()[i];
     if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
         attr_int(op, "groups") != 1)

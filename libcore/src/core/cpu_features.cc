@@ -1,0 +1,21 @@
+#include "pd/core/cpu_features.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace pd {
+
+bool cpu_has_avx2_fma() {
+  static const bool yes = [] {
+#if defined(__x86_64__)
+    const char* isa = std::getenv("PD_CPU_ISA");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           std::string_view(isa ? isa : "") != "baseline";
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
+}  // namespace pd
