@@ -102,6 +102,20 @@ dnnl::memory scratch_memory(const dnnl::memory::desc& md);
 dnnl::primitive_attr user_scratchpad();
 void release_scratch();
 
+// While alive and `on`, OpenMP (and so oneDNN) uses one thread on this thread's parallel regions; the
+// caller's setting comes back after. For problems too small to pay for waking the other threads.
+class OneThreadIf {
+ public:
+  explicit OneThreadIf(bool on);
+  ~OneThreadIf();
+  OneThreadIf(const OneThreadIf&) = delete;
+  OneThreadIf& operator=(const OneThreadIf&) = delete;
+  explicit operator bool() const { return saved_ > 0; }
+
+ private:
+  int saved_ = 0;  // the thread count to restore; 0 when nothing was changed
+};
+
 // Runs `body`, turning oneDNN failures into pd::Error naming the op.
 template <typename F>
 void guarded(const char* op, F&& body) {

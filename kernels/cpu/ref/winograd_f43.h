@@ -145,14 +145,14 @@ PD_WINO_INLINE void output_transform(const T* M, int64_t point_stride, const V& 
   }
 }
 
-// C[r * ldc + NV vectors) = sum_k A[r * lda + k] * B[k * ldb + NV vectors) for the 6 rows r: the
-// register-blocked inner kernel of the per-point matrix products (12 accumulators for NV = 2).
-template <typename T, int NV, typename V = Vec<T>>
+// C[r * ldc + NV vectors) = sum_k A[r * lda + k] * B[k * ldb + NV vectors) for the R <= 6 rows r: the
+// register-blocked inner kernel of the per-point matrix products (12 accumulators for R = 6, NV = 2).
+template <typename T, int R, int NV, typename V = Vec<T>>
 PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
   constexpr int L = kLanes<T>;
-  V acc[kRows][NV];
+  V acc[R][NV];
 #pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) acc[r][v] = splat(T(0));
   for (int64_t k = 0; k < K; ++k) {
@@ -160,14 +160,14 @@ PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, in
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) b[v] = load(B + k * ldb + L * v);
 #pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < R; ++r) {
       const V a = splat(A[r * lda + k]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
   }
 #pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, acc[r][v]);
 }
