@@ -18,6 +18,8 @@ template <typename T>
 void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
   if (out.numel() == 0) return;
+  if (use_direct_conv(x, weight, stride, padding, dilation, groups))
+    return direct_conv(x, weight, bias, stride, padding, dilation, groups, "none", 0.0, out);
   guarded("conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     conv_forward(g, g.key("conv2d", bias.defined()), user_scratchpad(), x, weight, bias, out);

@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "cpu/onednn/onednn_common.h"
+#include "cpu/ref/conv_maxpool_block.h"
+#include "kernels.h"
+#include "pd/core/cpu_features.h"
+#include "pd/ops/direct_conv.h"
 
 namespace pd::kernels::onednn {
 
@@ -65,6 +69,22 @@ struct ConvEntry {
 // Forward inference with the primitive cached under `key` (which must identify `attr` too). With a
 // `residual`, `attr` must hold a sum post-op: the residual is put in the destination first and the
 // primitive adds the convolution to it.
+// Whether a forward convolution (no residual) goes to the direct kernel of fused_conv2d_maxpool, run
+// with a 1x1 pool, because it is faster there than in oneDNN (direct_conv_preferred says where).
+inline bool use_direct_conv(const Tensor& x, const Tensor& weight, const std::vector<int64_t>& stride,
+                            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+  const Shape& ws = weight.shape();
+  return direct_conv_fits(x.dtype(), x.shape()[1], ws[2], ws[3], ws[0], stride, dilation, groups) && cpu_has_avx2_fma() &&
+         reference::direct::direct_conv_preferred(x.shape(), ws, padding);
+}
+
+inline void direct_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                        const std::string& activation, double alpha, Tensor& out) {
+  reference::fused_conv2d_maxpool<float>(x, weight, bias, stride, padding, dilation, groups, activation, alpha, {1, 1}, {1, 1},
+                                         {0, 0}, false, out);
+}
+
 // Below this many FLOPs a forward convolution runs on one thread: waking the second costs more than it
 // saves (batch 1: a 1 -> 32 channel 3x3 conv on 28x28 takes 16 us on one thread, 28 us on two).
 inline constexpr int64_t kSingleThreadConvFlops = int64_t{1} << 20;

@@ -42,6 +42,8 @@ void fused_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, con
                   Tensor& out) {
   const auto act = parse_fused_activation("fused_conv2d", activation);
   if (out.numel() == 0) return;
+  if (!residual.defined() && use_direct_conv(x, weight, stride, padding, dilation, groups))
+    return direct_conv(x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
   guarded("fused_conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     const std::string key =

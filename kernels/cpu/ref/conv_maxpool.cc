@@ -122,6 +122,16 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
 
 namespace direct {
 
+bool direct_conv_preferred(const Shape& x, const Shape& weight, const std::vector<int64_t>& padding) {
+  Geom g{};
+  g.Co = weight[0];
+  g.OH = conv_out(x[2], weight[2], 1, pick(padding, 0, 0), 1), g.OW = conv_out(x[3], weight[3], 1, pick(padding, 1, 0), 1);
+  g.OWv = (g.OW + kLanes - 1) / kLanes;
+  g.pkh = g.pkw = 1, g.POW = g.OW;
+  const int64_t flops = 2 * x[0] * g.Co * g.OH * g.OW * x[1] * weight[2] * weight[3];
+  return flops < (int64_t{1} << 20) || (!by_channels(g) && g.Co <= kMaxCB);
+}
+
 // Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
 // every unit's 8-wide loads stay inside.
 void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pd/core/shape.h"
 #include "pd/ops/fused_activation.h"
 
 namespace pd::kernels::reference::direct {
@@ -26,6 +27,14 @@ struct Geom {
   const float* b;  // [blocks * cb] or [cv * 8], zero padded (zeros without a bias)
   float* out;      // [N, Co, POH, POW]
 };
+
+// For a convolution without pooling that direct_conv_fits (pd/ops/direct_conv.h), on an AVX2 + FMA
+// CPU: whether fused_conv2d_maxpool with a 1x1 pool (the direct kernel) beats oneDNN, so that conv2d
+// and fused_conv2d take it too. pd-bench, 2 threads: it does below about 1 MFLOP (batch 1: LeNet's
+// convs 6.6 and 10.7 us against 14.0 and 14.2, a ResNet stem 10.5 against 16.6) and where the channels
+// fit one register block by columns (LeNet's first conv at batch 64: 0.17 against 0.29 ms); not for
+// wider convs at batch 64 (a 1 -> 32 stem: 0.50 against 0.37 ms; LeNet's second: 0.34 against 0.27).
+bool direct_conv_preferred(const Shape& x, const Shape& weight, const std::vector<int64_t>& padding);
 
 // Rows [r0, r1) of image n's zero-padded input (conv padding on every side, each row Wp long so that
 // 8-wide loads past the last column stay inside), as [C][r1 - r0][Wp].
