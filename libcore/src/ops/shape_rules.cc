@@ -281,7 +281,9 @@ Shape pool2d_named(const char* op, In x, const std::vector<int64_t>& kernel_size
   const Shape& xs = x.t.shape();
   int64_t oh = pool_out(xs[2], kernel_size[0], s[0], padding[0], ceil_mode);
   int64_t ow = pool_out(xs[3], kernel_size[1], s[1], padding[1], ceil_mode);
-  PD_CHECK(oh > 0 && ow > 0, ErrorCode::kShape, "{}: {} {} is larger than the padded input {}x{}", op, k_name,
+  // (pool_out's division truncates toward zero, so a window larger than the input would still give 1.)
+  const bool fits = xs[2] + 2 * padding[0] >= kernel_size[0] && xs[3] + 2 * padding[1] >= kernel_size[1];
+  PD_CHECK(fits && oh > 0 && ow > 0, ErrorCode::kShape, "{}: {} {} is larger than the padded input {}x{}", op, k_name,
            shape_str(kernel_size), xs[2] + 2 * padding[0], xs[3] + 2 * padding[1]);
   return {xs[0], xs[1], oh, ow};
 }
