@@ -84,19 +84,19 @@ std::string emit_prologue(const OpDef& op, const char* cast_fn) {
   if (rule_fn == "promote") {
     std::vector<std::string> ptrs;
     for (auto& n : rule_args) ptrs.push_back("&" + n);
-    b += fmt::format("  const ::pd::DType kdt = ::pd::promote_types({{{}}});\n", fmt::join(ptrs, ", "));
+    b += fmt::format("  [[maybe_unused]] const ::pd::DType kdt = ::pd::promote_types({{{}}});\n", fmt::join(ptrs, ", "));
     promoted.insert(rule_args.begin(), rule_args.end());
   } else if (rule_fn == "attr") {
-    b += fmt::format("  const ::pd::DType kdt = {};\n", rule_args.at(0));
+    b += fmt::format("  [[maybe_unused]] const ::pd::DType kdt = {};\n", rule_args.at(0));
   } else if (rule_fn == "same") {
-    b += fmt::format("  const ::pd::DType kdt = {}.dtype();\n", rule_args.at(0));
+    b += fmt::format("  [[maybe_unused]] const ::pd::DType kdt = {}.dtype();\n", rule_args.at(0));
   } else if (!tensors.empty()) {
     const ArgDef* first = tensors[0];
     b += first->kind == ArgKind::TensorList
-             ? fmt::format("  const ::pd::DType kdt = ::pd::detail::list_dtype(kOp, \"{}\", {});\n", first->name, first->name)
-             : fmt::format("  const ::pd::DType kdt = {}.dtype();\n", first->name);
+             ? fmt::format("  [[maybe_unused]] const ::pd::DType kdt = ::pd::detail::list_dtype(kOp, \"{}\", {});\n", first->name, first->name)
+             : fmt::format("  [[maybe_unused]] const ::pd::DType kdt = {}.dtype();\n", first->name);
   } else {
-    b += "  const ::pd::DType kdt = ::pd::DType::f32;\n";
+    b += "  [[maybe_unused]] const ::pd::DType kdt = ::pd::DType::f32;\n";
   }
   std::string dtype_ref = rule_fn == "same" ? rule_args.at(0) : tensors.empty() ? "" : tensors[0]->name;
   for (const ArgDef* a : tensors) {

@@ -93,8 +93,8 @@ std::string meta_fn(const OpDef& op) {
     else if (a.kind == ArgKind::OptionalTensor) b += fmt::format("  const ::pd::Tensor {} = ::pd::detail::meta_optional(in, {});\n", a.name, ti++);
     else if (a.kind == ArgKind::TensorList) b += fmt::format("  const std::vector<::pd::Tensor> {} = ::pd::detail::meta_list(kOp, \"{}\", in, {});\n", a.name, a.name, ti++);
     else if (a.default_cpp)
-      b += fmt::format("  {0} {1} = ::pd::detail::attr_or<{0}>(kOp, attrs, \"{1}\", {2});\n", cpp_value_type(a), a.name, *a.default_cpp);
-    else b += fmt::format("  {0} {1} = ::pd::detail::attr_required<{0}>(kOp, attrs, \"{1}\");\n", cpp_value_type(a), a.name);
+      b += fmt::format("  [[maybe_unused]] {0} {1} = ::pd::detail::attr_or<{0}>(kOp, attrs, \"{1}\", {2});\n", cpp_value_type(a), a.name, *a.default_cpp);
+    else b += fmt::format("  [[maybe_unused]] {0} {1} = ::pd::detail::attr_required<{0}>(kOp, attrs, \"{1}\");\n", cpp_value_type(a), a.name);
   }
   b += emit_prologue(op, "meta_cast");
   if (!op.view.empty()) {

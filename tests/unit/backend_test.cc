@@ -19,7 +19,8 @@ TEST_CASE("reference kernels can be forced through the API", "[dispatch]") {
     ref = pd::ops::linear(x, w);
   }
   auto a = fast.to_vector<float>(), b = ref.to_vector<float>();
-  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-5));
+  // Sums of 16 products: cancellation makes some results small, so the tolerance is absolute too.
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-5).margin(1e-5));
 }
 
 #ifdef PD_WITH_ONEDNN
@@ -36,20 +37,18 @@ TEST_CASE("oneDNN primitives are created once per shape", "[onednn]") {
 }
 #endif
 
-TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]") {
-  // The naive references of the op tests use std::max, which drops NaN; this checks the kernels.
-  std::vector<float> xv = pd::ops::uniform({1, 2, 8, 8}, -1, 1, 5).to_vector<float>();
-  xv[3 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();  // channel 0, row 3, column 3
-  const pd::Tensor x = pd::Tensor::from_vector<float>(xv, {1, 2, 8, 8});
-  const pd::Tensor w = pd::ops::uniform({3, 2, 3, 3}, -1, 1, 6);
-  const pd::Tensor b = pd::ops::uniform({3}, -1, 1, 7);
-  const pd::Tensor fused = pd::ops::fused_conv2d_maxpool(x, w, b, {1, 1}, {1, 1}, {1, 1}, 1, "relu");
-  pd::Tensor apart;
-  {  // the reference kernels keep NaN through relu (oneDNN's relu maps it to 0)
-    pd::ScopedKernelBackend guard(pd::Backend::reference);
-    apart = pd::ops::max_pool2d(pd::ops::relu(pd::ops::conv2d(x, w, b, {1, 1}, {1, 1})), {2, 2});
-  }
-  const auto a = fused.to_vector<float>(), e = apart.to_vector<float>();
+namespace {
+
+// `x` of `shape` drawn from [-1, 1) with NaN at the flat positions `nans`.
+pd::Tensor with_nans(const std::vector<int64_t>& shape, uint64_t seed, const std::vector<size_t>& nans) {
+  std::vector<float> v = pd::ops::uniform(shape, -1, 1, seed).to_vector<float>();
+  for (size_t i : nans) v[i] = std::numeric_limits<float>::quiet_NaN();
+  return pd::Tensor::from_vector<float>(v, shape);
+}
+
+// `got` equals `want` elementwise with NaN in the same places; returns how many NaNs there were.
+int check_same_with_nans(const pd::Tensor& got, const pd::Tensor& want) {
+  const auto a = got.to_vector<float>(), e = want.to_vector<float>();
   REQUIRE(a.size() == e.size());
   int nans = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -57,5 +56,68 @@ TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]"
     if (!std::isnan(e[i])) CHECK(a[i] == Approx(e[i]).margin(1e-5));
     nans += std::isnan(e[i]);
   }
-  CHECK(nans == 3 * 4);  // the NaN reaches a 3x3 conv neighbourhood: 2x2 pooled cells per channel
+  return nans;
+}
+
+// The unfused ops on the reference kernels: what every fused or faster path must reproduce.
+template <typename F>
+pd::Tensor on_reference(F&& f) {
+  pd::ScopedKernelBackend guard(pd::Backend::reference);
+  return f();
+}
+
+}  // namespace
+
+// NaN through relu stays NaN (PyTorch's semantics) on every kernel that applies one: oneDNN's own relu
+// would make it 0, so a NaN from a diverged model would vanish at -O0 but not at -O2, or the reverse.
+TEST_CASE("relu keeps NaN on every backend and in every fused kernel", "[dispatch]") {
+  const pd::Tensor x = with_nans({4, 300}, 1, {7, 650});
+  CHECK(check_same_with_nans(pd::ops::relu(x), on_reference([&] { return pd::ops::relu(x); })) == 2);
+
+  SECTION("fused_conv2d on oneDNN and on the direct kernel") {
+    const pd::Tensor img = with_nans({2, 3, 8, 8}, 2, {3 * 8 + 3});
+    for (int64_t out_channels : {48, 4}) {  // 48: oneDNN with post-ops; 4: the direct kernel
+      const pd::Tensor w = pd::ops::uniform({out_channels, 3, 3, 3}, -1, 1, 3);
+      const pd::Tensor b = pd::ops::uniform({out_channels}, -1, 1, 4);
+      const pd::Tensor fused = pd::ops::fused_conv2d(img, w, b, {}, {1, 1}, {1, 1}, {1, 1}, 1, "relu");
+      const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::conv2d(img, w, b, {1, 1}, {1, 1})); });
+      CHECK(check_same_with_nans(fused, apart) == out_channels * 9);  // the 3x3 neighbourhood, every channel
+    }
+  }
+  SECTION("fused_linear on oneDNN (several rows) and on the GEMV (one row), relu and leaky_relu with slope 0") {
+    const pd::Tensor w = pd::ops::uniform({5, 300}, -1, 1, 5);
+    const pd::Tensor b = pd::ops::uniform({5}, -1, 1, 6);
+    for (const pd::Tensor& in : {x, pd::ops::slice(x, {0}, {0}, {1})}) {
+      for (const std::string act : {"relu", "leaky_relu"}) {
+        const pd::Tensor fused = pd::ops::fused_linear(in, w, b, act, 0.0);
+        const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::linear(in, w, b)); });
+        CHECK(check_same_with_nans(fused, apart) == 5 * (in.shape()[0] == 1 ? 1 : 2));  // rows 0 and 2
+      }
+    }
+  }
+  SECTION("winograd_conv2d") {
+    const pd::Tensor img = with_nans({1, 16, 8, 8}, 7, {5 * 8 + 2});
+    const pd::Tensor w = pd::ops::uniform({16, 16, 3, 3}, -1, 1, 8);
+    const pd::Tensor fused = pd::ops::winograd_conv2d(img, pd::ops::winograd_weight(w), {}, {}, {1, 1}, "relu");
+    const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::conv2d(img, w, {}, {1, 1}, {1, 1})); });
+    // A NaN spreads over whole 4x4 output tiles, beyond the conv's 3x3 neighbourhood: check that relu
+    // kept every NaN the unfused ops have.
+    const auto a = fused.to_vector<float>(), e = apart.to_vector<float>();
+    int nans = 0;
+    for (size_t i = 0; i < e.size(); ++i)
+      if (std::isnan(e[i])) nans += std::isnan(a[i]) ? 1 : 0;
+    CHECK(nans == 16 * 9);
+  }
+}
+
+TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]") {
+  // The naive references of the op tests use std::max, which drops NaN; this checks the kernels.
+  const pd::Tensor x = with_nans({1, 2, 8, 8}, 5, {3 * 8 + 3});  // channel 0, row 3, column 3
+  const pd::Tensor w = pd::ops::uniform({3, 2, 3, 3}, -1, 1, 6);
+  const pd::Tensor b = pd::ops::uniform({3}, -1, 1, 7);
+  const pd::Tensor fused = pd::ops::fused_conv2d_maxpool(x, w, b, {1, 1}, {1, 1}, {1, 1}, 1, "relu");
+  const pd::Tensor apart =
+      on_reference([&] { return pd::ops::max_pool2d(pd::ops::relu(pd::ops::conv2d(x, w, b, {1, 1}, {1, 1})), {2, 2}); });
+  // The NaN reaches a 3x3 conv neighbourhood: 2x2 pooled cells per channel.
+  CHECK(check_same_with_nans(fused, apart) == 3 * 4);
 }

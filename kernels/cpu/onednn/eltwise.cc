@@ -60,8 +60,6 @@ void tanh(const Tensor& x, Tensor& out) { eltwise_fwd("tanh", alg::eltwise_tanh,
 template <typename T>
 void sigmoid(const Tensor& x, Tensor& out) { eltwise_fwd("sigmoid", alg::eltwise_logistic, 0.f, x, out); }
 template <typename T>
-void relu(const Tensor& x, Tensor& out) { eltwise_fwd("relu", alg::eltwise_relu, 0.f, x, out); }
-template <typename T>
 void gelu(const Tensor& x, Tensor& out) { eltwise_fwd("gelu", alg::eltwise_gelu_erf, 0.f, x, out); }
 // silu(x) = x * sigmoid(x) is swish with alpha = 1.
 template <typename T>
@@ -88,7 +86,6 @@ PD_INSTANTIATE_KERNELS(sqrt, onednn, float)
 PD_INSTANTIATE_KERNELS(abs, onednn, float)
 PD_INSTANTIATE_KERNELS(tanh, onednn, float)
 PD_INSTANTIATE_KERNELS(sigmoid, onednn, float)
-PD_INSTANTIATE_KERNELS(relu, onednn, float)
 PD_INSTANTIATE_KERNELS(gelu, onednn, float)
 PD_INSTANTIATE_KERNELS(silu, onednn, float)
 PD_INSTANTIATE_KERNELS(sigmoid_grad, onednn, float)

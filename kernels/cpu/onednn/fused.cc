@@ -21,8 +21,19 @@ dnnl::primitive_attr with_post_ops(dnnl::primitive_attr attr, bool sum, FusedAct
     case FusedAct::none:
       if (sum) attr.set_post_ops(ops);
       return attr;
-    case FusedAct::relu: break;
-    case FusedAct::leaky_relu: a_alpha = static_cast<float>(alpha); break;
+    case FusedAct::leaky_relu:
+      if (alpha != 0.0) {
+        a_alpha = static_cast<float>(alpha);
+        break;
+      }
+      [[fallthrough]];  // slope 0 is relu, which oneDNN would run on its NaN-dropping path
+    case FusedAct::relu:
+      // oneDNN's relu with slope 0 (and its clip) turns NaN into 0. elu with alpha 0 is x > 0 ? x : -0 and
+      // keeps NaN, and adding 0 makes -0 into +0: relu exactly as the reference kernels compute it.
+      ops.append_eltwise(1.0f, alg::eltwise_elu, 0.0f, 0.0f);
+      ops.append_eltwise(1.0f, alg::eltwise_linear, 1.0f, 0.0f);
+      attr.set_post_ops(ops);
+      return attr;
     case FusedAct::gelu: a = alg::eltwise_gelu_erf; break;
     case FusedAct::silu: a = alg::eltwise_swish, a_alpha = 1.0f; break;
     case FusedAct::tanh: a = alg::eltwise_tanh; break;
