@@ -178,14 +178,17 @@ PD_WINO_INLINE void transform_inputs(const WinoGeom& g, const T* x, int64_t t0, 
   }
 }
 
-// R rows (tiles) of one point's product, output channels [k0, k1): 16, then 8 columns at a time, then
-// single columns.
-template <typename T, int R>
+// R rows (tiles) of one point's product, output channels [k0, k1): two vectors of type W at a time,
+// then one, then (when W is wider) one 32-byte vector, then single columns. W is Vec<T> (16 floats a
+// step) or, for AVX-512, WideVec<T> (32 floats a step).
+template <typename T, int R, typename W>
 PD_WINO_INLINE void multiply_rows(const WinoGeom& g, const T* A, const T* Up, int64_t k0, int64_t k1, T* Cr) {
-  constexpr int L = kLanes<T>;
+  constexpr int L = kLanes<T>, LW = lanes_of<W>;
   int64_t k = k0;
-  for (; k + 2 * L <= k1; k += 2 * L) gemm_rows<T, R, 2>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
-  for (; k + L <= k1; k += L) gemm_rows<T, R, 1>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
+  for (; k + 2 * LW <= k1; k += 2 * LW) gemm_rows<T, R, 2, W>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
+  for (; k + LW <= k1; k += LW) gemm_rows<T, R, 1, W>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
+  if constexpr (LW > L)
+    for (; k + L <= k1; k += L) gemm_rows<T, R, 1>(g.C, A, g.CV, Up + k, g.K, Cr + k, g.KV);
   for (; k < k1; ++k)
     for (int r = 0; r < R; ++r) {
       T s = T(0);
@@ -196,7 +199,7 @@ PD_WINO_INLINE void multiply_rows(const WinoGeom& g, const T* A, const T* Up, in
 
 // Phase 2: M[p] = V[p] U[p] for the 36 points, output channels [k0, k1). A last group of fewer than 6
 // tiles gets a micro-kernel of its own height, not padding (a 7x7 image has 4 tiles).
-template <typename T>
+template <typename T, typename W>
 PD_WINO_INLINE void multiply_points(const WinoGeom& g, const T* U, int64_t nt, int64_t k0, int64_t k1, const T* V, T* M) {
   for (int p = 0; p < kPoints; ++p) {
     const T* Vp = V + p * g.TB * g.CV;
@@ -206,12 +209,12 @@ PD_WINO_INLINE void multiply_points(const WinoGeom& g, const T* U, int64_t nt, i
       const T* A = Vp + r0 * g.CV;
       T* Cr = Mp + r0 * g.KV;
       switch (std::min<int64_t>(kRows, nt - r0)) {
-        case 1: multiply_rows<T, 1>(g, A, Up, k0, k1, Cr); break;
-        case 2: multiply_rows<T, 2>(g, A, Up, k0, k1, Cr); break;
-        case 3: multiply_rows<T, 3>(g, A, Up, k0, k1, Cr); break;
-        case 4: multiply_rows<T, 4>(g, A, Up, k0, k1, Cr); break;
-        case 5: multiply_rows<T, 5>(g, A, Up, k0, k1, Cr); break;
-        default: multiply_rows<T, kRows>(g, A, Up, k0, k1, Cr); break;
+        case 1: multiply_rows<T, 1, W>(g, A, Up, k0, k1, Cr); break;
+        case 2: multiply_rows<T, 2, W>(g, A, Up, k0, k1, Cr); break;
+        case 3: multiply_rows<T, 3, W>(g, A, Up, k0, k1, Cr); break;
+        case 4: multiply_rows<T, 4, W>(g, A, Up, k0, k1, Cr); break;
+        case 5: multiply_rows<T, 5, W>(g, A, Up, k0, k1, Cr); break;
+        default: multiply_rows<T, kRows, W>(g, A, Up, k0, k1, Cr); break;
       }
     }
   }
@@ -273,27 +276,35 @@ PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, c
   }
 }
 
-template <typename T, typename Act>
+template <typename T, typename Act, typename W>
 PD_WINO_INLINE void run_block(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U, int64_t t0, int64_t nt,
                               int64_t k0, int64_t k1, T* V, T* M, T* out) {
   transform_inputs(g, x, t0, nt, V);
-  multiply_points(g, U, nt, k0, k1, V, M);
+  multiply_points<T, W>(g, U, nt, k0, k1, V, M);
   Act act{};
   if constexpr (std::is_same_v<Act, act::LeakyRelu<T>>) act.alpha = e.alpha;
   transform_outputs(g, e, act, t0, nt, k0, k1, M, out);
 }
 
-// The same code twice: once compiled for AVX2 + FMA, once for the baseline, chosen at run time.
+// The same code three times, chosen at run time: for AVX-512 (the point products on 64-byte vectors,
+// twice AVX2's multiply rate where the FMA units are 512 bits wide), for AVX2 + FMA, and for the baseline.
+template <typename T, typename Act>
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void run_block_avx512(const WinoGeom& g, const Epilogue<T>& e, const T* x,
+                                                                            const T* U, int64_t t0, int64_t nt, int64_t k0,
+                                                                            int64_t k1, T* V, T* M, T* out) {
+  run_block<T, Act, WideVec<T>>(g, e, x, U, t0, nt, k0, k1, V, M, out);
+}
+
 template <typename T, typename Act>
 __attribute__((target("avx2,fma"))) void run_block_avx2(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U,
                                                          int64_t t0, int64_t nt, int64_t k0, int64_t k1, T* V, T* M, T* out) {
-  run_block<T, Act>(g, e, x, U, t0, nt, k0, k1, V, M, out);
+  run_block<T, Act, Vec<T>>(g, e, x, U, t0, nt, k0, k1, V, M, out);
 }
 
 template <typename T, typename Act>
 void run_block_baseline(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U, int64_t t0, int64_t nt, int64_t k0,
                         int64_t k1, T* V, T* M, T* out) {
-  run_block<T, Act>(g, e, x, U, t0, nt, k0, k1, V, M, out);
+  run_block<T, Act, Vec<T>>(g, e, x, U, t0, nt, k0, k1, V, M, out);
 }
 
 template <typename T>
@@ -302,6 +313,7 @@ using BlockFn = void (*)(const WinoGeom&, const Epilogue<T>&, const T*, const T*
 
 template <typename T, typename Act>
 BlockFn<T> block_for() {
+  if (cpu_has_avx512()) return run_block_avx512<T, Act>;
   return cpu_has_avx2_fma() ? run_block_avx2<T, Act> : run_block_baseline<T, Act>;
 }
 

@@ -4,12 +4,13 @@
 // over the input channels turns the 36 elementwise products into 36 independent matrix products.
 //
 // The vector code works on the channels of one 32-byte vector at a time (GCC vector extensions: 8
-// floats or 4 doubles). Every function is
-// always_inline, so the AVX2 entry point of winograd_conv.cc compiles all of it with AVX2 and FMA and
-// the portable entry point with the baseline instruction set.
+// floats or 4 doubles); the point products also come with 64-byte vectors (WideVec) for AVX-512. Every
+// function is always_inline, so each entry point of winograd_conv.cc (AVX-512, AVX2 + FMA, baseline)
+// compiles all of it for its own instruction set.
 #pragma once
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 // Vectors are passed by pointer, never by value, but GCC still notes the AVX ABI for inline helpers.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -30,6 +31,21 @@ template <typename T>
 using Vec = typename VecOf<T>::type;
 template <typename T>
 constexpr int kLanes = 32 / sizeof(T);
+template <typename T>
+struct WideVecOf;
+template <>
+struct WideVecOf<float> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct WideVecOf<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <typename T>
+using WideVec = typename WideVecOf<T>::type;
+// Lanes of a vector type.
+template <typename V>
+constexpr int lanes_of = sizeof(V) / sizeof(std::declval<V>()[0]);
 
 #define PD_WINO_INLINE inline __attribute__((always_inline))
 
@@ -46,24 +62,24 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
                              {0, 0, 1}};
 
-template <typename T>
-PD_WINO_INLINE Vec<T> load(const T* p) {
-  Vec<T> v;
+template <typename T, typename V = Vec<T>>
+PD_WINO_INLINE V load(const T* p) {
+  V v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
 
-template <typename T>
-PD_WINO_INLINE void store(T* p, const Vec<T>& v) {
+template <typename T, typename V>
+PD_WINO_INLINE void store(T* p, const V& v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
 
 // Lane 0 shuffled into every lane: one broadcast instruction (a loop or `{} + s` is not turned into one).
-template <typename T>
-PD_WINO_INLINE Vec<T> splat(T s) {
+template <typename T, typename V = Vec<T>>
+PD_WINO_INLINE V splat(T s) {
   typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> Index;
-  typedef Index Mask __attribute__((vector_size(32)));
-  return __builtin_shuffle(Vec<T>{s}, Mask{});
+  typedef Index Mask __attribute__((vector_size(sizeof(V))));
+  return __builtin_shuffle(V{s}, Mask{});
 }
 
 // o[j][i] = r[i][j] for an 8x8 block of floats: the gathers and scatters between the channel vectors and
@@ -134,7 +150,7 @@ template <typename T, typename V = Vec<T>>
 PD_WINO_INLINE void output_transform(const T* M, int64_t point_stride, const V& bias, V* o) {
   V m[kPoints], t[kOut * kIn];
 #pragma GCC unroll 36
-  for (int p = 0; p < kPoints; ++p) m[p] = load(M + p * point_stride);
+  for (int p = 0; p < kPoints; ++p) m[p] = load<T, V>(M + p * point_stride);
 #pragma GCC unroll 6
   for (int j = 0; j < kIn; ++j) output_1d<T>(m + j, kIn, t + j, kIn);
 #pragma GCC unroll 4
@@ -149,19 +165,19 @@ PD_WINO_INLINE void output_transform(const T* M, int64_t point_stride, const V& 
 // register-blocked inner kernel of the per-point matrix products (12 accumulators for R = 6, NV = 2).
 template <typename T, int R, int NV, typename V = Vec<T>>
 PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
-  constexpr int L = kLanes<T>;
+  constexpr int L = lanes_of<V>;
   V acc[R][NV];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[r][v] = splat(T(0));
+    for (int v = 0; v < NV; ++v) acc[r][v] = splat<T, V>(T(0));
   for (int64_t k = 0; k < K; ++k) {
     V b[NV];
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) b[v] = load(B + k * ldb + L * v);
+    for (int v = 0; v < NV; ++v) b[v] = load<T, V>(B + k * ldb + L * v);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const V a = splat(A[r * lda + k]);
+      const V a = splat<T, V>(A[r * lda + k]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }

@@ -18,4 +18,17 @@ bool cpu_has_avx2_fma() {
   return yes;
 }
 
+bool cpu_has_avx512() {
+  static const bool yes = [] {
+#if defined(__x86_64__)
+    const char* isa = std::getenv("PD_CPU_ISA");
+    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           std::string_view(isa ? isa : "") != "avx2";
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
 }  // namespace pd

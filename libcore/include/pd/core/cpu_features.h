@@ -8,4 +8,7 @@ namespace pd {
 // tests run both). Read once per process.
 bool cpu_has_avx2_fma();
 
+// AVX-512 (F and VL) as well, and PD_CPU_ISA=avx2 or baseline does not ask for narrower code.
+bool cpu_has_avx512();
+
 }  // namespace pd
