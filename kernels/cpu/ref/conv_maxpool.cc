@@ -1,13 +1,14 @@
 // fused_conv2d_maxpool: max_pool2d(activation(conv2d(x, weight, bias))).
 //
 // Fast path (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and output
-// channels; AVX2+FMA): a direct convolution whose accumulators stay in registers over all taps, with
-// bias, activation and the max of the pooling window applied before anything is stored. Two layouts,
-// whichever wastes fewer register lanes: by columns (conv_maxpool_columns.cc: 8 conv columns x a block
-// of channels, reduced into an L1 pooled-row buffer, then pooled across columns) for wide rows, by
-// channels (conv_maxpool_channels.cc: 8 output channels x the pixels of one pooling window) for narrow
-// rows. The conv output is never stored. At LeNet's shapes oneDNN's GEMM-style kernels spend more on
-// packing and setup than on the few FLOPs, and the separate max_pool2d re-reads the conv output.
+// channels; AVX2+FMA, or AVX-512 with registers twice as wide): a direct convolution whose accumulators
+// stay in registers over all taps, with bias, activation and the max of the pooling window applied
+// before anything is stored. Two layouts, whichever wastes fewer register lanes: by columns
+// (conv_maxpool_columns.h: L conv columns x a block of channels, reduced into an L1 pooled-row buffer,
+// then pooled across columns) for wide rows, by channels (conv_maxpool_channels.h: L output channels x
+// the pixels of one pooling window) for narrow rows. The conv output is never stored. At LeNet's shapes
+// oneDNN's GEMM-style kernels spend more on packing and setup than on the few FLOPs, and the separate
+// max_pool2d re-reads the conv output.
 //
 // Everything else (and CPUs without AVX2/FMA) runs the composition: the reference fused_conv2d into a
 // temporary, then max_pool2d.
@@ -43,19 +44,20 @@ int channel_block(int64_t cout) {
   return static_cast<int>((cout + blocks - 1) / blocks);
 }
 
-// Multiply-adds (in 8-lane registers, padding lanes included) per pooled row of each layout; the
+// Multiply-adds (in L-lane registers, padding lanes included) per pooled row of each layout; the
 // cheaper one runs. LeNet: 28 columns x 6 channels go by columns, 10 columns x 16 channels by channels.
 bool by_channels(const Geom& g) {
   const int64_t cb = channel_block(g.Co), blocks = (g.Co + cb - 1) / cb;
-  const int64_t columns = (g.pkh * g.OWv + 1) / 2 * 2 * kLanes * blocks * cb;
-  const int64_t per_block = g.Co <= 2 * kLanes ? 4 : 2;  // conv_maxpool_channels.cc's kPixels
+  const int64_t columns = (g.pkh * g.OWv + 1) / 2 * 2 * g.L * blocks * cb;
+  const int64_t cv = (g.Co + g.L - 1) / g.L;
+  const int64_t per_block = cv <= 2 ? 4 : 2;  // conv_maxpool_channels.h's kPixels
   const int64_t pixels = (g.pkh * g.pkw + per_block - 1) / per_block * per_block;
-  const int64_t channels = g.POW * pixels * ((g.Co + kLanes - 1) / kLanes * kLanes);
+  const int64_t channels = g.POW * pixels * cv * g.L;
   return channels < columns;
 }
 
 // Weights as [block][ci][kh][kw][cb] (by columns: a tap's cb broadcasts are consecutive floats) or,
-// with blocks = 1 and cb = cv * 8, as [ci][kh][kw][cv * 8] (by channels: a tap's channel vectors).
+// with blocks = 1 and cb = cv * L, as [ci][kh][kw][cv * L] (by channels: a tap's channel vectors).
 void pack_weights(const float* w, int64_t cout, int64_t taps, int cb, std::vector<float>& packed) {
   const int64_t blocks = (cout + cb - 1) / cb;
   packed.assign(static_cast<size_t>(blocks * taps * cb), 0.0f);
@@ -69,12 +71,19 @@ void pack_bias(const Tensor& bias, int64_t cout, int cb, std::vector<float>& pac
 }
 
 // Rows of pooled output per parallel item: whole images when the batch alone feeds every thread,
-// otherwise the rows of an image are split so that a single image still uses them.
+// otherwise the rows of an image are split so that a single image still uses them, into items that
+// load the busiest thread least (5 rows on 2 threads: 3 + 2, not 2 + 2 + 1 with 4 rows on one thread;
+// LeNet's second conv at batch 1 took 20% longer). Ties go to fewer, larger items.
 int64_t rows_per_item(const Geom& g) {
   const int64_t threads = std::max(omp_get_max_threads(), 1);
   if (g.N >= 2 * threads) return g.POH;
-  const int64_t blocks = std::min<int64_t>(g.POH, (2 * threads + g.N - 1) / g.N);
-  return (g.POH + blocks - 1) / blocks;
+  int64_t best = g.POH, best_cost = -1;
+  for (int64_t rows = g.POH; rows >= 1; --rows) {
+    const int64_t items = g.N * ((g.POH + rows - 1) / rows);
+    const int64_t cost = (items + threads - 1) / threads * rows;  // rows on the busiest thread
+    if (best_cost < 0 || cost < best_cost) best = rows, best_cost = cost;
+  }
+  return best;
 }
 
 void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& padding,
@@ -82,12 +91,13 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
                 const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding, Tensor& out) {
   const Shape &xs = x.shape(), &ws = weight.shape(), &os = out.shape();
   Geom g{};
+  g.L = direct_lanes();
   g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
   g.Co = ws[0], g.KH = ws[2], g.KW = ws[3];
   g.ph = pick(padding, 0, 0), g.pw = pick(padding, 1, 0);
   g.OH = conv_out(g.H, g.KH, 1, g.ph, 1), g.OW = conv_out(g.W, g.KW, 1, g.pw, 1);
-  g.OWv = (g.OW + kLanes - 1) / kLanes;
-  g.Wp = g.OWv * kLanes + g.KW - 1;
+  g.OWv = (g.OW + g.L - 1) / g.L;
+  g.Wp = g.OWv * g.L + g.KW - 1;
   g.pkh = pick(pool_kernel_size, 0, 1), g.pkw = pick(pool_kernel_size, 1, 1);
   g.psh = pick(pool_stride, 0, g.pkh), g.psw = pick(pool_stride, 1, g.pkw);
   g.pph = pick(pool_padding, 0, 0), g.ppw = pick(pool_padding, 1, 0);
@@ -97,13 +107,13 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
   if (out.numel() == 0) return;
   const bool channels = by_channels(g);
   if (channels) {
-    g.cv = static_cast<int>((g.Co + kLanes - 1) / kLanes);
+    g.cv = static_cast<int>((g.Co + g.L - 1) / g.L);
     g.blocks = 1;
   } else {
     g.cb = channel_block(g.Co);
     g.blocks = (g.Co + g.cb - 1) / g.cb;
   }
-  const int pack = channels ? g.cv * kLanes : g.cb;
+  const int pack = channels ? g.cv * g.L : g.cb;
   std::vector<float> wpack, bpack;
   pack_weights(weight.data<float>(), g.Co, g.C * g.KH * g.KW, pack, wpack);
   pack_bias(bias, g.Co, pack, bpack);
@@ -114,7 +124,7 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
   cpu::parallel_for(g.N * per_image, work / 4, [&](int64_t item) {
     const int64_t n = item / per_image, p0 = item % per_image * rows;
     const int64_t p1 = std::min(p0 + rows, g.POH);
-    channels ? pooled_rows_by_channels(g, n, p0, p1) : pooled_rows_by_columns(g, n, p0, p1);
+    g.L == 16 ? pooled_rows_avx512(g, n, p0, p1) : pooled_rows_avx2(g, n, p0, p1);
   });
 }
 
@@ -122,18 +132,21 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
 
 namespace direct {
 
+int direct_lanes() { return cpu_has_avx512() ? 16 : 8; }
+
 bool direct_conv_preferred(const Shape& x, const Shape& weight, const std::vector<int64_t>& padding) {
   Geom g{};
+  g.L = direct_lanes();
   g.Co = weight[0];
   g.OH = conv_out(x[2], weight[2], 1, pick(padding, 0, 0), 1), g.OW = conv_out(x[3], weight[3], 1, pick(padding, 1, 0), 1);
-  g.OWv = (g.OW + kLanes - 1) / kLanes;
+  g.OWv = (g.OW + g.L - 1) / g.L;
   g.pkh = g.pkw = 1, g.POW = g.OW;
   const int64_t flops = 2 * x[0] * g.Co * g.OH * g.OW * x[1] * weight[2] * weight[3];
   return flops < (int64_t{1} << 20) || (!by_channels(g) && g.Co <= kMaxCB);
 }
 
 // Padded-input rows [r0, r1) of image n (row r of the conv's zero-padded input), each Wp long so that
-// every unit's 8-wide loads stay inside.
+// every unit's L-wide loads stay inside.
 void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<float>& xp) {
   const int64_t rows = r1 - r0;
   xp.assign(static_cast<size_t>(g.C * rows * g.Wp), 0.0f);

@@ -1,6 +1,8 @@
-// AVX2 helpers shared by fused_conv2d_maxpool's two direct kernels: max_pool2d's NaN-propagating max
-// and the reference kernels' activations. Each carries its own target attribute, so it may be called
-// only from AVX2+FMA code (after pd::cpu_has_avx2_fma()); x86-64 only.
+// The vector operations fused_conv2d_maxpool's direct kernels are written in, for two instruction sets:
+// Avx2 (8 floats a register) and Avx512 (16). The kernels (conv_maxpool_columns.h, _channels.h) are
+// templates on one of these; conv_maxpool_avx2.cc and conv_maxpool_avx512.cc instantiate them, each
+// under its own target pragma, and conv_maxpool.cc calls the widest the CPU has (pd/core/cpu_features.h).
+// Every function carries its target attribute, so this header may be included anywhere; x86-64 only.
 #pragma once
 #include <immintrin.h>
 
@@ -11,38 +13,93 @@
 
 namespace pd::kernels::reference::direct {
 
-// max_pool2d's rule: NaN wins and sticks (a compare and a blend; MAXPS alone would drop a NaN).
-[[gnu::target("avx2,fma")]] inline __m256 nan_max(__m256 m, __m256 v) {
-  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  return _mm256_blendv_ps(m, v, take);
-}
-
 inline float nan_max(float m, float v) { return (v > m) | (v != v) ? v : m; }
 
 // The transcendental activations lane by lane with the reference kernels' formulas (scalar_math.h).
-[[gnu::target("avx2,fma"), gnu::noinline]] inline __m256 activate_lanes(FusedAct act, __m256 v) {
-  alignas(32) float lanes[kLanes];
-  _mm256_store_ps(lanes, v);
-  for (float& e : lanes) {
+[[gnu::noinline]] inline void activate_lanes(FusedAct act, float* lanes, int n) {
+  for (int i = 0; i < n; ++i) {
+    float& e = lanes[i];
     if (act == FusedAct::gelu) e = cpu::scalar::gelu(e);
     else if (act == FusedAct::silu) e = cpu::scalar::silu(e);
     else if (act == FusedAct::sigmoid) e = cpu::scalar::sigmoid(e);
     else e = std::tanh(e);
   }
-  return _mm256_load_ps(lanes);
 }
 
-// The activation of the reference kernels, so that the fused op matches the composition.
-[[gnu::target("avx2,fma")]] inline __m256 activate(const Geom& g, __m256 v) {
-  const __m256 zero = _mm256_setzero_ps();
-  switch (g.act) {
-    case FusedAct::none: return v;
-    case FusedAct::relu:  // v if v > 0 or NaN, else +0
-      return _mm256_blendv_ps(zero, v, _mm256_or_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    case FusedAct::leaky_relu:
-      return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(g.alpha)), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
-    default: return activate_lanes(g.act, v);
+#define PD_AVX2 [[gnu::target("avx2,fma"), gnu::always_inline]] static inline
+struct Avx2 {
+  using V = __m256;
+  static constexpr int L = 8;
+  PD_AVX2 V load(const float* p) { return _mm256_loadu_ps(p); }
+  PD_AVX2 void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  PD_AVX2 V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  PD_AVX2 V set1(float s) { return _mm256_set1_ps(s); }
+  PD_AVX2 V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  // max_pool2d's rule: NaN wins and sticks (a compare and a blend; MAXPS alone would drop a NaN).
+  PD_AVX2 V nan_max(V m, V v) {
+    return _mm256_blendv_ps(m, v, _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
   }
-}
+  // The max of each adjacent pair of the 16 values a, b (a 2-wide, stride-2 pooling window).
+  PD_AVX2 V pair_max(V a, V b) {
+    const V even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+    const V odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(nan_max(even, odd)), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  // The activation of the reference kernels, so that the fused op matches the composition.
+  PD_AVX2 V activate(const Geom& g, V v) {
+    const V zero = _mm256_setzero_ps();
+    switch (g.act) {
+      case FusedAct::none: return v;
+      case FusedAct::relu:  // v if v > 0 or NaN, else +0
+        return _mm256_blendv_ps(zero, v, _mm256_or_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+      case FusedAct::leaky_relu:
+        return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(g.alpha)), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
+      default: {
+        alignas(32) float lanes[L];
+        _mm256_store_ps(lanes, v);
+        activate_lanes(g.act, lanes, L);
+        return _mm256_load_ps(lanes);
+      }
+    }
+  }
+};
+#undef PD_AVX2
+
+#define PD_AVX512 [[gnu::target("avx512f,avx2,fma"), gnu::always_inline]] static inline
+struct Avx512 {
+  using V = __m512;
+  static constexpr int L = 16;
+  PD_AVX512 V load(const float* p) { return _mm512_loadu_ps(p); }
+  PD_AVX512 void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  PD_AVX512 V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  PD_AVX512 V set1(float s) { return _mm512_set1_ps(s); }
+  PD_AVX512 V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  PD_AVX512 V nan_max(V m, V v) {
+    const __mmask16 take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(take, m, v);
+  }
+  PD_AVX512 V pair_max(V a, V b) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return nan_max(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+  }
+  PD_AVX512 V activate(const Geom& g, V v) {
+    const V zero = _mm512_setzero_ps();
+    switch (g.act) {
+      case FusedAct::none: return v;
+      case FusedAct::relu:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), zero, v);
+      case FusedAct::leaky_relu:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), _mm512_mul_ps(v, _mm512_set1_ps(g.alpha)), v);
+      default: {
+        alignas(64) float lanes[L];
+        _mm512_store_ps(lanes, v);
+        activate_lanes(g.act, lanes, L);
+        return _mm512_load_ps(lanes);
+      }
+    }
+  }
+};
+#undef PD_AVX512
 
 }  // namespace pd::kernels::reference::direct

@@ -1,22 +1,18 @@
 // fused_conv2d_maxpool's direct kernel vectorised over output columns (see conv_maxpool.cc): suits
-// wide rows and few input channels (LeNet's first conv). Compiled for AVX2+FMA by a target pragma
-// (the build targets baseline x86-64) and only called after the runtime check in pd::cpu_has_avx2_fma().
+// wide rows and few input channels (LeNet's first conv). A template on the instruction set S
+// (conv_maxpool_simd.h), instantiated by conv_maxpool_avx2.cc and conv_maxpool_avx512.cc under their
+// target pragmas; include it only there, after every other header.
+#pragma once
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "cpu/ref/conv_maxpool_block.h"
-
-#if defined(__x86_64__)
 #include "cpu/ref/conv_maxpool_simd.h"
 
 namespace pd::kernels::reference::direct {
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace {
-
-// 8 adjacent conv columns of one conv row: where its input starts in the padded rows, its first
+// L adjacent conv columns of one conv row: where its input starts in the padded rows, its first
 // column, and whether its row is the first of the pooling window (which stores instead of maxing, so
 // the row buffer needs no -inf fill).
 struct Unit {
@@ -26,23 +22,23 @@ struct Unit {
 
 // Two units times CB output channels: 2 * CB accumulators stay in registers over all C * KH * KW taps;
 // then bias (the initial value), activation, and a max into each channel's pooled-row buffer.
-template <int CB>
+template <typename S, int CB>
 void unit_pair(const Geom& g, const float* xp, int64_t plane, const Unit& u0, const Unit& u1, const float* w,
                const float* b, float* vmax, int64_t vstride) {
-  __m256 acc0[CB], acc1[CB];
+  typename S::V acc0[CB], acc1[CB];
 #pragma GCC unroll 8
-  for (int c = 0; c < CB; ++c) acc0[c] = acc1[c] = _mm256_broadcast_ss(b + c);
+  for (int c = 0; c < CB; ++c) acc0[c] = acc1[c] = S::broadcast(b + c);
   for (int64_t ci = 0; ci < g.C; ++ci)
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const float* r0 = xp + ci * plane + kh * g.Wp + u0.off;
       const float* r1 = xp + ci * plane + kh * g.Wp + u1.off;
       for (int64_t kw = 0; kw < g.KW; ++kw, w += CB) {
-        const __m256 a0 = _mm256_loadu_ps(r0 + kw), a1 = _mm256_loadu_ps(r1 + kw);
+        const auto a0 = S::load(r0 + kw), a1 = S::load(r1 + kw);
 #pragma GCC unroll 8
         for (int c = 0; c < CB; ++c) {
-          const __m256 wv = _mm256_broadcast_ss(w + c);
-          acc0[c] = _mm256_fmadd_ps(a0, wv, acc0[c]);
-          acc1[c] = _mm256_fmadd_ps(a1, wv, acc1[c]);
+          const auto wv = S::broadcast(w + c);
+          acc0[c] = S::fmadd(a0, wv, acc0[c]);
+          acc1[c] = S::fmadd(a1, wv, acc1[c]);
         }
       }
     }
@@ -50,15 +46,17 @@ void unit_pair(const Geom& g, const float* xp, int64_t plane, const Unit& u0, co
   for (int c = 0; c < CB; ++c) {
     float* m0 = vmax + c * vstride + u0.col;
     float* m1 = vmax + c * vstride + u1.col;
-    const __m256 v0 = activate(g, acc0[c]), v1 = activate(g, acc1[c]);
-    _mm256_storeu_ps(m0, u0.first ? v0 : nan_max(_mm256_loadu_ps(m0), v0));
-    _mm256_storeu_ps(m1, u1.first ? v1 : nan_max(_mm256_loadu_ps(m1), v1));  // m1 may be m0: max is idempotent
+    const auto v0 = S::activate(g, acc0[c]), v1 = S::activate(g, acc1[c]);
+    S::store(m0, u0.first ? v0 : S::nan_max(S::load(m0), v0));
+    S::store(m1, u1.first ? v1 : S::nan_max(S::load(m1), v1));  // m1 may be m0: max is idempotent
   }
 }
 
 // Each pooled column maxes its window of the channel's row buffer, clipped to the conv output. The
 // common 2-wide stride-2 window without padding is a vectorisable pairwise max.
+template <typename S>
 void pool_columns(const Geom& g, const float* vmax, int64_t vstride, float* dst) {
+  constexpr int L = S::L;
   const bool pairs = g.pkw == 2 && g.psw == 2 && g.ppw == 0 && 2 * g.POW <= g.OW;
   for (int64_t co = 0; co < g.Co; ++co, dst += g.POH * g.POW) {
     const float* row = vmax + co * vstride;
@@ -66,18 +64,14 @@ void pool_columns(const Geom& g, const float* vmax, int64_t vstride, float* dst)
       std::copy(row, row + g.POW, dst);
       continue;
     }
-    if (pairs) {  // 16 buffer columns -> 8 outputs; the buffer is padded so the last block may overread
-      for (int64_t q = 0; q < g.POW; q += kLanes) {
-        const __m256 a = _mm256_loadu_ps(row + 2 * q), b = _mm256_loadu_ps(row + 2 * q + kLanes);
-        const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
-        const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-        const __m256 m = _mm256_castpd_ps(
-            _mm256_permute4x64_pd(_mm256_castps_pd(nan_max(even, odd)), _MM_SHUFFLE(3, 1, 2, 0)));
-        if (q + kLanes <= g.POW) {
-          _mm256_storeu_ps(dst + q, m);
+    if (pairs) {  // 2L buffer columns -> L outputs; the buffer is padded so the last block may overread
+      for (int64_t q = 0; q < g.POW; q += L) {
+        const auto m = S::pair_max(S::load(row + 2 * q), S::load(row + 2 * q + L));
+        if (q + L <= g.POW) {
+          S::store(dst + q, m);
         } else {
-          alignas(32) float tail[kLanes];
-          _mm256_store_ps(tail, m);
+          float tail[L];
+          S::store(tail, m);
           std::copy(tail, tail + (g.POW - q), dst + q);
         }
       }
@@ -93,8 +87,9 @@ void pool_columns(const Geom& g, const float* vmax, int64_t vstride, float* dst)
   }
 }
 
-template <int CB>
+template <typename S, int CB>
 void pooled_rows_cb(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
+  constexpr int L = S::L;
   thread_local std::vector<float> xp, vmax;
   thread_local std::vector<Unit> units;
   const auto conv_rows = [&](int64_t p) {  // conv rows of pooled row p's window, clipped to the output
@@ -103,43 +98,34 @@ void pooled_rows_cb(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
   };
   const int64_t R0 = conv_rows(p0).first, R1 = std::max(conv_rows(p1 - 1).second, R0);
   fill_padded(g, n, R0, R1 + g.KH - 1, xp);
-  const int64_t plane = (R1 + g.KH - 1 - R0) * g.Wp, vstride = g.OWv * kLanes;
+  const int64_t plane = (R1 + g.KH - 1 - R0) * g.Wp, vstride = g.OWv * L;
   const int64_t taps = g.C * g.KH * g.KW;
-  vmax.resize(static_cast<size_t>(g.blocks * CB * vstride + 2 * kLanes));  // + pool_columns' overread
+  vmax.resize(static_cast<size_t>(g.blocks * CB * vstride + 2 * L));  // + pool_columns' overread
   for (int64_t p = p0; p < p1; ++p) {
     const auto [lo, hi] = conv_rows(p);
     units.clear();  // the window's conv rows times the units of a row; an odd count repeats the last
     for (int64_t r = lo; r < hi; ++r)
-      for (int64_t u = 0; u < g.OWv; ++u) units.push_back({(r - R0) * g.Wp + u * kLanes, u * kLanes, r == lo});
+      for (int64_t u = 0; u < g.OWv; ++u) units.push_back({(r - R0) * g.Wp + u * L, u * L, r == lo});
     if (units.size() % 2) units.push_back(units.back());
     if (units.empty()) std::fill(vmax.begin(), vmax.end(), -std::numeric_limits<float>::infinity());  // all padding
     for (int64_t blk = 0; blk < g.blocks; ++blk)
       for (size_t i = 0; i < units.size(); i += 2)
-        unit_pair<CB>(g, xp.data(), plane, units[i], units[i + 1], g.w + blk * taps * CB, g.b + blk * CB,
-                      vmax.data() + blk * CB * vstride, vstride);
-    pool_columns(g, vmax.data(), vstride, g.out + (n * g.Co * g.POH + p) * g.POW);
+        unit_pair<S, CB>(g, xp.data(), plane, units[i], units[i + 1], g.w + blk * taps * CB, g.b + blk * CB,
+                         vmax.data() + blk * CB * vstride, vstride);
+    pool_columns<S>(g, vmax.data(), vstride, g.out + (n * g.Co * g.POH + p) * g.POW);
   }
 }
-}  // namespace
 
+template <typename S>
 void pooled_rows_by_columns(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
   switch (g.cb) {
-    case 1: return pooled_rows_cb<1>(g, n, p0, p1);
-    case 2: return pooled_rows_cb<2>(g, n, p0, p1);
-    case 3: return pooled_rows_cb<3>(g, n, p0, p1);
-    case 4: return pooled_rows_cb<4>(g, n, p0, p1);
-    case 5: return pooled_rows_cb<5>(g, n, p0, p1);
-    default: return pooled_rows_cb<6>(g, n, p0, p1);
+    case 1: return pooled_rows_cb<S, 1>(g, n, p0, p1);
+    case 2: return pooled_rows_cb<S, 2>(g, n, p0, p1);
+    case 3: return pooled_rows_cb<S, 3>(g, n, p0, p1);
+    case 4: return pooled_rows_cb<S, 4>(g, n, p0, p1);
+    case 5: return pooled_rows_cb<S, 5>(g, n, p0, p1);
+    default: return pooled_rows_cb<S, 6>(g, n, p0, p1);
   }
 }
-#pragma GCC pop_options
 
 }  // namespace pd::kernels::reference::direct
-
-#else  // not x86-64: pd::cpu_has_avx2_fma() is false and the composition always runs
-
-namespace pd::kernels::reference::direct {
-void pooled_rows_by_columns(const Geom&, int64_t, int64_t, int64_t) {}
-}  // namespace pd::kernels::reference::direct
-
-#endif
