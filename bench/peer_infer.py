@@ -233,7 +233,9 @@ def save_paddle(layers, params, prefix):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         paddle.jit.save(net, prefix, input_spec=[InputSpec([None, 1, 28, 28], "float32", "image")])
-    return prefix + ".pdmodel", prefix + ".pdiparams"
+    # Paddle 3 writes the program as PIR JSON, Paddle 2 as a .pdmodel protobuf.
+    program = next(p for p in (prefix + ".json", prefix + ".pdmodel") if os.path.exists(p))
+    return program, prefix + ".pdiparams"
 
 
 def paddle_predictor(files, threads, mkldnn):
