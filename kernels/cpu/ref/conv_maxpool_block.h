@@ -36,7 +36,8 @@ int direct_lanes();
 // and fused_conv2d take it too. pd-bench, 2 threads: it does below about 1 MFLOP (batch 1: LeNet's
 // convs 6.6 and 10.7 us against 14.0 and 14.2, a ResNet stem 10.5 against 16.6) and where the channels
 // fit one register block by columns (LeNet's first conv at batch 64: 0.17 against 0.29 ms); not for
-// wider convs at batch 64 (a 1 -> 32 stem: 0.50 against 0.37 ms; LeNet's second: 0.34 against 0.27).
+// wider convs at batch 64 on AVX2 (a 1 -> 32 stem: 0.50 against 0.37 ms; LeNet's second: 0.34 against
+// 0.27), while on AVX-512 the stems are faster direct too (see conv_maxpool.cc).
 bool direct_conv_preferred(const Shape& x, const Shape& weight, const std::vector<int64_t>& padding);
 
 // Rows [r0, r1) of image n's zero-padded input (conv padding on every side, each row Wp long so that
