@@ -300,6 +300,11 @@ TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
     CHECK(count(r, "relu") == 0);
     CHECK(count(r, "fused_conv2d") == 2);
     check_same_outputs(p, r, 1e-4);
+    // The residual goes to the 3x3 conv (a Winograd candidate), not to the 1x1 projection.
+    const pd::ir::Operation& last = r.ops().back();
+    CHECK(r.value(pd::ir::input_of(r, static_cast<int32_t>(r.ops().size()) - 1, 1)).name == "w2");
+    CHECK(pd::ir::input_of(r, static_cast<int32_t>(r.ops().size()) - 1, 3) != pd::ir::kNoValue);
+    CHECK(pd::ir::attr_string(last, "activation") == "relu");
   }
   // Negative: a broadcast residual (the fused op needs the output's exact shape), and a conv result
   // that something else reads too.

@@ -5,10 +5,22 @@
 // Preconditions: one operand of the add is the result of a conv2d (or of a fused_conv2d with neither
 // activation nor residual yet), read only by this add and not a graph output; the other operand has
 // exactly the add's type (no broadcasting, no promotion), float.
+//
+// When both operands qualify (a projection shortcut), the residual goes to a 3x3 stride-1 conv if there
+// is one: conv_winograd makes that a winograd_conv2d, which adds the residual as it writes its NCHW
+// output, where oneDNN's 1x1 conv would first reorder the residual into its own layout.
+#include <utility>
+
 #include "passes.h"
 
 namespace pd::ir::passes {
 namespace {
+
+bool unit_stride_3x3(const Program& p, int32_t op) {
+  const Operation& o = p.ops()[op];
+  const Shape& ws = p.value(input_of(p, op, 1)).type.shape;
+  return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && attr_ints(o, "stride") == std::vector<int64_t>{1, 1};
+}
 
 bool plain_conv(const Program& p, int32_t op) {
   const Operation& o = p.ops()[op];
@@ -41,20 +53,22 @@ class ConvResidualFusion final : public Pass {
   }
 
  private:
-  // Which operand of the add (0 or 1) is a fusable conv result, or -1; the later conv when both are.
+  // Which operand of the add (0 or 1) is a fusable conv result, or -1. When both are: a 3x3 stride-1
+  // conv, else the later one.
   static int conv_operand(const Program& p, int32_t i) {
     const Operation& add = p.ops()[i];
     const ValueType& out = p.value(add.results[0]).type;
     if (out.dtype != DType::f32 && out.dtype != DType::f64) return -1;
     int best = -1;
-    int32_t best_producer = -1;
+    std::pair<bool, int32_t> best_rank{false, -1};
     for (int k = 0; k < 2; ++k) {
       const ValueId v = add.inputs[k][0], other = add.inputs[1 - k][0];
       const Value& val = p.value(v);
       if (val.kind != ValueKind::OpResult || val.producer < 0 || !plain_conv(p, val.producer)) continue;
       if (v == other || val.type != out || p.value(other).type != out) continue;
       if (p.is_output(v) || p.users(v).size() != 1) continue;
-      if (val.producer > best_producer) best = k, best_producer = val.producer;
+      const std::pair<bool, int32_t> rank{unit_stride_3x3(p, val.producer), val.producer};
+      if (rank > best_rank) best = k, best_rank = rank;
     }
     return best;
   }
