@@ -72,8 +72,8 @@ void pack_bias(const Tensor& bias, int64_t cout, int cb, std::vector<float>& pac
 
 // Rows of pooled output per parallel item: whole images when the batch alone feeds every thread,
 // otherwise the rows of an image are split so that a single image still uses them, into items that
-// load the busiest thread least (5 rows on 2 threads: 3 + 2, not 2 + 2 + 1 with 4 rows on one thread;
-// LeNet's second conv at batch 1 took 20% longer). Ties go to fewer, larger items.
+// load the busiest thread least (5 rows on 2 threads: 3 + 2, not 2 + 2 + 1 with 4 rows on one thread).
+// Ties go to fewer, larger items.
 int64_t rows_per_item(const Geom& g) {
   const int64_t threads = std::max(omp_get_max_threads(), 1);
   if (g.N >= 2 * threads) return g.POH;
