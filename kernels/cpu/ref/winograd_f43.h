@@ -129,12 +129,13 @@ PD_WINO_INLINE void output_1d(const V* in, int is, V* out, int os) {
   out[3 * os] = d12 + d34 * T(8) + in[5 * is];
 }
 
-// d: the 6x6 patch (row-major) of a vector of channels -> V[p * point_stride + lanes) = (B^T d B)[p].
+// d: the 6x6 patch of a vector of channels, its rows row_stride vectors apart ->
+// V[p * point_stride + lanes) = (B^T d B)[p].
 template <typename T, typename V = Vec<T>>
-PD_WINO_INLINE void input_transform(const V* d, T* out, int64_t point_stride) {
+PD_WINO_INLINE void input_transform(const V* d, int row_stride, T* out, int64_t point_stride) {
   V t[kPoints];
 #pragma GCC unroll 6
-  for (int j = 0; j < kIn; ++j) input_1d<T>(d + j, kIn, t + j, kIn);
+  for (int j = 0; j < kIn; ++j) input_1d<T>(d + j, row_stride, t + j, kIn);
 #pragma GCC unroll 6
   for (int i = 0; i < kIn; ++i) {
     V r[kIn];
