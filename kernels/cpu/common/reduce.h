@@ -34,19 +34,28 @@ struct ReducePlan {
   // (so for a single reduced axis the k-th call is position k along that axis).
   template <typename F>
   void for_each_in_group(int64_t o, F&& f) const {
+    for_each_run_in_group(o, [&](int64_t off, int64_t length, int64_t stride) {
+      for (int64_t k = 0; k < length; ++k) f(off + k * stride);
+    });
+  }
+
+  // The same elements as runs along the innermost reduced dim: f(first_index, length, stride), so a
+  // kernel can treat a contiguous run (stride 1) as one vectorisable loop.
+  template <typename F>
+  void for_each_run_in_group(int64_t o, F&& f) const {
     if (group_size == 0) return;
     const int64_t base = group_base(o);
     const int64_t nd = static_cast<int64_t>(red_shape.size());
     if (nd == 0) {
-      f(base);
+      f(base, 1, 1);
       return;
     }
-    // The innermost reduced run is walked as a plain strided loop; outer reduced runs by odometer.
+    // The innermost reduced run is one call; outer reduced runs go by odometer.
     const int64_t inner = red_shape[nd - 1], inner_stride = red_strides[nd - 1];
     std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
     int64_t off = base;
     for (;;) {
-      for (int64_t k = 0; k < inner; ++k) f(off + k * inner_stride);
+      f(off, inner, inner_stride);
       int64_t d = nd - 2;
       for (; d >= 0; --d) {
         if (++counter[d] < red_shape[d]) {

@@ -17,6 +17,21 @@ namespace {
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
+// The sum of n contiguous values in 8 independent accumulators: one accumulator is a chain of
+// dependent adds, 4 cycles each, which made a conv bias gradient (6 sums of 50k floats) latency-bound
+// (83 us; 8 chains: the memory bound). Floats are summed in double, so the order hardly shows.
+template <typename T>
+Acc<T> sum_run(const T* x, int64_t n) {
+  constexpr int kChains = 8;
+  Acc<T> part[kChains] = {};
+  int64_t k = 0;
+  for (; k + kChains <= n; k += kChains)
+    for (int j = 0; j < kChains; ++j) part[j] += static_cast<Acc<T>>(x[k + j]);
+  Acc<T> acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  for (; k < n; ++k) acc += static_cast<Acc<T>>(x[k]);
+  return acc;
+}
+
 template <typename T>
 bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
@@ -51,7 +66,13 @@ void sum(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor
   T* od = out.data<T>();
   cpu::parallel_for(p.out_numel, p.group_size, [&](int64_t o) {
     Acc<T> acc = 0;
-    p.for_each_in_group(o, [&](int64_t i) { acc += static_cast<Acc<T>>(xd[i]); });
+    p.for_each_run_in_group(o, [&](int64_t i, int64_t length, int64_t stride) {
+      if (stride == 1) {
+        acc += sum_run<T>(xd + i, length);
+        return;
+      }
+      for (int64_t k = 0; k < length; ++k) acc += static_cast<Acc<T>>(xd[i + k * stride]);
+    });
     od[o] = static_cast<T>(acc);
   });
 }
