@@ -95,7 +95,8 @@ inline void conv_forward(const ConvGeometry& g, const std::string& key, const dn
   const int64_t flops = 2 * out.numel() * weight.numel() / std::max<int64_t>(g.dst[1], 1);
   // oneDNN splits the work by the thread count it sees when the primitive is made and when it runs.
   OneThreadIf one_thread(flops < kSingleThreadConvFlops);
-  auto e = cached<ConvEntry>(one_thread ? key + ":t1" : key, [&] {
+  const std::string prim_key = one_thread ? key + ":t1" : key;
+  auto e = cached<ConvEntry>(prim_key, [&] {
     auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias, attr);
     return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
                      OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
@@ -114,7 +115,7 @@ inline void conv_forward(const ConvGeometry& g, const std::string& key, const dn
     }
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
-                                             {DNNL_ARG_WEIGHTS, reorder_in(e->in1, wrap(g.plain_wei(), weight))},
+                                             {DNNL_ARG_WEIGHTS, weights_in(e->in1, weight, wrap(g.plain_wei(), weight), prim_key)},
                                              {DNNL_ARG_DST, dst},
                                              {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "pd/core/allocator.h"
+#include "pd/core/packed_weights.h"
 
 namespace pd::kernels::onednn {
 
@@ -101,6 +102,18 @@ dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user) {
   dnnl::memory dst = scratch_memory(r.to);
   r.prim->execute(cpu_stream(), src, dst);
   return dst;
+}
+
+dnnl::memory weights_in(const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user, const std::string& key) {
+  PackedWeights* cache = current_packed_weights();
+  if (!r.prim || !cache || !cache->is_constant(weight)) return reorder_in(r, user);
+  const std::string k = fmt::format("onednn:{}:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset(), key);
+  if (std::shared_ptr<void> hit = cache->find(k)) return *static_cast<dnnl::memory*>(hit.get());
+  auto packed = std::make_shared<dnnl::memory>(r.to, cpu_engine());  // oneDNN's own buffer, kept by the cache
+  dnnl::memory src = user;
+  r.prim->execute(cpu_stream(), src, *packed);
+  cache->store(k, packed);
+  return *packed;
 }
 
 dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user) {

@@ -96,7 +96,15 @@ Executor::Executor(const ir::Program& program, ExecOptions options) : program_(p
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(program_, inputs);
   std::optional<NoGradGuard> no_grad;
-  if (options_.inference) no_grad.emplace();
+  std::optional<PackedWeightsScope> packing;
+  if (options_.inference) {
+    no_grad.emplace();
+    std::vector<Tensor> params;
+    for (size_t id = 0; id < program_.values().size(); ++id)
+      if (program_.values()[id].kind == ir::ValueKind::Param) params.push_back(program_.param(static_cast<ir::ValueId>(id)));
+    packed_.declare_constants(params);
+    packing.emplace(&packed_);
+  }
 
   const auto& values = program_.values();
   std::vector<Tensor> slot(values.size());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pd/core/packed_weights.h"
 #include "pd/ir/program.h"
 
 namespace pd::exec {
@@ -41,6 +42,8 @@ class Executor {
   // Every value of the last run by name (only with reuse_memory = false; for pd-opt --verify).
   const std::map<std::string, Tensor>& all_values() const { return values_; }
   const ExecStats& stats() const { return stats_; }
+  // The weights kernels have packed for this Executor's params (see below).
+  const PackedWeights& packed_weights() const { return packed_; }
 
  private:
   const ir::Program& program_;
@@ -48,6 +51,10 @@ class Executor {
   std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)
   std::map<std::string, Tensor> values_;
   ExecStats stats_;
+  // In inference mode the params are declared constant during each run, so kernels may keep packed
+  // copies of them here (pd/core/packed_weights.h): an Executor assumes its params are not written in
+  // place while it lives.
+  PackedWeights packed_;
 };
 
 }  // namespace pd::exec

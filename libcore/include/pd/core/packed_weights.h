@@ -1,0 +1,53 @@
+// Weights kept in a kernel's own layout across calls, as onnxruntime and Paddle Inference prepack
+// theirs when a session is created. A kernel may only do so for a tensor the current scope declares
+// constant: the Executor, in inference mode, declares its Program's params for the length of a run
+// and keeps the packed copies for its own lifetime. (An Executor assumes its params are not written
+// in place while it lives; a param replaced with set_param has new storage and is packed afresh.)
+//
+//   PackedWeights* cache = pd::current_packed_weights();
+//   if (cache && cache->is_constant(w)) { auto hit = cache->find(key); ... cache->store(key, packed); }
+#pragma once
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pd/core/tensor.h"
+
+namespace pd {
+
+class PackedWeights {
+ public:
+  // The tensors that stay unchanged while they are declared; their storages are kept alive, so a
+  // storage address in a key can never come to name another tensor.
+  void declare_constants(const std::vector<Tensor>& constants);
+  bool is_constant(const Tensor& t) const;
+
+  // Packed copies by key. A key must name the constant's storage and offset and everything that
+  // decides the packed layout.
+  std::shared_ptr<void> find(const std::string& key) const;
+  void store(const std::string& key, std::shared_ptr<void> packed);
+  size_t size() const { return packed_.size(); }
+
+ private:
+  std::set<const Storage*> constants_;
+  std::vector<std::shared_ptr<Storage>> alive_;
+  std::unordered_map<std::string, std::shared_ptr<void>> packed_;
+};
+
+// The calling thread's cache while a scope is open, else null.
+PackedWeights* current_packed_weights();
+
+class PackedWeightsScope {
+ public:
+  explicit PackedWeightsScope(PackedWeights* cache);
+  ~PackedWeightsScope();
+  PackedWeightsScope(const PackedWeightsScope&) = delete;
+  PackedWeightsScope& operator=(const PackedWeightsScope&) = delete;
+
+ private:
+  PackedWeights* previous_;
+};
+
+}  // namespace pd
