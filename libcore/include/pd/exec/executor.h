@@ -55,6 +55,8 @@ class Executor {
   // copies of them here (pd/core/packed_weights.h): an Executor assumes its params are not written in
   // place while it lives.
   PackedWeights packed_;
+  std::vector<ir::ValueId> param_ids_;
+  std::vector<const Storage*> declared_;  // the param storages last declared constant
 };
 
 }  // namespace pd::exec
