@@ -14,14 +14,19 @@
 // temporary, then max_pool2d.
 #include <omp.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "cpu/common/parallel.h"
 #include "cpu/ref/conv_maxpool_block.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
+#include "pd/core/packed_weights.h"
 #include "pd/ops/direct_conv.h"
 
 namespace pd::kernels::reference {
@@ -63,6 +68,23 @@ void pack_weights(const float* w, int64_t cout, int64_t taps, int cb, std::vecto
   packed.assign(static_cast<size_t>(blocks * taps * cb), 0.0f);
   for (int64_t co = 0; co < cout; ++co)
     for (int64_t t = 0; t < taps; ++t) packed[((co / cb) * taps + t) * cb + co % cb] = w[co * taps + t];
+}
+
+// The packed weight; a param of an Executor in inference mode is packed once and kept
+// (pd/core/packed_weights.h): LeNet's second conv packs 2400 floats on every call otherwise.
+std::shared_ptr<const std::vector<float>> packed_weights(const Tensor& weight, int64_t cout, int64_t taps, int cb) {
+  PackedWeights* cache = current_packed_weights();
+  const bool keep = cache && cache->is_constant(weight);
+  std::string key;
+  if (keep) {
+    key = fmt::format("direct:{}:{}:{}:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset(), cout,
+                      taps, cb);
+    if (std::shared_ptr<void> hit = cache->find(key)) return std::static_pointer_cast<const std::vector<float>>(hit);
+  }
+  auto packed = std::make_shared<std::vector<float>>();
+  pack_weights(weight.data<float>(), cout, taps, cb, *packed);
+  if (keep) cache->store(key, packed);
+  return packed;
 }
 
 void pack_bias(const Tensor& bias, int64_t cout, int cb, std::vector<float>& packed) {
@@ -114,10 +136,10 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
     g.blocks = (g.Co + g.cb - 1) / g.cb;
   }
   const int pack = channels ? g.cv * g.L : g.cb;
-  std::vector<float> wpack, bpack;
-  pack_weights(weight.data<float>(), g.Co, g.C * g.KH * g.KW, pack, wpack);
+  const auto wpack = packed_weights(weight, g.Co, g.C * g.KH * g.KW, pack);
+  std::vector<float> bpack;
   pack_bias(bias, g.Co, pack, bpack);
-  g.x = x.data<float>(), g.w = wpack.data(), g.b = bpack.data(), g.out = out.data<float>();
+  g.x = x.data<float>(), g.w = wpack->data(), g.b = bpack.data(), g.out = out.data<float>();
 
   // Below about 1 MFLOP one thread is faster: waking the others costs more than they take off (LeNet's
   // second conv at batch 1: 5.5 us on one thread, 8-12 us on two).
