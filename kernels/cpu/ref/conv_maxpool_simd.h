@@ -8,12 +8,13 @@
 
 #include <cmath>
 
+#include "cpu/common/max_pool_rule.h"
 #include "cpu/common/scalar_math.h"
 #include "cpu/ref/conv_maxpool_block.h"
 
 namespace pd::kernels::reference::direct {
 
-inline float nan_max(float m, float v) { return (v > m) | (v != v) ? v : m; }
+using cpu::nan_max;  // the scalar rule (max_pool_rule.h); the vector forms are Avx2 / Avx512::nan_max
 
 // The transcendental activations lane by lane with the reference kernels' formulas (scalar_math.h).
 [[gnu::noinline]] inline void activate_lanes(FusedAct act, float* lanes, int n) {

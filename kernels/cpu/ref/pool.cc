@@ -2,11 +2,10 @@
 // Output sizes come from the preallocated tensors; only the window rule is computed here.
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
 #include "cpu/ref/pool_grad_avx2.h"
 #include "kernels.h"
@@ -54,14 +53,14 @@ Window window(int64_t o, int64_t s, int64_t k, int64_t p, int64_t size) {
   return {std::max<int64_t>(start, 0), std::min(start + k, size), end_padded - start};
 }
 
+using cpu::is_pool_max;
+using cpu::keep_if;
+using cpu::nan_max;
+
 // Max of every window of output row `oh` (-inf where a window is all padding); NaN propagates, as in
 // PyTorch. Rows of the window are first reduced elementwise into `tmp`, then each output column reduces
-// its few entries. nan_max is a compare and a blend, no branch: with real data a compare-and-branch per
-// element mispredicts half the time, which made pooling the slowest part of a LeNet training step.
-template <typename T>
-inline T nan_max(T m, T v) {
-  return (v > m) | (v != v) ? v : m;  // once m is NaN, v > m stays false: NaN sticks
-}
+// its few entries (max_pool_rule.h: a compare and a blend, no branch, which made pooling stop being the
+// slowest part of a LeNet training step).
 
 // Whether every column window is kw wide starting at ow * sw (no padding reaches a column), so the
 // column step needs no bounds.
@@ -122,18 +121,6 @@ void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const 
   });
 }
 
-// v where c holds, else +0, without a branch (which would mispredict on real data) and without
-// multiplying (an inf or NaN grad times 0 would put NaN where the gradient is 0).
-template <typename T>
-inline T keep_if(int c, T v) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  Bits b;
-  std::memcpy(&b, &v, sizeof b);
-  b &= Bits(0) - Bits(c);
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
 // The gradient goes to the first maximum of each window (row-major), found branch-free against the
 // recomputed window max; the other elements get 0.
 template <typename T>
@@ -174,7 +161,7 @@ void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int6
         for (int64_t h = wh.start; h < wh.end; ++h)
           for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) {
             const T v = plane[h * g.W + w];
-            const int hit = (1 - found) & static_cast<int>((v == m) | ((v != v) & (m != m)));
+            const int hit = (1 - found) & static_cast<int>(is_pool_max(v, m));
             dplane[h * g.W + w] += keep_if(hit, gv);
             found |= hit;
           }

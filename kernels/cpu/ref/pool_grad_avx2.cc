@@ -8,7 +8,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include <cstring>
+#include "cpu/common/max_pool_rule.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -46,16 +46,6 @@ inline void interleave(float* p, __m256 even, __m256 odd) {
   _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(a, b, 0x31));
 }
 
-inline float nan_max(float m, float v) { return (v > m) | (v != v) ? v : m; }
-inline bool is_max(float v, float m) { return (v == m) | ((v != v) & (m != m)); }
-inline float keep_if(bool c, float v) {  // v or +0 without a branch or a multiplication (inf * 0)
-  uint32_t b;
-  std::memcpy(&b, &v, sizeof b);
-  b &= 0u - static_cast<uint32_t>(c);
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
 }  // namespace
 
 void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t H, int64_t W, float* dplane) {
@@ -84,12 +74,13 @@ void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t 
     }
     for (; ow < oW; ++ow) {
       const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-      const float m = nan_max(nan_max(a, c), nan_max(b, d)), gv = grow[ow];
-      const bool ha = is_max(a, m), hb = !ha & is_max(b, m), hc = !(ha | hb) & is_max(c, m);
-      d0[2 * ow] = keep_if(ha, gv);
-      d0[2 * ow + 1] = keep_if(hb, gv);
-      d1[2 * ow] = keep_if(hc, gv);
-      d1[2 * ow + 1] = keep_if(!(ha | hb | hc), gv);
+      const float m = cpu::nan_max(cpu::nan_max(a, c), cpu::nan_max(b, d)), gv = grow[ow];
+      const bool ha = cpu::is_pool_max(a, m), hb = !ha & cpu::is_pool_max(b, m);
+      const bool hc = !(ha | hb) & cpu::is_pool_max(c, m);
+      d0[2 * ow] = cpu::keep_if(ha, gv);
+      d0[2 * ow + 1] = cpu::keep_if(hb, gv);
+      d1[2 * ow] = cpu::keep_if(hc, gv);
+      d1[2 * ow + 1] = cpu::keep_if(!(ha | hb | hc), gv);
     }
   }
 }

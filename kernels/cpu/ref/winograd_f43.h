@@ -17,35 +17,22 @@
 
 namespace pd::kernels::cpu::winograd {
 
-template <typename T>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<double> {
-  typedef double type __attribute__((vector_size(32)));
+// GCC vector extensions: Bytes / sizeof(T) lanes of T.
+template <typename T, int Bytes>
+struct VecOf {
+  typedef T type __attribute__((vector_size(Bytes)));
 };
 template <typename T>
-using Vec = typename VecOf<T>::type;
+using Vec = typename VecOf<T, 32>::type;
 template <typename T>
 constexpr int kLanes = 32 / sizeof(T);
 template <typename T>
-struct WideVecOf;
-template <>
-struct WideVecOf<float> {
-  typedef float type __attribute__((vector_size(64)));
-};
-template <>
-struct WideVecOf<double> {
-  typedef double type __attribute__((vector_size(64)));
-};
-template <typename T>
-using WideVec = typename WideVecOf<T>::type;
+using WideVec = typename VecOf<T, 64>::type;
 // Lanes of a vector type.
 template <typename V>
 constexpr int lanes_of = sizeof(V) / sizeof(std::declval<V>()[0]);
+static_assert(lanes_of<Vec<float>> == 8 && lanes_of<WideVec<float>> == 16 && lanes_of<WideVec<double>> == 8);
+
 
 #define PD_WINO_INLINE inline __attribute__((always_inline))
 
