@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# pd-infer latency of a trained model before and after pd-opt -O2, at batch 1 and batch 64, and the
-# test accuracy of both (they must agree within 0.001). The machine is shared and noisy: the two levels
+# pd-infer latency of a trained model as pd-train wrote it, run op by op (-O0: pd-infer --no-lower),
+# and after pd-opt -O2 (portable passes) with pd-infer's load-time lowering for this machine (-O2), at
+# batch 1 and batch 64, and the test accuracy of both (they must agree within 0.001). The machine is shared and noisy: the two levels
 # are timed in alternation for ROUNDS rounds, and the table gives the median over rounds of each
 # round's p50 (and the smallest min).
 #   usage: bench/infer_opt.sh RUN_DIR [THREADS] [ROUNDS]   (RUN_DIR from pd-train: model.pdmodel + config.yaml)
@@ -13,13 +14,13 @@ PD_OPT=${PD_OPT:-build/tools/pd-opt}
 PD_INFER=${PD_INFER:-build/tools/pd-infer}
 "$PD_OPT" "$RUN/model.pdmodel" "$RUN/model_O2.pdmodel" -O2 --verify > /dev/null
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-model_of() { if [ "$1" = O2 ]; then echo "$RUN/model_O2.pdmodel"; else echo "$RUN/model.pdmodel"; fi; }
+model_of() { if [ "$1" = O2 ]; then echo "$RUN/model_O2.pdmodel"; else echo "$RUN/model.pdmodel --no-lower"; fi; }
 median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 smallest() { python3 -c "import sys; print('%.4g' % min(float(v) for v in sys.argv[1:]))" "$@"; }
 
 declare -A acc
 for level in O0 O2; do
-  acc[$level]=$("$PD_INFER" "$(model_of $level)" --data "$RUN/config.yaml" --batch 500 --threads "$THREADS" --json | field 'd["accuracy"]')
+  acc[$level]=$("$PD_INFER" $(model_of $level) --data "$RUN/config.yaml" --batch 500 --threads "$THREADS" --json | field 'd["accuracy"]')
 done
 echo "| model | level | batch | p50 ms (median of $ROUNDS) | min ms | samples/s at p50 | test acc | p50 speedup |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -28,7 +29,7 @@ for batch in 1 64; do
   p50s=([O0]="" [O2]="") mins=([O0]="" [O2]="")
   for ((r = 0; r < ROUNDS; ++r)); do
     for level in O0 O2; do
-      j=$("$PD_INFER" "$(model_of $level)" --batch $batch --threads "$THREADS" --warmup 50 --repeat 300 --json)
+      j=$("$PD_INFER" $(model_of $level) --batch $batch --threads "$THREADS" --warmup 50 --repeat 300 --json)
       p50s[$level]+=" $(echo "$j" | field 'd["latency_ms"]["p50"]')"
       mins[$level]+=" $(echo "$j" | field 'd["latency_ms"]["min"]')"
     done

@@ -22,9 +22,15 @@ echo "$out" | grep -q "p50" && echo "$out" | grep -q "samples/s" || fail "random
 [ -s "$WORK/out/logits.npy" ] || fail "random input: no logits.npy written"
 out=$("$PD_INFER" "$MODEL" --repeat 2 --json 2>&1)
 echo "$out" | grep -q '"latency_ms": {"min"' || fail "--json: $out"
-# --profile: one row per op type the model runs (the tiny MLP: flatten, linear, relu).
+# --profile: one row per op type the model runs. Loading lowers the tiny MLP (flatten, linear, relu,
+# linear) for this machine: linear + relu become fused_linear; --no-lower runs it as it is.
 out=$("$PD_INFER" "$MODEL" --repeat 3 --profile 2>&1)
-for op in flatten linear relu; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--profile: no '$op' row: $out"; done
+for op in flatten fused_linear linear; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--profile: no '$op' row: $out"; done
+echo "$out" | grep -qE "^  relu +[0-9]" && fail "--profile: relu was not fused at load: $out"
+echo "$out" | grep -qE "^target +cpu-[a-z0-9]+, lowered at load: 4 ops in the file, 3 run" || fail "target line: $out"
+out=$("$PD_INFER" "$MODEL" --repeat 3 --profile --no-lower 2>&1)
+for op in flatten linear relu; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--no-lower --profile: no '$op' row: $out"; done
+echo "$out" | grep -q "not lowered (--no-lower): 4 ops in the file, 4 run" || fail "--no-lower target line: $out"
 
 # 2. Labelled test data: accuracy printed and plausible.
 cat > "$WORK/data.yaml" <<EOF

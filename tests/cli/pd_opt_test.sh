@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# End-to-end checks of pd-opt on models pd-train wrote: -O2 shrinks an MLP and a conv+bn net
-# (bn folded, activations and pooling fused) with --verify passing; levels, --passes, --disable,
-# --print-after-all and --report behave; bad pass names, bad files and missing arguments exit 2;
-# a zero tolerance against a folded model exits 1 naming the output.
+# End-to-end checks of pd-opt on models pd-train wrote: -O2 shrinks an MLP and a conv+bn net with
+# portable passes (bn folded) and --target lowers them (activations and pooling fused) with --verify
+# passing; levels, --passes, --disable, --print-after-all and --report behave; bad pass names, bad
+# targets, bad files and missing arguments exit 2; a zero tolerance against a folded model exits 1
+# naming the output; pd-infer runs a lowered model where its target fits and refuses it elsewhere.
 set -u
 PD_TRAIN=$1
 PD_OPT=$2
+PD_INFER=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -25,12 +27,18 @@ grep -q "outputs match" <<< "$out" || fail "--verify did not report a match: $ou
 before=$("$PD_OPT" "$MLP" -O0 --print 2>&1)
 after=$("$PD_OPT" "$WORK/mlp_opt.pdmodel" -O0 --print 2>&1) || fail "the optimised model does not load: $after"
 [ "$(count linear "$before")" -eq 2 ] || fail "-O0 changed the model: $before"
-[ "$(grep -c ' = ' <<< "$after")" -lt "$(grep -c ' = ' <<< "$before")" ] || fail "-O2 removed no op: $after"
-[ "$(count fused_linear "$after")" -eq 1 ] || fail "linear+relu not fused: $after"
+[ "$(count fused_linear "$after")" -eq 0 ] || fail "-O2 lowered without --target: $after"
+grep -q "^program {" <<< "$after" || fail "-O2 output is not portable: $after"
+lowered=$("$PD_OPT" "$MLP" "$WORK/mlp_avx2.pdmodel" -O2 --target cpu-avx2 --verify --print 2>&1) || fail "--target cpu-avx2: $lowered"
+[ "$(count fused_linear "$lowered")" -eq 1 ] || fail "linear+relu not fused with --target: $lowered"
+[ "$(grep -c ' = ' <<< "$lowered")" -lt "$(grep -c ' = ' <<< "$before")" ] || fail "lowering removed no op: $lowered"
+grep -q "^program for cpu-avx2 {" <<< "$lowered" || fail "the lowered program is not marked: $lowered"
 
 # 2. --disable and --passes select what runs; --print-after-all dumps after each pass.
-out=$("$PD_OPT" "$MLP" -O2 --disable linear_act_fuse --print 2>&1)
+out=$("$PD_OPT" "$MLP" -O2 --target host --disable linear_act_fuse --print 2>&1)
 [ "$(count fused_linear "$out")" -eq 0 ] || fail "--disable linear_act_fuse still fused: $out"
+out=$("$PD_OPT" "$MLP" --passes linear_act_fuse --print 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pass 'linear_act_fuse' lowers for a target and needs --target" <<< "$out" || fail "lowering without --target: $rc $out"
 out=$("$PD_OPT" "$MLP" --passes identity_elim,dce --print-after-all 2>&1)
 grep -q "// after identity_elim" <<< "$out" && grep -q "// after dce" <<< "$out" || fail "--print-after-all: $out"
 grep -q "// after cse" <<< "$out" && fail "--passes ran a pass it did not name"
@@ -64,10 +72,26 @@ CB=$WORK/convbn/model.pdmodel
 out=$("$PD_OPT" "$CB" "$WORK/cb_opt.pdmodel" -O2 --verify --print 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "convbn -O2: exit $rc: $out"
 [ "$(count batch_norm "$out")" -eq 0 ] || fail "batch_norm not folded: $out"
+out=$("$PD_OPT" "$CB" "$WORK/cb_avx2.pdmodel" -O2 --target cpu-avx2 --verify --print 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "convbn -O2 --target cpu-avx2: exit $rc: $out"
 [ "$(count fused_conv2d_maxpool "$out")" -eq 1 ] || fail "conv+relu+max_pool2d not fused: $out"
 [ "$(count max_pool2d "$out")" -eq 0 ] || fail "max_pool2d left after conv_pool_fuse: $out"
-out=$("$PD_OPT" "$CB" -O2 --disable conv_pool_fuse --print 2>&1)
+out=$("$PD_OPT" "$CB" -O2 --target cpu-avx2 --disable conv_pool_fuse --print 2>&1)
 [ "$(count fused_conv2d "$out")" -eq 1 ] || fail "conv+relu not fused: $out"
+# The portable baseline has no direct kernel: the pool stays apart, and pd-opt says why.
+out=$("$PD_OPT" "$CB" -O2 --target cpu --print 2>&1)
+[ "$(count fused_conv2d "$out")" -eq 1 ] && [ "$(count max_pool2d "$out")" -eq 1 ] || fail "--target cpu: $out"
+grep -q "pd-opt: note: pass 'conv_pool_fuse' skipped: it does not support target cpu-baseline" <<< "$out" || fail "no skip note: $out"
+
+# pd-infer: a portable model is lowered at load; a lowered one runs where its target fits, and a
+# machine with a narrower ISA (PD_CPU_ISA=baseline stands for one) refuses it, naming both.
+out=$("$PD_INFER" "$WORK/cb_avx2.pdmodel" --repeat 2 2>&1) || fail "pd-infer on the lowered model: $out"
+grep -q "lowered by pd-opt for cpu-avx2" <<< "$out" || fail "pd-infer target line: $out"
+out=$(PD_CPU_ISA=baseline "$PD_INFER" "$WORK/cb_avx2.pdmodel" --repeat 2 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-infer: error: the model was lowered by pd-opt for cpu-avx2, which this machine (cpu-baseline) cannot run" <<< "$out" \
+  || fail "lowered model on a narrower machine: $rc $out"
+out=$(PD_CPU_ISA=baseline "$PD_INFER" "$WORK/cb_opt.pdmodel" --repeat 2 2>&1) || fail "portable model on the baseline: $out"
+grep -q "cpu-baseline, lowered at load" <<< "$out" || fail "baseline target line: $out"
 out=$("$PD_OPT" "$CB" -O2 --verify --rtol 0 --atol 0 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "zero tolerance after bn folding should exit 1, got $rc: $out"
 grep -q "pd-opt: error: output 'logits' differs" <<< "$out" || fail "mismatch message: $out"
@@ -76,6 +100,8 @@ grep -q "pd-opt: error: output 'logits' differs" <<< "$out" || fail "mismatch me
 out=$("$PD_OPT" "$MLP" "$WORK/x.pdmodel" --passes dce,fuse_all 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pd-opt: error: unknown pass 'fuse_all' (valid passes: .*dce" <<< "$out" || fail "unknown pass: $rc $out"
 [ ! -e "$WORK/x.pdmodel" ] || fail "a refused run wrote its output"
+out=$("$PD_OPT" "$MLP" "$WORK/x.pdmodel" --target gpu 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-opt: error: unknown target 'gpu'" <<< "$out" || fail "--target gpu: $rc $out"
 out=$("$PD_OPT" "$MLP" "$WORK/x.pdmodel" -O7 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pd-opt: error:" <<< "$out" || fail "-O7: $rc $out"
 head -c 100 "$MLP" > "$WORK/trunc.pdmodel"

@@ -513,6 +513,11 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(0).empty());
   CHECK(pd::ir::level_passes(1) == std::vector<std::string>{"identity_elim", "cse", "dce"});
   CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
+  // Levels are portable; lowering passes come after them only when asked for (pd-opt --target).
+  CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "dce"});
+  for (const std::string& n : pd::ir::level_passes(2)) CHECK_FALSE(pd::ir::make_pass(n)->lowering());
+  CHECK(pd::ir::lowering_passes().back() == "dce");
+  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 4);
   CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
   CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
 
@@ -521,6 +526,7 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   std::ostringstream dump;
   pd::ir::PassOptions opt;
   opt.level = 2;
+  opt.lower = true;
   opt.disable = {"conv_act_fuse"};
   opt.print_after = &dump;
   pd::ir::PassManager pm(opt);
@@ -536,11 +542,46 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(table.find("total") != std::string::npos);
   check_same_outputs(p, q, 1e-4);
 
+  CHECK(q.target().empty());  // no lowering pass changed it
+
   opt = {};
   opt.level = 2;
+  Program portable = p;
+  pd::ir::PassManager(opt).run(portable);
+  CHECK(count(portable, "conv2d") == 1);  // bn folded, nothing fused
+  CHECK(count(portable, "batch_norm") == 0);
+  CHECK(portable.target().empty());
+  opt.lower = true;
+  opt.target = pd::Target::parse("cpu-avx2");
   Program r = p;
   pd::ir::PassManager(opt).run(r);
   CHECK(r.ops().size() == 1);
   CHECK(count(r, "fused_conv2d") == 1);
+  CHECK(r.target() == "cpu-avx2");  // marked: a lowering pass changed it
   check_same_outputs(p, r, 1e-4);
+  // Lowering it again for another target is refused; the same target is a no-op.
+  opt.target = pd::Target::parse("cpu-avx512");
+  CHECK_THROWS_WITH(pd::ir::PassManager(opt).run(r), Catch::Contains("already lowered for cpu-avx2"));
+}
+
+TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
+  pd::ir::PassOptions opt;
+  opt.lower = true;
+  opt.target = pd::Target::parse("cpu-baseline");
+  pd::ir::PassManager base(opt);
+  const std::vector<std::string> skipped = {"conv_pool_fuse", "conv_winograd"};
+  CHECK(base.skipped() == skipped);  // their kernels only pay off with AVX2 + FMA
+  opt.target = pd::Target::parse("cpu-avx2");
+  CHECK(pd::ir::PassManager(opt).skipped().empty());
+  // The same conv -> relu -> pool block: one op on AVX2, conv + pool left apart on the baseline.
+  ConvPoolNet n;
+  Program p = n.build(), on_avx2 = p, on_base = p;
+  pd::ir::PassManager(opt).run(on_avx2);
+  base.run(on_base);
+  CHECK(count(on_avx2, "fused_conv2d_maxpool") == 1);
+  CHECK(count(on_base, "fused_conv2d_maxpool") == 0);
+  CHECK(count(on_base, "fused_conv2d") == 1);
+  CHECK(on_base.target() == "cpu-baseline");
+  check_same_outputs(p, on_avx2, 1e-5);
+  check_same_outputs(p, on_base, 1e-5);
 }

@@ -15,6 +15,7 @@
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
+#include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
 #include "report.h"
 
@@ -30,7 +31,7 @@ struct Options {
   uint64_t seed = 0;
   int threads = 0;
   double rtol = 1e-5, atol = 1e-6;
-  bool json = false, profile = false;
+  bool json = false, profile = false, no_lower = false;
 };
 
 // A run directory or model.pdparams of pd-train stand for the model.pdmodel next to them.
@@ -79,16 +80,23 @@ std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::stri
 int run(const Options& o) {
   pd::infer::Report r;
   r.model = resolve_model(o.model);
-  pd::ir::Program program;
+  // A portable model is lowered for this machine here, as onnxruntime optimises when a session starts.
+  pd::exec::ExecPlan plan;
   try {
-    program = pd::io::load_program(r.model);
+    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower});
   } catch (const pd::Error& e) {
     throw pd::infer::InputError(e.what());
   }
+  const pd::ir::Program& program = plan.program();
+  r.target = plan.target().str();
+  r.source_ops = plan.source_ops();
+  r.lowering = !program.target().empty() && plan.lowering_report().empty() ? "lowered by pd-opt for " + program.target()
+               : o.no_lower                                                  ? "not lowered (--no-lower)"
+                                                                             : "lowered at load";
   if (o.threads > 0) pd::set_num_threads(o.threads);
   r.threads = o.threads;
   r.warmup = o.warmup;
-  pd::exec::Executor exec(program);
+  pd::exec::Executor exec(plan);
   std::vector<double> ms;
   std::vector<Tensor> outputs;
 
@@ -202,6 +210,7 @@ int main(int argc, char** argv) {
   app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o.json, "print one JSON object instead of the text report");
   app.add_flag("--profile", o.profile, "time every op over --repeat extra runs and print a per-op table");
+  app.add_flag("--no-lower", o.no_lower, "run the model's ops as they are, without lowering them for this machine");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -89,6 +89,7 @@ double peak_rss_mib() {
 std::string text_report(const Report& r) {
   std::string s = fmt::format("model      {}\ninputs     {} (batch {}, {} threads)\n", r.model, r.source, r.batch,
                               r.threads > 0 ? fmt::to_string(r.threads) : "default");
+  s += fmt::format("target     {}, {}: {} ops in the file, {} run\n", r.target, r.lowering, r.source_ops, r.ops);
   s += fmt::format("runs       {} timed after {} warm-up\n", r.runs, r.warmup);
   const Latency& l = r.latency;
   s += fmt::format("latency    min {:.3f} ms  p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  mean {:.3f} ms\n", l.min, l.p50, l.p90,
@@ -122,9 +123,11 @@ std::string json_report(const Report& r) {
   std::string s = fmt::format(
       "{{\"model\": {}, \"inputs\": {}, \"batch\": {}, \"threads\": {}, \"warmup\": {}, \"runs\": {}, \"samples\": {}, "
       "\"latency_ms\": {{\"min\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"mean\": {}}}, \"throughput\": {}, "
-      "\"peak_rss_mib\": {}, \"exec_peak_bytes\": {}, \"exec_total_bytes\": {}, \"ops\": {}",
+      "\"peak_rss_mib\": {}, \"exec_peak_bytes\": {}, \"exec_total_bytes\": {}, \"ops\": {}, \"source_ops\": {}, "
+      "\"target\": {}, \"lowering\": {}",
       json_str(r.model), json_str(r.source), r.batch, r.threads, r.warmup, r.runs, r.samples, num(l.min), num(l.p50), num(l.p90),
-      num(l.p99), num(l.mean), num(r.throughput), num(r.peak_rss_mib), r.exec_peak_bytes, r.exec_total_bytes, r.ops);
+      num(l.p99), num(l.mean), num(r.throughput), num(r.peak_rss_mib), r.exec_peak_bytes, r.exec_total_bytes, r.ops, r.source_ops,
+      json_str(r.target), json_str(r.lowering));
   if (r.accuracy) s += fmt::format(", \"accuracy\": {}", num(*r.accuracy));
   if (!r.profile.empty()) {
     s += fmt::format(", \"profile_runs\": {}, \"profile\": [", r.profile_runs);

@@ -40,6 +40,9 @@ struct Report {
   double throughput = 0;  // samples/s over the timed runs
   double peak_rss_mib = 0;
   int64_t exec_peak_bytes = 0, exec_total_bytes = 0, ops = 0;
+  std::string target;        // what the model was compiled for ("cpu-avx512")
+  std::string lowering;      // "lowered at load", "lowered by pd-opt", "not lowered (--no-lower)"
+  int64_t source_ops = 0;    // ops in the model file (ops: after lowering)
   std::optional<double> accuracy;
   std::optional<Comparison> comparison;
   std::string compare_file;

@@ -84,12 +84,19 @@ void check_inputs(const ir::Program& program, const std::map<std::string, Tensor
              program.value(id).name, expects);
 }
 
-Executor::Executor(const ir::Program& program, ExecOptions options) : program_(program), options_(options) {
+Executor::Executor(const ir::Program& program, ExecOptions options) : Executor(program, nullptr, options) {}
+
+Executor::Executor(ExecPlan& plan, ExecOptions options) : Executor(plan.program(), &plan.packed_weights(), options) {}
+
+Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options)
+    : program_(program), options_(options), packed_(packed ? packed : &own_packed_) {
   last_use_.assign(program.values().size(), -1);
   const auto& ops = program.ops();
-  for (size_t k = 0; k < ops.size(); ++k)
+  for (size_t k = 0; k < ops.size(); ++k) {
+    schemas_.push_back(&op_schema(ops[k].type));
     for (const auto& slot : ops[k].inputs)
       for (ir::ValueId v : slot) last_use_[static_cast<size_t>(v)] = static_cast<int32_t>(k);
+  }
   for (ir::ValueId v : program.outputs()) last_use_[static_cast<size_t>(v)] = -1;  // outputs live to the end
   for (size_t id = 0; id < program.values().size(); ++id)
     if (program.values()[id].kind == ir::ValueKind::Param) param_ids_.push_back(static_cast<ir::ValueId>(id));
@@ -113,9 +120,9 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     if (changed) {
       std::vector<Tensor> params;
       for (ir::ValueId id : param_ids_) params.push_back(program_.param(id));
-      packed_.declare_constants(params);
+      packed_->declare_constants(params);
     }
-    packing.emplace(&packed_);
+    packing.emplace(packed_);
   }
 
   const auto& values = program_.values();
@@ -147,7 +154,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     }
     std::vector<Tensor> outs;
     try {
-      outs = op_schema(op.type).call(boxed, op.attrs);
+      outs = schemas_[k]->call(boxed, op.attrs);
     } catch (const Error& e) {
       raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
             op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "model.pb.h"
+#include "pd/core/target.h"
 #include "pd/io/tensor_file.h"
 #include "pd/ops/op_schema.h"
 
@@ -214,6 +215,7 @@ void save_program(const std::string& path, const ir::Program& program, const std
   m.set_params_file(std::filesystem::path(params_path).filename().string());
   m.set_params_checksum(file_checksum(params_path));
   for (const auto& [k, v] : metadata) (*m.mutable_metadata())[k] = v;
+  m.set_target(program.target());
   for (const ir::Value& v : program.values()) {
     proto::Value* pv = m.add_values();
     pv->set_name(v.name);
@@ -282,6 +284,8 @@ ir::Program load_program(const std::string& path, std::map<std::string, std::str
   ir::Program p;
   try {
     p = build(m, params.tensors);
+    if (!m.target().empty()) Target::parse(m.target());  // a name this build knows, or an error naming it
+    p.set_target(m.target());
     ir::verify(p);
   } catch (const Error& e) {
     raise(ErrorCode::kParse, "{}: invalid model: {}", path, e.what());

@@ -76,26 +76,50 @@ std::vector<std::string> level_passes(int level) {
   PD_CHECK(level >= 0 && level <= 3, ErrorCode::kInvalidArgument, "optimisation level must be 0 to 3, but received {}", level);
   if (level == 0) return {};
   if (level == 1) return {"identity_elim", "cse", "dce"};
-  return pass_names();  // O2 and O3 (O3 adds nothing yet)
+  std::vector<std::string> out;  // O2 and O3 (O3 adds nothing yet): every portable pass
+  for (const Entry& e : registry())
+    if (!e.make()->lowering()) out.push_back(e.name);
+  return out;
+}
+
+std::vector<std::string> lowering_passes() {
+  std::vector<std::string> out;
+  for (const Entry& e : registry())
+    if (e.make()->lowering()) out.push_back(e.name);
+  out.push_back("dce");
+  return out;
 }
 
 PassManager::PassManager(const PassOptions& options) : options_(options) {
   for (const std::string& n : options.passes) make_pass(n);
   for (const std::string& n : options.disable) make_pass(n);
   names_ = options.passes.empty() ? level_passes(options.level) : options.passes;
+  if (options.passes.empty() && options.lower)
+    for (const std::string& n : lowering_passes()) names_.push_back(n);
   std::erase_if(names_, [&](const std::string& n) {
     return std::find(options.disable.begin(), options.disable.end(), n) != options.disable.end();
+  });
+  std::erase_if(names_, [&](const std::string& n) {
+    const bool off = !make_pass(n)->supports(options.target);
+    if (off) skipped_.push_back(n);
+    return off;
   });
 }
 
 std::vector<PassStats> PassManager::run(Program& p) const {
   std::vector<PassStats> report;
+  const std::string target = options_.target.str();
   for (const std::string& n : names_) {
     PassStats s;
     s.pass = n;
     s.ops_before = static_cast<int64_t>(p.ops().size());
     auto t0 = std::chrono::steady_clock::now();
-    make_pass(n)->run(p, s);
+    const std::unique_ptr<Pass> pass = make_pass(n);
+    PD_CHECK(!pass->lowering() || p.target().empty() || p.target() == target, ErrorCode::kInvalidArgument,
+             "pass '{}' cannot lower for {}: the program is already lowered for {} (lower the portable model instead)",
+             n, target, p.target());
+    pass->run(p, s);
+    if (pass->lowering() && s.rewrites > 0) p.set_target(target);
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     s.ops_after = static_cast<int64_t>(p.ops().size());
     if (options_.verify_each) {

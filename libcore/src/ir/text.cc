@@ -58,7 +58,8 @@ std::string attr_text(const AttrValue& v) {
 }  // namespace
 
 std::string print(const Program& p) {
-  std::string out = "program {\n";
+  // A lowered program names its target: "program for cpu-avx2 {".
+  std::string out = p.target().empty() ? "program {\n" : fmt::format("program for {} {{\n", p.target());
   for (ValueId v : p.inputs()) out += fmt::format("  input {}: {}\n", ref(p, v), p.value(v).type.str());
   for (ValueId v = 0; v < static_cast<ValueId>(p.values().size()); ++v)
     if (p.value(v).kind == ValueKind::Param) out += fmt::format("  param {}: {}\n", ref(p, v), p.value(v).type.str());

@@ -221,6 +221,10 @@ Program parse(const std::string& text, const std::map<std::string, Tensor>& para
   Parser ps(text);
   Program p;
   if (ps.word() != "program") ps.fail("expected 'program {'");
+  if (!ps.peek('{')) {
+    if (ps.word() != "for") ps.fail("expected 'program {' or 'program for TARGET {'");
+    p.set_target(ps.word());
+  }
   ps.expect('{');
   while (!ps.accept('}')) {
     if (ps.peek('%')) {

@@ -34,15 +34,6 @@ Forced& forced() {
 
 }  // namespace
 
-const char* backend_name(Backend b) {
-  switch (b) {
-    case Backend::reference: return "reference";
-    case Backend::onednn: return "onednn";
-    case Backend::cuda: return "cuda";
-  }
-  return "?";
-}
-
 void set_forced_backend(const Backend* backend) {
   forced().set = backend != nullptr;
   if (backend) forced().backend = *backend;

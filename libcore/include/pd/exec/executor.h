@@ -1,17 +1,24 @@
-// Executor: runs a Program on CPU through the generated op API (op_schema(type).call), the same code
-// path that trains. Inference mode records no autograd and frees each value after its last use, so
-// peak memory stays well below the sum of all intermediates.
+// Executor: runs a Program on CPU through the generated op API (each op's schema bound once), the same
+// code path that trains. Inference mode records no autograd and frees each value after its last use,
+// so peak memory stays well below the sum of all intermediates.
 //
-//   pd::exec::Executor exec(program);                         // inference by default
+//   pd::exec::ExecPlan plan = pd::exec::compile(program);    // lowered for this machine (plan.h)
+//   pd::exec::Executor exec(plan);                            // inference by default
 //   std::vector<pd::Tensor> outs = exec.run({{"image", batch}});
 //   exec.stats().peak_bytes;                                  // peak of live intermediates
+//   pd::exec::Executor(program).run(...);                     // the program exactly as it is
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "pd/core/packed_weights.h"
+#include "pd/exec/plan.h"
 #include "pd/ir/program.h"
+
+namespace pd {
+struct OpSchema;
+}
 
 namespace pd::exec {
 
@@ -35,7 +42,12 @@ std::string describe_inputs(const ir::Program& program);
 
 class Executor {
  public:
+  // Runs `program` as it is (no lowering), packing weights into a cache of its own.
   explicit Executor(const ir::Program& program, ExecOptions options = {});
+  // Runs a compiled plan's program; packed weights go to the plan. The plan must outlive the executor.
+  explicit Executor(ExecPlan& plan, ExecOptions options = {});
+  Executor(const Executor&) = delete;  // it points into itself (its own packed-weight cache)
+  Executor& operator=(const Executor&) = delete;
   // Inputs by name; checks names, dtypes and shapes against the program (-1 dims accept any extent) and
   // lists what the program expects when they do not fit. Returns the outputs in program order.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
@@ -43,18 +55,21 @@ class Executor {
   const std::map<std::string, Tensor>& all_values() const { return values_; }
   const ExecStats& stats() const { return stats_; }
   // The weights kernels have packed for this Executor's params (see below).
-  const PackedWeights& packed_weights() const { return packed_; }
+  const PackedWeights& packed_weights() const { return *packed_; }
 
  private:
+  Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options);
   const ir::Program& program_;
   ExecOptions options_;
+  std::vector<const OpSchema*> schemas_;  // per op, bound once
   std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)
   std::map<std::string, Tensor> values_;
   ExecStats stats_;
   // In inference mode the params are declared constant during each run, so kernels may keep packed
   // copies of them here (pd/core/packed_weights.h): an Executor assumes its params are not written in
   // place while it lives.
-  PackedWeights packed_;
+  PackedWeights own_packed_;
+  PackedWeights* packed_;
   std::vector<ir::ValueId> param_ids_;
   std::vector<const Storage*> declared_;  // the param storages last declared constant
 };

@@ -9,12 +9,19 @@
 // A pass is a small class: the op types it looks at (a cheap filter), match() checking the cheapest
 // preconditions first and changing nothing, and rewrite() doing the change. The default run() drives
 // them over the ops until nothing matches; passes with a whole-graph algorithm override run().
+//
+// Two stages (docs/architecture.md). Portable passes (dce, cse, constant_fold, identity_elim, bn_fold)
+// keep a program runnable anywhere; pd-opt's levels run them and save the result. Lowering passes
+// rewrite into ops chosen for a pd::Target (fused kernels, Winograd weights) and say which targets
+// they support; exec::compile runs them when a model is loaded, and a program they changed is marked
+// with the target (Program::target()) so that it is refused on machines that cannot run it.
 #pragma once
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "pd/core/target.h"
 #include "pd/ir/program.h"
 
 namespace pd::ir {
@@ -42,19 +49,28 @@ class Pass {
   virtual void rewrite(Program& p, int32_t op, PassStats& stats) const = 0;
   // Applies rewrites until no op matches, then compacts the program.
   virtual void run(Program& p, PassStats& stats) const;
+  // A lowering pass rewrites for a target (see above); a portable one does not.
+  virtual bool lowering() const { return false; }
+  // Whether the pass may run for `target` (a lowering pass that only pays off with some kernels says
+  // so here instead of probing the machine it runs on).
+  virtual bool supports(const Target& target) const { return true; }
 };
 
 // Every pass by name ("dce", "cse", ...), in the order levels use them.
 std::vector<std::string> pass_names();
 // Throws pd::Error listing the valid names.
 std::unique_ptr<Pass> make_pass(const std::string& name);
-// The passes of -O0 .. -O3.
+// The portable passes of -O0 .. -O3.
 std::vector<std::string> level_passes(int level);
+// The lowering passes, in the order exec::compile runs them (dce last, to sweep what they orphan).
+std::vector<std::string> lowering_passes();
 
 struct PassOptions {
   int level = 2;
   std::vector<std::string> passes;   // when non-empty, exactly these in this order (level ignored)
   std::vector<std::string> disable;  // removed from the list
+  bool lower = false;                // append lowering_passes() to the level's (ignored with `passes`)
+  Target target = Target::host();    // what lowering passes rewrite for; passes not supporting it are skipped
   bool verify_each = true;           // run verify() after every pass (a pass bug becomes an error naming it)
   std::ostream* print_after = nullptr;  // when set, the text form after every pass goes here
 };
@@ -63,12 +79,16 @@ class PassManager {
  public:
   // Resolves the pass list; throws pd::Error for unknown names (in passes or disable) or a bad level.
   explicit PassManager(const PassOptions& options);
+  // The passes that will run, and those left out because they do not support the target.
   const std::vector<std::string>& pipeline() const { return names_; }
+  const std::vector<std::string>& skipped() const { return skipped_; }
+  // Runs the pipeline. When a lowering pass changed the program, marks it with the target; throws
+  // pd::Error if the program was already lowered for another target.
   std::vector<PassStats> run(Program& p) const;
 
  private:
   PassOptions options_;
-  std::vector<std::string> names_;
+  std::vector<std::string> names_, skipped_;
 };
 
 // A table: pass, ops before/after, removed, fused, folded, time; and a total line.

@@ -91,6 +91,11 @@ class Program {
   std::vector<ValueId> insert_op(int32_t position, const std::string& type, const std::vector<std::vector<ValueId>>& inputs,
                                  const AttrMap& attrs);
 
+  // The target lowering passes rewrote this program for (pd::Target::str(), "cpu-avx2"); empty for a
+  // portable program. exec::compile refuses a lowered program on a machine that cannot run it.
+  const std::string& target() const { return target_; }
+  void set_target(const std::string& target) { target_ = target; }
+
  private:
   ValueId new_value(const std::string& name, const ValueType& type, ValueKind kind);
   std::vector<Value> values_;
@@ -99,7 +104,8 @@ class Program {
   std::vector<std::string> output_names_;
   std::map<std::string, Tensor> params_;
   std::map<std::string, ValueId> by_name_;
-  int64_t next_auto_name_ = 0;  // op results are named "0", "1", ... skipping names in use
+  int64_t next_auto_name_ = 0;
+  std::string target_;  // op results are named "0", "1", ... skipping names in use
 };
 
 // Checks types against the op schemas and shape rules, dangling and undefined values, use before

@@ -10,14 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "pd/core/error.h"
+#include "pd/core/backend.h"
 #include "pd/core/dtype.h"
+#include "pd/core/error.h"
 #include "pd/core/place.h"
 
 namespace pd {
-
-enum class Backend { reference, onednn, cuda };
-const char* backend_name(Backend b);
 
 struct KernelKey {
   Backend backend;

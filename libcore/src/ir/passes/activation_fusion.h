@@ -12,6 +12,7 @@ class ActivationFusion final : public Pass {
   ActivationFusion(std::string name, std::string base, std::string fused)
       : name_(std::move(name)), base_(std::move(base)), fused_(std::move(fused)) {}
   std::string name() const override { return name_; }
+  bool lowering() const override { return true; }
   std::string doc() const override { return base_ + " + activation -> " + fused_; }
   std::vector<std::string> targets() const override { return {"relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu"}; }
 

@@ -6,12 +6,11 @@
 // Preconditions: the pool's input is the conv's result, read by nothing else and not a graph output;
 // the conv has no residual (the fused op has no such input); and the fused kernel's direct path takes
 // the conv (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and channels,
-// weight shape known) on a CPU with AVX2 and FMA. Elsewhere the fused op would run the same two
+// weight shape known) on a target with AVX2 and FMA. Elsewhere the fused op would run the same two
 // kernels as before, so the graph is left alone.
 #include <algorithm>
 
 #include "passes.h"
-#include "pd/core/cpu_features.h"
 #include "pd/ops/direct_conv.h"
 
 namespace pd::ir::passes {
@@ -19,7 +18,6 @@ namespace {
 
 bool fusable_conv(const Program& p, int32_t c) {
   const Operation& conv = p.ops()[c];
-  if (!cpu_has_avx2_fma()) return false;
   if (conv.type != "conv2d" && !(conv.type == "fused_conv2d" && input_of(p, c, 3) == kNoValue)) return false;
   const ValueType& out = p.value(conv.results[0]).type;
   const Shape& ws = p.value(input_of(p, c, 1)).type.shape;
@@ -31,6 +29,9 @@ bool fusable_conv(const Program& p, int32_t c) {
 class ConvPoolFusion final : public Pass {
  public:
   std::string name() const override { return "conv_pool_fuse"; }
+  bool lowering() const override { return true; }
+  // The direct / Winograd kernels beat oneDNN only with their AVX2 + FMA code.
+  bool supports(const Target& t) const override { return t.has_isa(CpuIsa::avx2); }
   std::string doc() const override { return "conv2d / fused_conv2d + max_pool2d -> fused_conv2d_maxpool"; }
   std::vector<std::string> targets() const override { return {"max_pool2d"}; }
 

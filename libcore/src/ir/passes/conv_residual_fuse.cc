@@ -31,6 +31,7 @@ bool plain_conv(const Program& p, int32_t op) {
 class ConvResidualFusion final : public Pass {
  public:
   std::string name() const override { return "conv_residual_fuse"; }
+  bool lowering() const override { return true; }
   std::string doc() const override { return "conv2d + add(residual) -> fused_conv2d with a residual"; }
   std::vector<std::string> targets() const override { return {"add"}; }
 

@@ -5,11 +5,10 @@
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
 // more than the multiplications they save (the 1-channel stem of a network stays a direct conv); and a
-// CPU with AVX2 and FMA, without which the kernel is slower than oneDNN's direct convolution (as with
-// onnxruntime's NCHWc layout pass, the optimised model is meant for machines like the one that made it).
+// target with AVX2 and FMA, without which the kernel is slower than oneDNN's direct convolution. A
+// lowering pass: it runs when a model is loaded (exec::compile), so saved models keep their 3x3 weights.
 // Outputs differ from conv2d's by rounding only (pd-opt --verify checks them).
 #include "passes.h"
-#include "pd/core/cpu_features.h"
 #include "pd/pd.h"
 
 namespace pd::ir::passes {
@@ -20,11 +19,13 @@ constexpr int64_t kMinChannels = 16;
 class ConvWinograd final : public Pass {
  public:
   std::string name() const override { return "conv_winograd"; }
+  bool lowering() const override { return true; }
+  // The direct / Winograd kernels beat oneDNN only with their AVX2 + FMA code.
+  bool supports(const Target& t) const override { return t.has_isa(CpuIsa::avx2); }
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d"}; }
 
   bool match(const Program& p, int32_t i) const override {
-    if (!cpu_has_avx2_fma()) return false;
     const Operation& op = p.ops()[i];
     if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
         attr_int(op, "groups") != 1)

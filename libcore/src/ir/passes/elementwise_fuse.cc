@@ -86,6 +86,7 @@ class GroupBuilder {
 class ElementwiseFusion final : public Pass {
  public:
   std::string name() const override { return "elementwise_fuse"; }
+  bool lowering() const override { return true; }
   std::string doc() const override { return "chains of elementwise ops -> fused_elementwise"; }
 
   // A root: a fusible op that its own consumer will not absorb, with at least one absorbable operand.

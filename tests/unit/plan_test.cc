@@ -1,0 +1,134 @@
+// Targets and exec::compile: a portable program is lowered for the target on a copy and computes the
+// same; what a target supports decides which lowering passes fire; a program lowered for a wider
+// target is refused with a message naming both; the target survives model files and the text form.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "pd/exec/executor.h"
+#include "pd/exec/plan.h"
+#include "pd/io/model_file.h"
+#include "pd/pd.h"
+
+using pd::DType;
+using pd::Tensor;
+using pd::ir::Program;
+
+namespace {
+
+int count(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.ops()) n += op.type == type;
+  return n;
+}
+
+// x -> conv 3x3 (16 -> 16) -> add x -> relu -> max_pool2d: residual, activation, Winograd and pooling
+// all have something to do.
+Program block() {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 16, 8, 8}});
+  auto w = p.add_param("w", pd::ops::uniform({16, 16, 3, 3}, -0.2, 0.2, 1));
+  auto y = p.add_op("conv2d", {{x}, {w}, {}}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  y = p.add_op("relu", {{p.add_op("add", {{y}, {x}})[0]}})[0];
+  p.mark_output(p.add_op("max_pool2d", {{y}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0], "out");
+  return p;
+}
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  auto x = a.to_vector<float>(), y = b.to_vector<float>();
+  float m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const pd::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("target: names, parsing and what runs where", "[plan]") {
+  const pd::Target avx2 = pd::Target::parse("cpu-avx2"), avx512 = pd::Target::parse("cpu-avx512");
+  CHECK(avx2.str() == "cpu-avx2");
+  CHECK(pd::Target::parse("cpu").str() == "cpu-baseline");
+  CHECK(pd::Target::parse("host").str() == pd::Target::host().str());
+  CHECK(avx512.can_run(avx2));
+  CHECK_FALSE(avx2.can_run(avx512));
+  CHECK(pd::Target::parse("cpu").can_run(pd::Target::parse("cpu-baseline")));
+  CHECK_FALSE(pd::Target::host().backends.empty());
+  CHECK(pd::Target::host().backends.back() == pd::Backend::reference);  // always built, always last
+  CHECK_THAT(error_of([] { pd::Target::parse("gpu"); }), Catch::Contains("unknown target 'gpu'") && Catch::Contains("cpu-avx2"));
+}
+
+TEST_CASE("compile: lowering happens on a copy, per target, and computes the same", "[plan]") {
+  const Program p = block();
+  const Tensor x = pd::ops::uniform({2, 16, 8, 8}, -1, 1, 7);
+  const Tensor want = pd::exec::Executor(p).run({{"x", x}})[0];
+
+  pd::exec::ExecPlan avx2 = pd::exec::compile(p, pd::Target::parse("cpu-avx2"));
+  CHECK(p.ops().size() == 4);  // the caller's program is untouched
+  CHECK(p.target().empty());
+  CHECK(avx2.source_ops() == 4);
+  CHECK(avx2.program().target() == "cpu-avx2");
+  CHECK(count(avx2.program(), "winograd_conv2d") == 1);  // conv + residual + relu in one op
+  CHECK(count(avx2.program(), "max_pool2d") == 1);       // Winograd took the conv, so no conv + pool
+  CHECK_FALSE(avx2.lowering_report().empty());
+  CHECK(max_abs_diff(pd::exec::Executor(avx2).run({{"x", x}})[0], want) < 1e-4f);
+
+  // The baseline has no AVX2 kernels: the fusions fire, Winograd does not.
+  pd::exec::ExecPlan base = pd::exec::compile(p, pd::Target::parse("cpu"));
+  CHECK(count(base.program(), "winograd_conv2d") == 0);
+  CHECK(count(base.program(), "fused_conv2d") == 1);
+  CHECK(base.program().target() == "cpu-baseline");
+  CHECK(max_abs_diff(pd::exec::Executor(base).run({{"x", x}})[0], want) < 1e-4f);
+
+  // No lowering: the program as it is; a disabled pass stays out; an unknown one is an error.
+  pd::exec::ExecPlan plain = pd::exec::compile(p, pd::Target::host(), {.lower = false});
+  CHECK(pd::ir::print(plain.program()) == pd::ir::print(p));
+  pd::exec::ExecPlan no_res = pd::exec::compile(p, pd::Target::parse("cpu"), {.disable = {"conv_residual_fuse"}});
+  CHECK(count(no_res.program(), "add") + count(no_res.program(), "fused_elementwise") == 1);
+  CHECK_THAT(error_of([&] { pd::exec::compile(p, pd::Target::host(), {.disable = {"fuse_all"}}); }),
+             Catch::Contains("unknown pass 'fuse_all'"));
+}
+
+TEST_CASE("compile: a lowered program runs where its target fits and is refused elsewhere", "[plan]") {
+  pd::exec::ExecPlan lowered = pd::exec::compile(block(), pd::Target::parse("cpu-avx512"));
+  const Program& q = lowered.program();
+  // Taken as it is by a wider-or-equal target: nothing is lowered again.
+  pd::exec::ExecPlan again = pd::exec::compile(q, pd::Target::parse("cpu-avx512"));
+  CHECK(again.lowering_report().empty());
+  CHECK(pd::ir::print(again.program()) == pd::ir::print(q));
+  const std::string msg = error_of([&] { pd::exec::compile(q, pd::Target::parse("cpu-avx2")); });
+  CHECK_THAT(msg, Catch::Contains("lowered by pd-opt for cpu-avx512") && Catch::Contains("this machine (cpu-avx2)") &&
+                      Catch::Contains("portable model"));
+
+  // The mark survives the text form and model files.
+  CHECK(pd::ir::print(q).rfind("program for cpu-avx512 {", 0) == 0);
+  CHECK(pd::ir::parse(pd::ir::print(q), q.params()).target() == "cpu-avx512");
+  const auto dir = std::filesystem::temp_directory_path() / ("pd_plan_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  pd::io::save_program((dir / "m.pdmodel").string(), q);
+  CHECK(pd::io::load_program((dir / "m.pdmodel").string()).target() == "cpu-avx512");
+  pd::io::save_program((dir / "p.pdmodel").string(), block());
+  CHECK(pd::io::load_program((dir / "p.pdmodel").string()).target().empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("compile: an executor on a plan packs weights into the plan", "[plan]") {
+  pd::exec::ExecPlan plan = pd::exec::compile(block(), pd::Target::host());
+  const Tensor x = pd::ops::uniform({1, 16, 8, 8}, -1, 1, 3);
+  {
+    pd::exec::Executor exec(plan);
+    exec.run({{"x", x}});
+    CHECK(&exec.packed_weights() == &plan.packed_weights());
+  }
+  pd::exec::Executor second(plan);  // a later executor on the same plan finds what the first packed
+  CHECK(second.packed_weights().size() == plan.packed_weights().size());
+}
