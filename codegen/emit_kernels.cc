@@ -2,10 +2,23 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
+
 #include "emitters.h"
 #include "writer.h"
 
 namespace pd::codegen {
+namespace {
+
+// Text for a backend's kernels, inside #ifdef PD_WITH_<BACKEND> unless it is the always-built reference.
+std::string guarded(const std::string& backend, const std::string& text) {
+  if (backend == "reference") return text;
+  std::string macro = "PD_WITH_";
+  for (char c : backend) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return fmt::format("#ifdef {}\n{}#endif\n", macro, text);
+}
+
+}  // namespace
 
 std::string dtype_enum(const std::string& name) {
   return "::pd::DType::" + (name == "bool" ? std::string("boolean") : name);
@@ -59,8 +72,10 @@ void emit_kernels(const OpSet& set, const std::string& dir) {
     for (const auto& [b, dts] : op.kernels)
       per_backend[b] += fmt::format("template <typename T>\nvoid {}{};\n", op.name, kernel_params(op, true));
   }
+  // Backends other than reference are separate libraries built on request (PD_WITH_ONEDNN, PD_WITH_CUDA):
+  // what they declare and register is compiled only into builds that have them.
   for (const auto& [b, decls] : per_backend)
-    h += fmt::format("\nnamespace pd::kernels::{} {{\n{}}}  // namespace pd::kernels::{}\n", b, decls, b);
+    h += guarded(b, fmt::format("\nnamespace pd::kernels::{} {{\n{}}}  // namespace pd::kernels::{}\n", b, decls, b));
   write_if_changed(dir + "/kernels.h", h);
 
   std::string rh = kHeader;
@@ -81,15 +96,15 @@ void emit_kernels(const OpSet& set, const std::string& dir) {
         std::string t = d == "f32" ? "float" : d == "f64" ? "double" : d == "f16" ? "::pd::float16"
                         : d == "bf16" ? "::pd::bfloat16" : d == "i8" ? "int8_t" : d == "u8" ? "uint8_t"
                         : d == "i32" ? "int32_t" : d == "i64" ? "int64_t" : "bool";
-        entries.push_back(fmt::format("{{Backend::{}, {}, &::pd::kernels::{}::{}<{}>}}", b, dtype_enum(d), b, op.name, t));
-        list_entries.push_back(fmt::format("{{Backend::{}, {}}}", b, dtype_enum(d)));
+        entries.push_back(guarded(b, fmt::format("    {{Backend::{}, {}, &::pd::kernels::{}::{}<{}>}},\n", b, dtype_enum(d), b, op.name, t)));
+        list_entries.push_back(guarded(b, fmt::format("       {{Backend::{}, {}}},\n", b, dtype_enum(d))));
       }
     }
     rc += fmt::format(
-        "{0}_fn find_{0}(DType dtype, Place place) {{\n  static const KernelEntry<{0}_fn> table[] = {{\n    {1}}};\n"
+        "{0}_fn find_{0}(DType dtype, Place place) {{\n  static const KernelEntry<{0}_fn> table[] = {{\n{1}  }};\n"
         "  return select_kernel(\"{0}\", table, dtype, place);\n}}\n",
-        op.name, fmt::join(entries, ",\n    "));
-    listing += fmt::format("    {{\"{}\", {{{}}}}},\n", op.name, fmt::join(list_entries, ", "));
+        op.name, fmt::join(entries, ""));
+    listing += fmt::format("    {{\"{}\", {{\n{}     }}}},\n", op.name, fmt::join(list_entries, ""));
   }
   rh += "\n// (backend, dtype) pairs registered for an op, in preference order.\n"
         "const std::vector<KernelKey>& registered_kernels(const std::string& op);\n}  // namespace pd::registry\n";

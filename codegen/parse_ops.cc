@@ -344,6 +344,9 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
         if (!kBackends.count(b)) fail(k.first, fmt::format("unknown backend '{}': expected reference, onednn or cuda", b));
         op.kernels[b] = expand_dtypes(k.second);
       }
+      // Optional backends may be left out of a build; the reference kernel is what remains.
+      if (!op.kernels.count("reference"))
+        fail(v, fmt::format("op '{}' has no reference kernel: every op needs one (other backends are optional builds)", op.name));
     } else if (key == "nondiff") op.nondiff = name_list(v);
     else if (key == "mutates") op.mutates = name_list(v);
     else if (key == "aliases") op.aliases = name_list(v);

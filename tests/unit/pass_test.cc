@@ -8,7 +8,7 @@
 #include "pd/core/cpu_features.h"
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
-#include "pd/ops/direct_conv.h"
+#include "pd/kernels/direct_conv.h"
 #include "pd/pd.h"
 
 using pd::DType;

@@ -10,7 +10,7 @@
 #include "cpu/ref/conv_maxpool_block.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
-#include "pd/ops/direct_conv.h"
+#include "pd/kernels/direct_conv.h"
 
 namespace pd::kernels::onednn {
 

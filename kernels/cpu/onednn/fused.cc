@@ -1,7 +1,7 @@
 // fused_conv2d and fused_linear through oneDNN: the conv / matmul primitive of conv2d and linear with
 // the residual as a sum post-op and the activation as an eltwise post-op, so the output is written
 // once instead of read back by more kernels.
-#include "pd/ops/fused_activation.h"
+#include "pd/kernels/fused_activation.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
 #include "kernels.h"

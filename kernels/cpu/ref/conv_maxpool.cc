@@ -1,6 +1,6 @@
 // fused_conv2d_maxpool: max_pool2d(activation(conv2d(x, weight, bias))).
 //
-// Fast path (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and output
+// Fast path (pd/kernels/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and output
 // channels; AVX2+FMA, or AVX-512 with registers twice as wide): a direct convolution whose accumulators
 // stay in registers over all taps, with bias, activation and the max of the pooling window applied
 // before anything is stored. Two layouts, whichever wastes fewer register lanes: by columns
@@ -27,7 +27,7 @@
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 #include "pd/core/packed_weights.h"
-#include "pd/ops/direct_conv.h"
+#include "pd/kernels/direct_conv.h"
 
 namespace pd::kernels::reference {
 namespace {

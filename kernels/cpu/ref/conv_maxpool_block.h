@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "pd/core/shape.h"
-#include "pd/ops/fused_activation.h"
+#include "pd/kernels/fused_activation.h"
 
 namespace pd::kernels::reference::direct {
 
@@ -31,7 +31,7 @@ struct Geom {
 // Floats per register of the widest direct kernel this CPU runs: 16 with AVX-512, else 8 (AVX2 + FMA).
 int direct_lanes();
 
-// For a convolution without pooling that direct_conv_fits (pd/ops/direct_conv.h), on an AVX2 + FMA
+// For a convolution without pooling that direct_conv_fits (pd/kernels/direct_conv.h), on an AVX2 + FMA
 // CPU: whether fused_conv2d_maxpool with a 1x1 pool (the direct kernel) beats oneDNN, so that conv2d
 // and fused_conv2d take it too. pd-bench, 2 threads: it does below about 1 MFLOP (batch 1: LeNet's
 // convs 6.6 and 10.7 us against 14.0 and 14.2, a ResNet stem 10.5 against 16.6) and where the channels

@@ -1,6 +1,6 @@
 // fused_conv2d and fused_linear: the reference conv / linear kernel, then the residual added and the
 // activation applied in place by the reference kernels (elementwise, so reading and writing `out` is safe).
-#include "pd/ops/fused_activation.h"
+#include "pd/kernels/fused_activation.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {

@@ -8,7 +8,7 @@
 #include "cpu/common/parallel.h"
 #include "cpu/common/scalar_math.h"
 #include "kernels.h"
-#include "pd/ops/elementwise_expr.h"
+#include "pd/kernels/elementwise_expr.h"
 
 namespace pd::kernels::reference {
 namespace {

@@ -2,7 +2,7 @@
 // set of row-major block copies.
 #include <algorithm>
 
-#include "cpu/common/slice_geometry.h"
+#include "pd/kernels/slice_geometry.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {

@@ -17,7 +17,7 @@
 #include "cpu/ref/winograd_f43.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
-#include "pd/ops/fused_activation.h"
+#include "pd/kernels/fused_activation.h"
 
 namespace pd::kernels::reference {
 

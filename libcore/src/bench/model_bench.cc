@@ -6,7 +6,7 @@
 #include <map>
 #include <optional>
 
-#include "../model/layers.h"
+#include "pd/model/layers.h"
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/bench/profiler.h"

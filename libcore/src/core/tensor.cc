@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "pd/autograd/grad_node.h"
+#include "pd/core/autograd_meta.h"
 #include "pd/core/allocator.h"
 #include "pd/core/tensor_inl.h"
 

@@ -1,4 +1,4 @@
-#include "layers.h"
+#include "pd/model/layers.h"
 
 #include <fmt/ranges.h>
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "layers.h"
+#include "pd/model/layers.h"
 #include "pd/io/tensor_file.h"
 #include "pd/model/network.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "layers.h"
+#include "pd/model/layers.h"
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/model/network.h"

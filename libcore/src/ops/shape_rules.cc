@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "pd/ops/elementwise_expr.h"
-#include "pd/ops/fused_activation.h"
+#include "pd/kernels/elementwise_expr.h"
+#include "pd/kernels/fused_activation.h"
 
 namespace pd::infer {
 namespace {

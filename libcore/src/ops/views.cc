@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "cpu/common/slice_geometry.h"
+#include "pd/kernels/slice_geometry.h"
 
 namespace pd {
 namespace {

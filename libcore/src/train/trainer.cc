@@ -15,9 +15,10 @@
 #include "pd/data/readers.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
-#include "pd/model/export.h"
-#include "run_files.h"
 #include "pd/core/threads.h"
+#include "pd/model/export.h"
+#include "pd/train/optimizer.h"
+#include "run_files.h"
 
 namespace pd::train {
 namespace {

@@ -14,7 +14,7 @@
 #include "pd/core/tensor.h"
 #include "pd/data/loader.h"
 #include "pd/ops/attr.h"
-#include "pd/train/optimizer.h"
+#include "pd/model/train_config.h"
 
 namespace pd::model {
 

@@ -5,13 +5,13 @@
 //
 // Preconditions: the pool's input is the conv's result, read by nothing else and not a graph output;
 // the conv has no residual (the fused op has no such input); and the fused kernel's direct path takes
-// the conv (pd/ops/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and channels,
+// the conv (pd/kernels/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and channels,
 // weight shape known) on a target with AVX2 and FMA. Elsewhere the fused op would run the same two
 // kernels as before, so the graph is left alone.
 #include <algorithm>
 
 #include "passes.h"
-#include "pd/ops/direct_conv.h"
+#include "pd/kernels/direct_conv.h"
 
 namespace pd::ir::passes {
 namespace {

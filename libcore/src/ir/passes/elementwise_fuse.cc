@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "passes.h"
-#include "pd/ops/elementwise_expr.h"
+#include "pd/kernels/elementwise_expr.h"
 
 namespace pd::ir::passes {
 namespace {

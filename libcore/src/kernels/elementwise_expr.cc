@@ -1,5 +1,5 @@
 // Parser of the fused_elementwise expression language (recursive descent over one line of text).
-#include "pd/ops/elementwise_expr.h"
+#include "pd/kernels/elementwise_expr.h"
 
 #include <fmt/format.h>
 

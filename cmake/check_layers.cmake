@@ -1,0 +1,80 @@
+# Fails when an #include points up the layers (docs/architecture.md). Run by the build (pd_layer_check)
+# as: cmake -DROOT=<source dir> -P cmake/check_layers.cmake
+#
+# A file's module is its folder: libcore/{include/pd,src}/<module>/..., kernels/ (backend), tools/.
+# An include's module is its pd/<module>/ prefix; the generated headers count as ops (op_api.h,
+# grad_nodes.h, registry.h) or as the kernel signatures (kernels.h). Includes with "../" and a
+# backend's private "cpu/..." headers from outside kernels/ are refused everywhere.
+cmake_minimum_required(VERSION 3.22)
+
+# What each module may include, itself included. ops and autograd are one layer (the generated op
+# API records autograd nodes, whose backward formulas call ops).
+set(base core kernels)
+set(allow_core core)
+set(allow_kernels ${base})
+set(allow_backend ${base} kernels_sig backend)
+set(allow_ops ${base} kernels_sig ops autograd)
+set(allow_autograd ${allow_ops})
+set(allow_ir ${allow_ops} ir)
+set(allow_io ${allow_ir} io)
+set(allow_data ${allow_ops} io data)
+set(allow_exec ${allow_io} exec)
+set(allow_model ${allow_io} data model)
+set(allow_train ${allow_model} exec train)
+set(allow_bench ${allow_train} bench)
+set(allow_tools ${allow_bench})
+
+function(module_of_file path out)
+  if(path MATCHES "^libcore/(include/pd|src)/([a-z_]+)/")
+    set(${out} ${CMAKE_MATCH_2} PARENT_SCOPE)
+  elseif(path MATCHES "^kernels/")
+    set(${out} backend PARENT_SCOPE)
+  elseif(path MATCHES "^tools/")
+    set(${out} tools PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)  # pd/pd.h, the umbrella header
+  endif()
+endfunction()
+
+# The module an include names, "local" for a file next to the includer, "private" for one never allowed.
+function(module_of_include inc out)
+  if(inc MATCHES "\\.\\./")
+    set(${out} private PARENT_SCOPE)
+  elseif(inc STREQUAL "pd/pd.h" OR inc MATCHES "^(op_api|grad_nodes|registry)\\.h$")
+    set(${out} ops PARENT_SCOPE)
+  elseif(inc STREQUAL "kernels.h")
+    set(${out} kernels_sig PARENT_SCOPE)
+  elseif(inc MATCHES "^pd/([a-z_]+)/")
+    set(${out} ${CMAKE_MATCH_1} PARENT_SCOPE)
+  elseif(inc MATCHES "^cpu/")
+    set(${out} backend PARENT_SCOPE)
+  else()
+    set(${out} local PARENT_SCOPE)
+  endif()
+endfunction()
+
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/libcore/include/*.h ${ROOT}/libcore/src/*.cc ${ROOT}/libcore/src/*.h
+     ${ROOT}/kernels/*.cc ${ROOT}/kernels/*.h ${ROOT}/tools/*.cc ${ROOT}/tools/*.h)
+set(errors "")
+foreach(f ${files})
+  module_of_file(${f} mod)
+  if(mod STREQUAL "")
+    continue()
+  endif()
+  file(STRINGS ${ROOT}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line ${lines})
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")
+    module_of_include(${inc} dep)
+    if(dep STREQUAL "local" OR (dep STREQUAL "io" AND inc STREQUAL "model.pb.h"))
+      continue()
+    endif()
+    list(FIND allow_${mod} ${dep} ok)
+    if(ok EQUAL -1)
+      string(REPLACE ";" " " allowed "${allow_${mod}}")
+      string(APPEND errors "  ${f}: includes \"${inc}\" (${dep}), but ${mod} may include only: ${allowed}\n")
+    endif()
+  endforeach()
+endforeach()
+if(errors)
+  message(FATAL_ERROR "includes against the layers (docs/architecture.md):\n${errors}")
+endif()

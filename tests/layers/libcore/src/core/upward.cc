@@ -1,0 +1,2 @@
+// A core file that reaches up into the IR: the layer check must refuse it.
+#include "pd/ir/program.h"
