@@ -156,7 +156,8 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
       else kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({}_)", a.name));
     }
     for (const auto& o : op.outputs) kargs.push_back(o.name);
-    b += fmt::format("  ::pd::registry::find_{}(kdt, place)({});\n", op.name, fmt::join(kargs, ", "));
+    b += fmt::format("  ::pd::registry::find_{}(kdt, place)(::pd::detail::kernel_context(place), {});\n", op.name,
+                     fmt::join(kargs, ", "));
   }
 
   if (op.differentiable()) {

@@ -25,7 +25,7 @@ std::string dtype_enum(const std::string& name) {
 }
 
 std::string kernel_params(const OpDef& op, bool with_names) {
-  std::vector<std::string> ps;
+  std::vector<std::string> ps = {with_names ? "const ::pd::KernelContext& ctx" : "const ::pd::KernelContext&"};
   for (const auto& a : op.args) {
     std::string t = a.kind == ArgKind::OptionalTensor ? "const ::pd::Tensor&" : cpp_param_type(a);
     ps.push_back(with_names ? t + " " + a.name : t);
@@ -47,6 +47,7 @@ void emit_kernels(const OpSet& set, const std::string& dir) {
 #include <string>
 #include <vector>
 
+#include "pd/core/kernel_context.h"
 #include "pd/core/tensor.h"
 
 #define PD_KI_1(op, b, T) template void ::pd::kernels::b::op<T> PD_KERNEL_SIG_##op;

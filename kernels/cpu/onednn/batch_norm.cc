@@ -30,7 +30,7 @@ dims as_4d(const Shape& s) {
 }  // namespace
 
 template <typename T>
-void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
+void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
                 const Tensor& running_var, double momentum, double epsilon, bool training, Tensor& out,
                 Tensor& saved_mean, Tensor& saved_invstd) {
   if (out.numel() == 0) return;

@@ -48,19 +48,19 @@ void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Ten
 }  // namespace
 
 template <typename T>
-void add(const Tensor& x, const Tensor& y, Tensor& out) {
+void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_op("add", dnnl::algorithm::binary_add, x, y, out);
 }
 template <typename T>
-void sub(const Tensor& x, const Tensor& y, Tensor& out) {
+void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_op("sub", dnnl::algorithm::binary_sub, x, y, out);
 }
 template <typename T>
-void mul(const Tensor& x, const Tensor& y, Tensor& out) {
+void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_op("mul", dnnl::algorithm::binary_mul, x, y, out);
 }
 template <typename T>
-void div(const Tensor& x, const Tensor& y, Tensor& out) {
+void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_op("div", dnnl::algorithm::binary_div, x, y, out);
 }
 

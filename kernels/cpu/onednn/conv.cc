@@ -15,19 +15,19 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 }  // namespace
 
 template <typename T>
-void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
   if (out.numel() == 0) return;
   if (use_direct_conv(x, weight, stride, padding, dilation, groups))
-    return direct_conv(x, weight, bias, stride, padding, dilation, groups, "none", 0.0, out);
+    return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, "none", 0.0, out);
   guarded("conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
-    conv_forward(g, g.key("conv2d", bias.defined()), user_scratchpad(), x, weight, bias, out);
+    conv_forward(ctx, g, g.key("conv2d", bias.defined()), user_scratchpad(), x, weight, bias, out);
   });
 }
 
 template <typename T>
-void conv2d_grad_input(const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
+void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
   if (dx.numel() == 0) return;
@@ -58,7 +58,7 @@ void conv2d_grad_input(const Tensor& grad, const Tensor& weight, const std::vect
 }
 
 template <typename T>
-void conv2d_grad_weight(const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
+void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   if (dw.numel() == 0) return;

@@ -78,10 +78,10 @@ inline bool use_direct_conv(const Tensor& x, const Tensor& weight, const std::ve
          reference::direct::direct_conv_preferred(x.shape(), ws, padding);
 }
 
-inline void direct_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+inline void direct_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
                         const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                         const std::string& activation, double alpha, Tensor& out) {
-  reference::fused_conv2d_maxpool<float>(x, weight, bias, stride, padding, dilation, groups, activation, alpha, {1, 1}, {1, 1},
+  reference::fused_conv2d_maxpool<float>(ctx, x, weight, bias, stride, padding, dilation, groups, activation, alpha, {1, 1}, {1, 1},
                                          {0, 0}, false, out);
 }
 
@@ -89,7 +89,7 @@ inline void direct_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
 // saves (batch 1: a 1 -> 32 channel 3x3 conv on 28x28 takes 16 us on one thread, 28 us on two).
 inline constexpr int64_t kSingleThreadConvFlops = int64_t{1} << 20;
 
-inline void conv_forward(const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
+inline void conv_forward(const KernelContext& ctx, const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
                          const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual = Tensor()) {
   const bool has_bias = bias.defined();
   const int64_t flops = 2 * out.numel() * weight.numel() / std::max<int64_t>(g.dst[1], 1);
@@ -115,7 +115,7 @@ inline void conv_forward(const ConvGeometry& g, const std::string& key, const dn
     }
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
-                                             {DNNL_ARG_WEIGHTS, weights_in(e->in1, weight, wrap(g.plain_wei(), weight), prim_key)},
+                                             {DNNL_ARG_WEIGHTS, weights_in(ctx.packed, e->in1, weight, wrap(g.plain_wei(), weight), prim_key)},
                                              {DNNL_ARG_DST, dst},
                                              {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));

@@ -48,33 +48,33 @@ void eltwise_bwd(const char* name, alg a, bool data_is_dst, const Tensor& data, 
 }  // namespace
 
 template <typename T>
-void exp(const Tensor& x, Tensor& out) { eltwise_fwd("exp", alg::eltwise_exp, 0.f, x, out); }
+void exp(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("exp", alg::eltwise_exp, 0.f, x, out); }
 template <typename T>
-void log(const Tensor& x, Tensor& out) { eltwise_fwd("log", alg::eltwise_log, 0.f, x, out); }
+void log(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("log", alg::eltwise_log, 0.f, x, out); }
 template <typename T>
-void sqrt(const Tensor& x, Tensor& out) { eltwise_fwd("sqrt", alg::eltwise_sqrt, 0.f, x, out); }
+void sqrt(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("sqrt", alg::eltwise_sqrt, 0.f, x, out); }
 template <typename T>
-void abs(const Tensor& x, Tensor& out) { eltwise_fwd("abs", alg::eltwise_abs, 0.f, x, out); }
+void abs(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("abs", alg::eltwise_abs, 0.f, x, out); }
 template <typename T>
-void tanh(const Tensor& x, Tensor& out) { eltwise_fwd("tanh", alg::eltwise_tanh, 0.f, x, out); }
+void tanh(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("tanh", alg::eltwise_tanh, 0.f, x, out); }
 template <typename T>
-void sigmoid(const Tensor& x, Tensor& out) { eltwise_fwd("sigmoid", alg::eltwise_logistic, 0.f, x, out); }
+void sigmoid(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("sigmoid", alg::eltwise_logistic, 0.f, x, out); }
 template <typename T>
-void gelu(const Tensor& x, Tensor& out) { eltwise_fwd("gelu", alg::eltwise_gelu_erf, 0.f, x, out); }
+void gelu(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("gelu", alg::eltwise_gelu_erf, 0.f, x, out); }
 // silu(x) = x * sigmoid(x) is swish with alpha = 1.
 template <typename T>
-void silu(const Tensor& x, Tensor& out) { eltwise_fwd("silu", alg::eltwise_swish, 1.f, x, out); }
+void silu(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("silu", alg::eltwise_swish, 1.f, x, out); }
 
 template <typename T>
-void sigmoid_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+void sigmoid_grad(const KernelContext& ctx, const Tensor& out, const Tensor& grad, Tensor& dx) {
   eltwise_bwd("sigmoid_grad", alg::eltwise_logistic_use_dst_for_bwd, true, out, grad, dx);
 }
 template <typename T>
-void tanh_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+void tanh_grad(const KernelContext& ctx, const Tensor& out, const Tensor& grad, Tensor& dx) {
   eltwise_bwd("tanh_grad", alg::eltwise_tanh_use_dst_for_bwd, true, out, grad, dx);
 }
 template <typename T>
-void relu_grad(const Tensor& x, const Tensor& grad, Tensor& dx) {
+void relu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
   eltwise_bwd("relu_grad", alg::eltwise_relu, false, x, grad, dx);
 }
 

@@ -47,31 +47,31 @@ dnnl::primitive_attr with_post_ops(dnnl::primitive_attr attr, bool sum, FusedAct
 }  // namespace
 
 template <typename T>
-void fused_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                   const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                   Tensor& out) {
   const auto act = parse_fused_activation("fused_conv2d", activation);
   if (out.numel() == 0) return;
   if (!residual.defined() && use_direct_conv(x, weight, stride, padding, dilation, groups))
-    return direct_conv(x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
+    return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
   guarded("fused_conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     const std::string key =
         fmt::format("{}:{}:{}:{}", g.key("fused_conv2d", bias.defined()), residual.defined(), activation, alpha);
-    conv_forward(g, key, with_post_ops(user_scratchpad(), residual.defined(), act, alpha), x, weight, bias, out, residual);
+    conv_forward(ctx, g, key, with_post_ops(user_scratchpad(), residual.defined(), act, alpha), x, weight, bias, out, residual);
   });
 }
 
 template <typename T>
-void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
+void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
                   double alpha, Tensor& out) {
   const auto act = parse_fused_activation("fused_linear", activation);
   if (out.numel() == 0) return;
   // An empty inner dimension leaves only the bias, which oneDNN would not write; a single row is faster
   // as the reference's matrix-vector product (see single_row).
   if (weight.shape()[1] == 0 || single_row(weight, out))
-    return reference::fused_linear<float>(x, weight, bias, activation, alpha, out);
+    return reference::fused_linear<float>(ctx, x, weight, bias, activation, alpha, out);
   guarded("fused_linear", [&] {
     const int64_t out_f = weight.shape()[0];
     const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,

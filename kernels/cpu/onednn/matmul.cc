@@ -8,7 +8,7 @@
 namespace pd::kernels::onednn {
 
 template <typename T>
-void matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
+void matmul(const KernelContext& ctx, const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
   if (out.numel() == 0) return;
   guarded("matmul", [&] {
     const dims od = to_dims(out.shape());
@@ -28,9 +28,9 @@ void matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y
 }
 
 template <typename T>
-void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   if (out.numel() == 0) return;
-  if (single_row(weight, out)) return reference::linear<float>(x, weight, bias, out);
+  if (single_row(weight, out)) return reference::linear<float>(ctx, x, weight, bias, out);
   guarded("linear", [&] {
     const int64_t in = weight.shape()[1];
     const int64_t out_f = weight.shape()[0];

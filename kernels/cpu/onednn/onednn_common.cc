@@ -104,8 +104,8 @@ dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user) {
   return dst;
 }
 
-dnnl::memory weights_in(const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user, const std::string& key) {
-  PackedWeights* cache = current_packed_weights();
+dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user,
+                        const std::string& key) {
   if (!r.prim || !cache || !cache->is_constant(weight)) return reorder_in(r, user);
   const std::string k = fmt::format("onednn:{}:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset(), key);
   if (std::shared_ptr<void> hit = cache->find(k)) return *static_cast<dnnl::memory*>(hit.get());

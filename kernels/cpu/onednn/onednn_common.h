@@ -14,6 +14,7 @@
 
 #include "cpu/onednn/onednn_cache.h"
 #include "pd/core/error.h"
+#include "pd/core/packed_weights.h"
 #include "pd/core/tensor.h"
 
 namespace pd::kernels::onednn {
@@ -89,10 +90,11 @@ struct OptionalReorder {
 };
 // Input: `user` itself, or a fresh buffer in `r.to` filled from `user`.
 dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user);
-// A weight input: like reorder_in, but a weight the current scope declares constant (an Executor's
-// param in inference mode, pd/core/packed_weights.h) is reordered once and kept under `key` (which must
-// identify the primitive, so r.to is fixed by it).
-dnnl::memory weights_in(const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user, const std::string& key);
+// A weight input: like reorder_in, but a weight `cache` (the kernel's ctx.packed) holds as constant (an
+// Executor's param in inference mode, pd/core/packed_weights.h) is reordered once and kept under `key`
+// (which must identify the primitive, so r.to is fixed by it).
+dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user,
+                        const std::string& key);
 // Output: `user` itself, or a fresh buffer in `r.from` for the primitive to write ...
 dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user);
 // ... which reorder_out then copies into `user` (a no-op when they are the same memory).

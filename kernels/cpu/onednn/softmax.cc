@@ -28,12 +28,12 @@ void softmax_like(const char* name, const Tensor& x, int64_t axis, Tensor& out) 
 }  // namespace
 
 template <typename T>
-void softmax(const Tensor& x, int64_t axis, Tensor& out) {
+void softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
   softmax_like<dnnl::softmax_forward>("softmax", x, axis, out);
 }
 
 template <typename T>
-void log_softmax(const Tensor& x, int64_t axis, Tensor& out) {
+void log_softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
   softmax_like<dnnl::logsoftmax_forward>("log_softmax", x, axis, out);
 }
 

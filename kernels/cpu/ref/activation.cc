@@ -13,44 +13,44 @@ using cpu::unary_map;
 
 
 template <typename T>
-void tanh(const Tensor& x, Tensor& out) {
+void tanh(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::tanh(v); });
 }
 
 template <typename T>
-void sigmoid(const Tensor& x, Tensor& out) {
+void sigmoid(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return cpu::scalar::sigmoid(v); });
 }
 
 template <typename T>
-void relu(const Tensor& x, Tensor& out) {
+void relu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return cpu::scalar::relu(v); });
 }
 
 template <typename T>
-void gelu(const Tensor& x, Tensor& out) {
+void gelu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return cpu::scalar::gelu(v); });
 }
 
 template <typename T>
-void silu(const Tensor& x, Tensor& out) {
+void silu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return cpu::scalar::silu(v); });
 }
 
 template <typename T>
-void leaky_relu(const Tensor& x, double alpha, Tensor& out) {
+void leaky_relu(const KernelContext& ctx, const Tensor& x, double alpha, Tensor& out) {
   const T a = static_cast<T>(alpha);
   unary_map<T>(x, out, [=](T v) { return cpu::scalar::leaky_relu(v, a); });
 }
 
 template <typename T>
-void softplus(const Tensor& x, double beta, double threshold, Tensor& out) {
+void softplus(const KernelContext& ctx, const Tensor& x, double beta, double threshold, Tensor& out) {
   const T b = static_cast<T>(beta), th = static_cast<T>(threshold);
   unary_map<T>(x, out, [=](T v) { return cpu::scalar::softplus(v, b, th); });
 }
 
 template <typename T>
-void clip(const Tensor& x, double min, double max, Tensor& out) {
+void clip(const KernelContext& ctx, const Tensor& x, double min, double max, Tensor& out) {
   PD_CHECK(min <= max, ErrorCode::kInvalidArgument,
            "clip: argument 'min' must be <= 'max' ({}), but received {}", max, min);
   // Compare in double so that a fractional bound on an integer tensor still acts as a bound (integers
@@ -64,17 +64,17 @@ void clip(const Tensor& x, double min, double max, Tensor& out) {
 }
 
 template <typename T>
-void sigmoid_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+void sigmoid_grad(const KernelContext& ctx, const Tensor& out, const Tensor& grad, Tensor& dx) {
   binary_map<T>(out, grad, dx, [](T o, T g) { return static_cast<T>(g * o * (T(1) - o)); });
 }
 
 template <typename T>
-void tanh_grad(const Tensor& out, const Tensor& grad, Tensor& dx) {
+void tanh_grad(const KernelContext& ctx, const Tensor& out, const Tensor& grad, Tensor& dx) {
   binary_map<T>(out, grad, dx, [](T o, T g) { return static_cast<T>(g * (T(1) - o * o)); });
 }
 
 template <typename T>
-void relu_grad(const Tensor& x, const Tensor& grad, Tensor& dx) {
+void relu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
   binary_map<T>(x, grad, dx, [](T v, T g) { return v > T(0) ? g : T(0); });
 }
 

@@ -6,7 +6,7 @@
 namespace pd::kernels::reference {
 
 template <typename T>
-void amax_mask(const Tensor& x, const Tensor& out, const std::vector<int64_t>& axis, bool keepdim, Tensor& mask) {
+void amax_mask(const KernelContext& ctx, const Tensor& x, const Tensor& out, const std::vector<int64_t>& axis, bool keepdim, Tensor& mask) {
   const cpu::ReducePlan p = cpu::make_reduce_plan(x.shape(), axis, "amax_mask");
   // `out` is the reduced tensor, with or without keepdim: only its element count is fixed.
   PD_CHECK(out.numel() == p.out_numel, ErrorCode::kShape,

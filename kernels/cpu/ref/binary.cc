@@ -9,27 +9,27 @@ namespace pd::kernels::reference {
 using cpu::binary_map;
 
 template <typename T>
-void add(const Tensor& x, const Tensor& y, Tensor& out) {
+void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a + b); });
 }
 
 template <typename T>
-void sub(const Tensor& x, const Tensor& y, Tensor& out) {
+void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a - b); });
 }
 
 template <typename T>
-void mul(const Tensor& x, const Tensor& y, Tensor& out) {
+void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a * b); });
 }
 
 template <typename T>
-void div(const Tensor& x, const Tensor& y, Tensor& out) {
+void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a / b); });
 }
 
 template <typename T>
-void pow(const Tensor& x, const Tensor& y, Tensor& out) {
+void pow(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(std::pow(a, b)); });
 }
 

@@ -4,7 +4,7 @@
 namespace pd::kernels::reference {
 
 template <typename T>
-void cast(const Tensor& x, DType dtype, Tensor& out) {
+void cast(const KernelContext& ctx, const Tensor& x, DType dtype, Tensor& out) {
   const T* xd = x.data<T>();
   const int64_t n = x.numel();
   visit_dtype(out.dtype(), [&]<typename O>() {

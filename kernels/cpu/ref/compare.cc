@@ -7,22 +7,22 @@ namespace pd::kernels::reference {
 using cpu::binary_map;
 
 template <typename T>
-void equal(const Tensor& x, const Tensor& y, Tensor& out) {
+void equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T, bool>(x, y, out, [](T a, T b) { return a == b; });
 }
 
 template <typename T>
-void greater(const Tensor& x, const Tensor& y, Tensor& out) {
+void greater(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T, bool>(x, y, out, [](T a, T b) { return a > b; });
 }
 
 template <typename T>
-void less(const Tensor& x, const Tensor& y, Tensor& out) {
+void less(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T, bool>(x, y, out, [](T a, T b) { return a < b; });
 }
 
 template <typename T>
-void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
+void where(const KernelContext& ctx, const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
   const bool* cd = cond.data<bool>();
   const T* xd = x.data<T>();
   const T* yd = y.data<T>();

@@ -79,7 +79,7 @@ void col2im(const T* col, const ConvGeom& g, T* x) {
 }  // namespace
 
 template <typename T>
-void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
   const ConvGeom g = make_geom(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
   const T* xd = x.data<T>();
@@ -105,7 +105,7 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std
 }
 
 template <typename T>
-void conv2d_grad_input(const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
+void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
   const ConvGeom g = make_geom(dx.shape(), weight.shape(), grad.shape(), stride, padding, dilation, groups);
@@ -124,7 +124,7 @@ void conv2d_grad_input(const Tensor& grad, const Tensor& weight, const std::vect
 }
 
 template <typename T>
-void conv2d_grad_weight(const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
+void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   const ConvGeom g = make_geom(x.shape(), dw.shape(), grad.shape(), stride, padding, dilation, groups);

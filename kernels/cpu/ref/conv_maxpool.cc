@@ -72,8 +72,8 @@ void pack_weights(const float* w, int64_t cout, int64_t taps, int cb, std::vecto
 
 // The packed weight; a param of an Executor in inference mode is packed once and kept
 // (pd/core/packed_weights.h): LeNet's second conv packs 2400 floats on every call otherwise.
-std::shared_ptr<const std::vector<float>> packed_weights(const Tensor& weight, int64_t cout, int64_t taps, int cb) {
-  PackedWeights* cache = current_packed_weights();
+std::shared_ptr<const std::vector<float>> packed_weights(PackedWeights* cache, const Tensor& weight, int64_t cout,
+                                                          int64_t taps, int cb) {
   const bool keep = cache && cache->is_constant(weight);
   std::string key;
   if (keep) {
@@ -108,7 +108,7 @@ int64_t rows_per_item(const Geom& g) {
   return best;
 }
 
-void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& padding,
+void run_direct(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& padding,
                 FusedAct act, double alpha, const std::vector<int64_t>& pool_kernel_size,
                 const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding, Tensor& out) {
   const Shape &xs = x.shape(), &ws = weight.shape(), &os = out.shape();
@@ -136,7 +136,7 @@ void run_direct(const Tensor& x, const Tensor& weight, const Tensor& bias, const
     g.blocks = (g.Co + g.cb - 1) / g.cb;
   }
   const int pack = channels ? g.cv * g.L : g.cb;
-  const auto wpack = packed_weights(weight, g.Co, g.C * g.KH * g.KW, pack);
+  const auto wpack = packed_weights(ctx.packed, weight, g.Co, g.C * g.KH * g.KW, pack);
   std::vector<float> bpack;
   pack_bias(bias, g.Co, pack, bpack);
   g.x = x.data<float>(), g.w = wpack->data(), g.b = bpack.data(), g.out = out.data<float>();
@@ -199,7 +199,7 @@ void fill_padded(const Geom& g, int64_t n, int64_t r0, int64_t r1, std::vector<f
 }  // namespace direct
 
 template <typename T>
-void fused_conv2d_maxpool(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+void fused_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
                           const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                           const std::string& activation, double alpha, const std::vector<int64_t>& pool_kernel_size,
                           const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
@@ -207,15 +207,15 @@ void fused_conv2d_maxpool(const Tensor& x, const Tensor& weight, const Tensor& b
   const auto act = parse_fused_activation("fused_conv2d_maxpool", activation);
   const Shape &xs = x.shape(), &ws = weight.shape();
   if (direct_conv_fits(x.dtype(), xs[1], ws[2], ws[3], ws[0], stride, dilation, groups) && cpu_has_avx2_fma()) {
-    run_direct(x, weight, bias, padding, act, alpha, pool_kernel_size, pool_stride, pool_padding, out);
+    run_direct(ctx, x, weight, bias, padding, act, alpha, pool_kernel_size, pool_stride, pool_padding, out);
     return;
   }
   const Shape conv_shape = {xs[0], ws[0],
                             conv_out(xs[2], ws[2], pick(stride, 0, 1), pick(padding, 0, 0), pick(dilation, 0, 1)),
                             conv_out(xs[3], ws[3], pick(stride, 1, 1), pick(padding, 1, 0), pick(dilation, 1, 1))};
   Tensor conv = Tensor::empty(conv_shape, x.dtype());
-  fused_conv2d<T>(x, weight, bias, Tensor(), stride, padding, dilation, groups, activation, alpha, conv);
-  max_pool2d<T>(conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
+  fused_conv2d<T>(ctx, x, weight, bias, Tensor(), stride, padding, dilation, groups, activation, alpha, conv);
+  max_pool2d<T>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
 }
 
 }  // namespace pd::kernels::reference

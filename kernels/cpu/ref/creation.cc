@@ -13,22 +13,22 @@ void fill(Tensor& out, T value) {
 }  // namespace
 
 template <typename T>
-void full(const std::vector<int64_t>& shape, double value, DType dtype, Tensor& out) {
+void full(const KernelContext& ctx, const std::vector<int64_t>& shape, double value, DType dtype, Tensor& out) {
   fill<T>(out, convert<T>(value));
 }
 
 template <typename T>
-void zeros(const std::vector<int64_t>& shape, DType dtype, Tensor& out) {
+void zeros(const KernelContext& ctx, const std::vector<int64_t>& shape, DType dtype, Tensor& out) {
   fill<T>(out, convert<T>(0.0));
 }
 
 template <typename T>
-void ones(const std::vector<int64_t>& shape, DType dtype, Tensor& out) {
+void ones(const KernelContext& ctx, const std::vector<int64_t>& shape, DType dtype, Tensor& out) {
   fill<T>(out, convert<T>(1.0));
 }
 
 template <typename T>
-void arange(double start, double end, double step, DType dtype, Tensor& out) {
+void arange(const KernelContext& ctx, double start, double end, double step, DType dtype, Tensor& out) {
   PD_CHECK(step != 0.0, ErrorCode::kInvalidArgument, "arange: argument 'step' must be nonzero, but received {}",
            step);
   // start + i * step rather than repeated addition: no accumulated rounding error.

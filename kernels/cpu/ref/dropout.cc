@@ -6,7 +6,7 @@
 namespace pd::kernels::reference {
 
 template <typename T>
-void dropout(const Tensor& x, double p, bool training, int64_t seed, Tensor& out, Tensor& mask) {
+void dropout(const KernelContext& ctx, const Tensor& x, double p, bool training, int64_t seed, Tensor& out, Tensor& mask) {
   PD_CHECK(p >= 0.0 && p <= 1.0, ErrorCode::kInvalidArgument,
            "dropout: argument 'p' must be in [0, 1], but received {}", p);
   const T* xd = x.data<T>();

@@ -19,7 +19,7 @@ std::vector<int64_t> read_ids(const Tensor& x, int64_t num_embeddings, const cha
 }  // namespace
 
 template <typename T>
-void embedding(const Tensor& x, const Tensor& weight, int64_t padding_idx, Tensor& out) {
+void embedding(const KernelContext& ctx, const Tensor& x, const Tensor& weight, int64_t padding_idx, Tensor& out) {
   const int64_t V = weight.shape()[0], D = weight.shape()[1];
   const std::vector<int64_t> ids = read_ids(x, V, "embedding");
   const T* wd = weight.data<T>();
@@ -29,7 +29,7 @@ void embedding(const Tensor& x, const Tensor& weight, int64_t padding_idx, Tenso
 }
 
 template <typename T>
-void embedding_grad(const Tensor& x, const Tensor& grad, const std::vector<int64_t>& weight_shape,
+void embedding_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, const std::vector<int64_t>& weight_shape,
                     int64_t padding_idx, Tensor& dweight) {
   const int64_t V = dweight.shape()[0], D = dweight.shape()[1];
   const std::vector<int64_t> ids = read_ids(x, V, "embedding_grad");

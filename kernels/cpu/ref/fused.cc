@@ -7,37 +7,37 @@ namespace pd::kernels::reference {
 namespace {
 
 template <typename T>
-void apply_activation(FusedAct act, double alpha, Tensor& out) {
+void apply_activation(const KernelContext& ctx, FusedAct act, double alpha, Tensor& out) {
   switch (act) {
     case FusedAct::none: return;
-    case FusedAct::relu: return relu<T>(out, out);
-    case FusedAct::gelu: return gelu<T>(out, out);
-    case FusedAct::silu: return silu<T>(out, out);
-    case FusedAct::tanh: return tanh<T>(out, out);
-    case FusedAct::sigmoid: return sigmoid<T>(out, out);
-    case FusedAct::leaky_relu: return leaky_relu<T>(out, alpha, out);
+    case FusedAct::relu: return relu<T>(ctx, out, out);
+    case FusedAct::gelu: return gelu<T>(ctx, out, out);
+    case FusedAct::silu: return silu<T>(ctx, out, out);
+    case FusedAct::tanh: return tanh<T>(ctx, out, out);
+    case FusedAct::sigmoid: return sigmoid<T>(ctx, out, out);
+    case FusedAct::leaky_relu: return leaky_relu<T>(ctx, out, alpha, out);
   }
 }
 
 }  // namespace
 
 template <typename T>
-void fused_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                   const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                   Tensor& out) {
   const auto act = parse_fused_activation("fused_conv2d", activation);  // before any work
-  conv2d<T>(x, weight, bias, stride, padding, dilation, groups, out);
-  if (residual.defined()) add<T>(out, residual, out);  // same shape: elementwise in place
-  apply_activation<T>(act, alpha, out);
+  conv2d<T>(ctx, x, weight, bias, stride, padding, dilation, groups, out);
+  if (residual.defined()) add<T>(ctx, out, residual, out);  // same shape: elementwise in place
+  apply_activation<T>(ctx, act, alpha, out);
 }
 
 template <typename T>
-void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
+void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
                   double alpha, Tensor& out) {
   const auto act = parse_fused_activation("fused_linear", activation);
-  linear<T>(x, weight, bias, out);
-  apply_activation<T>(act, alpha, out);
+  linear<T>(ctx, x, weight, bias, out);
+  apply_activation<T>(ctx, act, alpha, out);
 }
 
 }  // namespace pd::kernels::reference

@@ -91,7 +91,7 @@ void gather(const T* src, const Shape& out_shape, const Shape& strides, int64_t 
 }  // namespace
 
 template <typename T>
-void fused_elementwise(const std::vector<Tensor>& xs, const std::string& expr, Tensor& out) {
+void fused_elementwise(const KernelContext& ctx, const std::vector<Tensor>& xs, const std::string& expr, Tensor& out) {
   const ewise::Program prog = ewise::parse("fused_elementwise", expr, static_cast<int>(xs.size()));
   for (const ewise::Step& s : prog.steps)
     PD_CHECK(s.fn != ewise::Fn::clip || s.consts[0] <= s.consts[1], ErrorCode::kInvalidArgument,

@@ -57,7 +57,7 @@ void sample_stats(const T* base, int64_t C, int64_t step, double& mx, double& ls
 }  // namespace
 
 template <typename T>
-void cross_entropy(const Tensor& logits, const Tensor& label, int64_t axis, int64_t ignore_index,
+void cross_entropy(const KernelContext& ctx, const Tensor& logits, const Tensor& label, int64_t axis, int64_t ignore_index,
                    double label_smoothing, const std::string& reduction, Tensor& out) {
   const Reduction red = parse_reduction(reduction, "cross_entropy");
   const ClassView v = class_view(logits, axis, "cross_entropy: argument 'axis'");
@@ -94,7 +94,7 @@ void cross_entropy(const Tensor& logits, const Tensor& label, int64_t axis, int6
 }
 
 template <typename T>
-void cross_entropy_grad(const Tensor& logits, const Tensor& label, const Tensor& grad, int64_t axis,
+void cross_entropy_grad(const KernelContext& ctx, const Tensor& logits, const Tensor& label, const Tensor& grad, int64_t axis,
                         int64_t ignore_index, double label_smoothing, const std::string& reduction,
                         Tensor& dlogits) {
   const Reduction red = parse_reduction(reduction, "cross_entropy_grad");

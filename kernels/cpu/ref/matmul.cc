@@ -38,7 +38,7 @@ MatView split_matrix(const Shape& s, bool is_x) {
 }  // namespace
 
 template <typename T>
-void matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
+void matmul(const KernelContext& ctx, const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
   MatView xv = split_matrix(x.shape(), true);
   MatView yv = split_matrix(y.shape(), false);
   // A 1-D operand is never transposed: it is a vector whichever way it is read.
@@ -96,7 +96,7 @@ void matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y
 }
 
 template <typename T>
-void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   const int64_t in_f = weight.shape()[1];
   const int64_t out_f = weight.shape()[0];
   const int64_t rows = in_f == 0 ? (out_f == 0 ? 0 : out.numel() / out_f) : x.numel() / in_f;

@@ -29,7 +29,7 @@ void norm_split(const Shape& s, int64_t begin_norm_axis, int64_t& outer, int64_t
 }  // namespace
 
 template <typename T>
-void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
+void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
                 const Tensor& running_var, double momentum, double epsilon, bool training, Tensor& out,
                 Tensor& saved_mean, Tensor& saved_invstd) {
   const ChannelView v = channel_view(x.shape());
@@ -81,7 +81,7 @@ void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const 
 }
 
 template <typename T>
-void batch_norm_grad(const Tensor& x, const Tensor& scale, const Tensor& saved_mean, const Tensor& saved_invstd,
+void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean, const Tensor& saved_invstd,
                      const Tensor& grad, bool training, Tensor& dx, Tensor& dscale, Tensor& dbias) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
@@ -121,7 +121,7 @@ void batch_norm_grad(const Tensor& x, const Tensor& scale, const Tensor& saved_m
 }
 
 template <typename T>
-void layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t begin_norm_axis, double epsilon,
+void layer_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t begin_norm_axis, double epsilon,
                 Tensor& out, Tensor& mean, Tensor& invstd) {
   int64_t outer, inner;
   norm_split(x.shape(), begin_norm_axis, outer, inner);
@@ -152,7 +152,7 @@ void layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_
 }
 
 template <typename T>
-void layer_norm_grad(const Tensor& x, const Tensor& scale, const Tensor& mean, const Tensor& invstd,
+void layer_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& mean, const Tensor& invstd,
                      const Tensor& grad, int64_t begin_norm_axis, Tensor& dx, Tensor& dscale, Tensor& dbias) {
   int64_t outer, inner;
   norm_split(x.shape(), begin_norm_axis, outer, inner);

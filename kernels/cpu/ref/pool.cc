@@ -106,7 +106,7 @@ int64_t bin_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out
 }  // namespace
 
 template <typename T>
-void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+void max_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
   const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   const std::vector<Window> cols = column_windows(g);
@@ -124,7 +124,7 @@ void max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const 
 // The gradient goes to the first maximum of each window (row-major), found branch-free against the
 // recomputed window max; the other elements get 0.
 template <typename T>
-void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int64_t>& kernel_size,
+void max_pool2d_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      Tensor& dx) {
   const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
@@ -171,7 +171,7 @@ void max_pool2d_grad(const Tensor& x, const Tensor& grad, const std::vector<int6
 }
 
 template <typename T>
-void avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+void avg_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, bool exclusive, Tensor& out) {
   const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   const T* xd = x.data<T>();
@@ -191,7 +191,7 @@ void avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const 
 }
 
 template <typename T>
-void avg_pool2d_grad(const Tensor& grad, const std::vector<int64_t>& input_shape,
+void avg_pool2d_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape,
                      const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, bool ceil_mode, bool exclusive, Tensor& dx) {
   const PoolGeom g = make_geom(dx.shape(), grad.shape(), kernel_size, stride, padding);
@@ -213,7 +213,7 @@ void avg_pool2d_grad(const Tensor& grad, const std::vector<int64_t>& input_shape
 }
 
 template <typename T>
-void adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_size, Tensor& out) {
+void adaptive_avg_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& output_size, Tensor& out) {
   const Shape& s = x.shape();
   const int64_t planes = s[0] * s[1], H = s[2], W = s[3];
   const int64_t oH = out.shape()[2], oW = out.shape()[3];
@@ -235,7 +235,7 @@ void adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_siz
 }
 
 template <typename T>
-void adaptive_avg_pool2d_grad(const Tensor& grad, const std::vector<int64_t>& input_shape, Tensor& dx) {
+void adaptive_avg_pool2d_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape, Tensor& dx) {
   const Shape& s = dx.shape();
   const int64_t planes = s[0] * s[1], H = s[2], W = s[3];
   const int64_t oH = grad.shape()[2], oW = grad.shape()[3];

@@ -17,7 +17,7 @@ inline double unit_double(std::mt19937_64& rng) {
 }  // namespace
 
 template <typename T>
-void uniform(const std::vector<int64_t>& shape, double min, double max, int64_t seed, DType dtype, Tensor& out) {
+void uniform(const KernelContext& ctx, const std::vector<int64_t>& shape, double min, double max, int64_t seed, DType dtype, Tensor& out) {
   PD_CHECK(min <= max, ErrorCode::kInvalidArgument,
            "uniform: argument 'min' must be <= 'max' ({}), but received {}", max, min);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
@@ -32,7 +32,7 @@ void uniform(const std::vector<int64_t>& shape, double min, double max, int64_t 
 }
 
 template <typename T>
-void normal(const std::vector<int64_t>& shape, double mean, double stddev, int64_t seed, DType dtype, Tensor& out) {
+void normal(const KernelContext& ctx, const std::vector<int64_t>& shape, double mean, double stddev, int64_t seed, DType dtype, Tensor& out) {
   PD_CHECK(stddev >= 0.0, ErrorCode::kInvalidArgument, "normal: argument 'std' must be >= 0, but received {}", stddev);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   T* od = out.data<T>();

@@ -60,7 +60,7 @@ void extreme(const Tensor& x, const std::vector<int64_t>& axis, Tensor& out, boo
 }  // namespace
 
 template <typename T>
-void sum(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
+void sum(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
   const ReducePlan p = make_reduce_plan(x.shape(), axis, "sum");
   const T* xd = x.data<T>();
   T* od = out.data<T>();
@@ -78,7 +78,7 @@ void sum(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor
 }
 
 template <typename T>
-void mean(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
+void mean(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
   const ReducePlan p = make_reduce_plan(x.shape(), axis, "mean");
   const T* xd = x.data<T>();
   T* od = out.data<T>();
@@ -90,17 +90,17 @@ void mean(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tenso
 }
 
 template <typename T>
-void max(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
+void max(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
   extreme<T>(x, axis, out, true, "max");
 }
 
 template <typename T>
-void min(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
+void min(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
   extreme<T>(x, axis, out, false, "min");
 }
 
 template <typename T>
-void argmax(const Tensor& x, int64_t axis, bool keepdim, Tensor& out) {
+void argmax(const KernelContext& ctx, const Tensor& x, int64_t axis, bool keepdim, Tensor& out) {
   const ReducePlan p = make_reduce_plan(x.shape(), {axis}, "argmax");
   PD_CHECK(p.group_size > 0 || p.out_numel == 0, ErrorCode::kInvalidArgument,
            "argmax: argument 'x' must not be empty along 'axis' {}, but received shape {}", axis,
@@ -124,7 +124,7 @@ void argmax(const Tensor& x, int64_t axis, bool keepdim, Tensor& out) {
 }
 
 template <typename T>
-void logsumexp(const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
+void logsumexp(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
   const ReducePlan p = make_reduce_plan(x.shape(), axis, "logsumexp");
   const T* xd = x.data<T>();
   T* od = out.data<T>();

@@ -47,7 +47,7 @@ void for_each_in_box(const Shape& box, const Shape& src_strides, const Shape& sr
 }  // namespace
 
 template <typename T>
-void concat(const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
+void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
   const int64_t ax = normalize_axis(axis, out.dim(), "concat: argument 'axis'");
   const int64_t outer = prod(out.shape(), 0, ax);
   const int64_t out_row = prod(out.shape(), ax, out.dim());  // elements per outer index in out
@@ -64,7 +64,7 @@ void concat(const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
 }
 
 template <typename T>
-void split(const Tensor& x, const std::vector<int64_t>& sections, int64_t axis, std::vector<Tensor>& outs) {
+void split(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& sections, int64_t axis, std::vector<Tensor>& outs) {
   const int64_t ax = normalize_axis(axis, x.dim(), "split: argument 'axis'");
   const int64_t outer = prod(x.shape(), 0, ax);
   const int64_t x_row = prod(x.shape(), ax, x.dim());
@@ -81,7 +81,7 @@ void split(const Tensor& x, const std::vector<int64_t>& sections, int64_t axis, 
 }
 
 template <typename T>
-void pad(const Tensor& x, const std::vector<int64_t>& pads, double value, Tensor& out) {
+void pad(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& pads, double value, Tensor& out) {
   const int64_t nd = x.dim();
   PD_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * nd, ErrorCode::kInvalidArgument,
            "pad: argument 'pads' must have an even length of at most 2 * {} (x's dims), but received {} values", nd,
@@ -107,7 +107,7 @@ void pad(const Tensor& x, const std::vector<int64_t>& pads, double value, Tensor
 }
 
 template <typename T>
-void slice_grad(const Tensor& grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& axes,
+void slice_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& axes,
                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                 const std::vector<int64_t>& steps, Tensor& dx) {
   PD_CHECK(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),

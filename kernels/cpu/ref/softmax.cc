@@ -36,7 +36,7 @@ void slice_stats(const T* in, int64_t C, int64_t step, T& mx, T& lse) {
 }  // namespace
 
 template <typename T>
-void softmax(const Tensor& x, int64_t axis, Tensor& out) {
+void softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
   if (x.dim() == 0) {  // a single element is its own distribution
     out.data<T>()[0] = T(1);
     return;
@@ -49,7 +49,7 @@ void softmax(const Tensor& x, int64_t axis, Tensor& out) {
 }
 
 template <typename T>
-void log_softmax(const Tensor& x, int64_t axis, Tensor& out) {
+void log_softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
   if (x.dim() == 0) {
     out.data<T>()[0] = T(0);
     return;

@@ -7,7 +7,7 @@
 namespace pd::kernels::reference {
 
 template <typename T>
-void softsign(const Tensor& x, Tensor& out) {
+void softsign(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   cpu::unary_map<T>(x, out, [](T v) { return v / (T(1) + std::abs(v)); });
 }
 

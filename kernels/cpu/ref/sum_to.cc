@@ -10,7 +10,7 @@
 namespace pd::kernels::reference {
 
 template <typename T>
-void sum_to(const Tensor& x, const std::vector<int64_t>& shape, Tensor& out) {
+void sum_to(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& shape, Tensor& out) {
   const Shape& xs = x.shape();
   const Shape& target = out.shape();
   const int64_t nd = x.dim(), lead = nd - out.dim();

@@ -11,32 +11,32 @@ namespace pd::kernels::reference {
 using cpu::unary_map;
 
 template <typename T>
-void neg(const Tensor& x, Tensor& out) {
+void neg(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return static_cast<T>(-v); });
 }
 
 template <typename T>
-void exp(const Tensor& x, Tensor& out) {
+void exp(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::exp(v); });
 }
 
 template <typename T>
-void log(const Tensor& x, Tensor& out) {
+void log(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::log(v); });
 }
 
 template <typename T>
-void sqrt(const Tensor& x, Tensor& out) {
+void sqrt(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::sqrt(v); });
 }
 
 template <typename T>
-void rsqrt(const Tensor& x, Tensor& out) {
+void rsqrt(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return cpu::scalar::rsqrt(v); });
 }
 
 template <typename T>
-void abs(const Tensor& x, Tensor& out) {
+void abs(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) {
     if constexpr (std::is_floating_point_v<T>) {
       return std::fabs(v);  // also clears the sign of -0.0
@@ -47,7 +47,7 @@ void abs(const Tensor& x, Tensor& out) {
 }
 
 template <typename T>
-void sign(const Tensor& x, Tensor& out) {
+void sign(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) {
     if constexpr (std::is_floating_point_v<T>) {
       if (std::isnan(v)) return v;  // NaN stays NaN
@@ -57,7 +57,7 @@ void sign(const Tensor& x, Tensor& out) {
 }
 
 template <typename T>
-void erf(const Tensor& x, Tensor& out) {
+void erf(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::erf(v); });
 }
 

@@ -390,7 +390,7 @@ BlockFn<T> block_for(FusedAct a) {
 }  // namespace
 
 template <typename T>
-void winograd_weight(const Tensor& weight, Tensor& out) {
+void winograd_weight(const KernelContext& ctx, const Tensor& weight, Tensor& out) {
   const int64_t K = weight.shape()[0], C = weight.shape()[1];
   const T* w = weight.data<T>();
   T* u = out.data<T>();
@@ -407,7 +407,7 @@ void winograd_weight(const Tensor& weight, Tensor& out) {
 }
 
 template <typename T>
-void winograd_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                      const std::vector<int64_t>& padding, const std::string& activation, double alpha, Tensor& out) {
   const auto act = parse_fused_activation("winograd_conv2d", activation);
   if (out.numel() == 0) return;

@@ -14,4 +14,12 @@ void set_num_threads(int n) {
 #endif
 }
 
+int num_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 }  // namespace pd

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "op_api.h"
+#include "pd/core/threads.h"
 
 namespace pd {
 
@@ -35,6 +36,11 @@ std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64
 }
 
 namespace detail {
+
+KernelContext kernel_context(Place place) {
+  return {.place = place, .stream = nullptr, .packed = current_packed_weights(), .threads = num_threads()};
+}
+
 
 void check_tensor(const char* op, const char* arg, const Tensor& t) {
   PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "{}: argument '{}' is an undefined tensor", op, arg);

@@ -1,10 +1,11 @@
 // Weights kept in a kernel's own layout across calls, as onnxruntime and Paddle Inference prepack
-// theirs when a session is created. A kernel may only do so for a tensor the current scope declares
-// constant: the Executor, in inference mode, declares its Program's params for the length of a run
-// and keeps the packed copies for its own lifetime. (An Executor assumes its params are not written
-// in place while it lives; a param replaced with set_param has new storage and is packed afresh.)
+// theirs when a session is created. A kernel may only do so for a tensor the cache declares constant:
+// the Executor, in inference mode, declares its Program's params for the length of a run and keeps
+// the packed copies in its ExecPlan. (An Executor assumes its params are not written in place while it
+// lives; a param replaced with set_param has new storage and is packed afresh.) Kernels get the cache
+// as ctx.packed (pd/core/kernel_context.h); the scope below is how the op API finds it.
 //
-//   PackedWeights* cache = pd::current_packed_weights();
+//   PackedWeights* cache = ctx.packed;
 //   if (cache && cache->is_constant(w)) { auto hit = cache->find(key); ... cache->store(key, packed); }
 #pragma once
 #include <memory>
@@ -36,7 +37,8 @@ class PackedWeights {
   std::unordered_map<std::string, std::shared_ptr<void>> packed_;
 };
 
-// The calling thread's cache while a scope is open, else null.
+// The calling thread's cache while a scope is open, else null. Read by the generated op API when it
+// builds a kernel's context (pd::detail::kernel_context), not by kernels.
 PackedWeights* current_packed_weights();
 
 class PackedWeightsScope {

@@ -5,5 +5,7 @@ namespace pd {
 
 // n <= 0 keeps the current setting.
 void set_num_threads(int n);
+// The current setting (OpenMP's max threads; 1 without OpenMP).
+int num_threads();
 
 }  // namespace pd

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pd/core/kernel_context.h"
 #include "pd/core/tensor.h"
 #include "pd/ops/attr.h"
 #include "pd/ops/op_schema.h"
@@ -26,6 +27,10 @@ std::vector<int64_t> builtin_negate(const std::vector<int64_t>& v);
 std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64_t axis);
 
 namespace detail {
+
+// The context every kernel call gets: the place, the packed-weight cache of the enclosing
+// PackedWeightsScope (an Executor's, in inference mode) and the thread count.
+KernelContext kernel_context(Place place);
 
 void check_tensor(const char* op, const char* arg, const Tensor& t);
 void check_optional_tensor(const char* op, const char* arg, const Tensor& t);
