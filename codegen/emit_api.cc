@@ -112,6 +112,11 @@ std::string emit_prologue(const OpDef& op, const char* cast_fn) {
   }
   b += tensors.empty() ? "  const ::pd::Place place = ::pd::Place::cpu();\n"
                        : fmt::format("  const ::pd::Place place = ::pd::detail::place_of({}_);\n", tensors[0]->name);
+  // Every input on the first one's place: kernels of one backend read all of them.
+  if (std::string(cast_fn) == "cast_if_needed" && !tensors.empty())
+    for (size_t i = tensors[0]->kind == ArgKind::TensorList ? 0 : 1; i < tensors.size(); ++i)
+      b += fmt::format("  ::pd::detail::check_place(kOp, \"{}\", {}_, place, \"{}\");\n", tensors[i]->name, tensors[i]->name,
+                       tensors[0]->name);
   b += "  (void)place;\n";
   return b;
 }
@@ -122,6 +127,13 @@ std::string emit_outputs(const OpDef& op, const char* alloc) {
   for (const auto& o : op.outputs) {
     std::string dt = o.dtype.empty() ? "kdt" : o.dtype.rfind("attr:", 0) == 0 ? o.dtype.substr(5) : dtype_enum(o.dtype);
     std::string rule = emit_rule_call(parse_formula(Formula{{}, o.infer, o.pos}), op, "infer");
+    // The kernel writes an in-place output into its input (checked contiguous and not tracked by
+    // autograd); the rule still runs for its checks.
+    if (!o.inplace.empty() && std::string(alloc) == "Tensor::empty") {
+      b += fmt::format("  static_cast<void>({0});\n  ::pd::Tensor {1} = ::pd::detail::require_contiguous(kOp, \"{2}\", {2}_);\n",
+                       rule, o.name, o.inplace);
+      continue;
+    }
     if (o.is_list)
       b += fmt::format("  std::vector<::pd::Tensor> {0};\n  for (const ::pd::Shape& s : {1}) {0}.push_back(::pd::{3}(s, {2}, place));\n",
                        o.name, rule, dt, alloc);

@@ -31,6 +31,7 @@ struct OutputDef {
   std::string dtype;     // "" = kernel dtype; "bool", "i64", or "attr:NAME"
   std::string infer;     // shape rule call, e.g. "broadcast(x, y)"
   bool differentiable = true;
+  std::string inplace;   // the tensor input this output is: updated in place by the kernel and returned
   Pos pos;
 };
 

@@ -190,8 +190,12 @@ OutputDef parse_output(const std::string& name, const YAML::Node& node) {
       o.is_list = t == "Tensor[]";
     } else if (key == "differentiable") {
       o.differentiable = kv.second.as<bool>();
+    } else if (key == "inplace") {
+      o.inplace = scalar(kv.second, "inplace");
+      o.differentiable = false;
     } else {
-      fail(kv.first, fmt::format("unknown key '{}' in output '{}': expected shape, dtype, type, differentiable", key, name));
+      fail(kv.first, fmt::format("unknown key '{}' in output '{}': expected shape, dtype, type, differentiable, inplace", key,
+                                 name));
     }
   }
   if (o.dtype == "bool" || o.dtype == "i64" || o.dtype == "i32") o.differentiable = false;
@@ -363,6 +367,17 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
   if (op.view.empty() && op.kernels.empty()) fail(node, fmt::format("op '{}' has neither kernels nor a view function", op.name));
   for (const auto& n : op.nondiff)
     if (!op.arg(n)) fail(node["nondiff"], fmt::format("nondiff names unknown input '{}'", n));
+  // An in-place output is its input, updated by the kernel (Paddle's `inplace: (param -> param_out)`):
+  // that input is mutated, and the output has its shape unless a rule says otherwise.
+  for (auto& o : op.outputs) {
+    if (o.inplace.empty()) continue;
+    const ArgDef* a = op.arg(o.inplace);
+    if (!a || a->kind != ArgKind::Tensor)
+      fail(node["outputs"], fmt::format("output '{}' is inplace of '{}', which is not a Tensor input", o.name, o.inplace));
+    if (std::find(op.mutates.begin(), op.mutates.end(), o.inplace) == op.mutates.end()) op.mutates.push_back(o.inplace);
+    if (std::find(op.nondiff.begin(), op.nondiff.end(), o.inplace) == op.nondiff.end()) op.nondiff.push_back(o.inplace);
+    if (o.infer.empty()) o.infer = "same_as(" + o.inplace + ")";
+  }
   for (const auto& n : op.mutates)
     if (!op.arg(n)) fail(node["mutates"], fmt::format("mutates names unknown input '{}'", n));
   std::set<std::string> names;

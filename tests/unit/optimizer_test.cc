@@ -245,3 +245,23 @@ TEST_CASE("clip_grad_norm scales to max_norm", "[optim]") {
   CHECK(pd::train::clip_grad_norm({a, b, c}, 2.0) == Approx(1.0));
   CHECK(a.value.grad().to_vector<double>()[0] == Approx(3.0 / 13));
 }
+
+TEST_CASE("optimizer update ops work in place and refuse tensors autograd tracks", "[optim]") {
+  Tensor p = Tensor::from_vector<double>({1.0, 2.0}, {2});
+  const Tensor g = Tensor::from_vector<double>({0.5, -1.0}, {2});
+  Tensor out = pd::ops::sgd_step(p, g, 0.1);
+  CHECK(out.storage() == p.storage());  // the output is the parameter itself
+  CHECK(p.to_vector<double>() == std::vector<double>{1.0 - 0.05, 2.0 + 0.1});
+  // A leaf that requires grad may only be updated under no-grad, as Optimizer::step does.
+  p.set_requires_grad(true);
+  CHECK_THROWS_WITH(pd::ops::sgd_step(p, g, 0.1), Catch::Contains("sgd_step: argument 'param' is updated in place but requires grad"));
+  {
+    pd::NoGradGuard no_grad;
+    CHECK_NOTHROW(pd::ops::sgd_step(p, g, 0.1));
+  }
+  // A strided view cannot be updated in place; mismatched shapes name the argument.
+  Tensor wide = pd::ops::zeros({2, 4}, pd::DType::f64);
+  CHECK_THROWS_WITH(pd::ops::sgd_step(pd::ops::transpose(wide, {1, 0}), pd::ops::zeros({4, 2}, pd::DType::f64), 0.1),
+                    Catch::Contains("must be contiguous"));
+  CHECK_THROWS_WITH(pd::ops::sgd_step(Tensor::from_vector<double>({1.0}, {1}), g, 0.1), Catch::Contains("'grad'"));
+}

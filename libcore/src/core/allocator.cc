@@ -2,7 +2,9 @@
 // to the free list of its class; allocate() takes from that list before asking the system.
 #include "pd/core/allocator.h"
 
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -94,9 +96,42 @@ void CachingAllocator::empty_cache() {
   s.stats.cached_bytes = 0;
 }
 
+void CachingAllocator::copy_to_host(void* host_dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(host_dst, src, bytes);
+}
+
+void CachingAllocator::copy_from_host(void* dst, const void* host_src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, host_src, bytes);
+}
+
 CachingAllocator& cpu_allocator() {
   static CachingAllocator a;
   return a;
+}
+
+namespace {
+
+std::array<AllocatorFactory, 2>& factories() {
+  static std::array<AllocatorFactory, 2> f{};  // by DeviceType; the CPU entry stays empty
+  return f;
+}
+
+}  // namespace
+
+void register_allocator(DeviceType type, AllocatorFactory factory) {
+  PD_CHECK(type != DeviceType::cpu, ErrorCode::kInvalidArgument, "register_allocator: the CPU allocator is built in");
+  factories()[static_cast<size_t>(type)] = factory;
+}
+
+Allocator& allocator_for(Place place) {
+  if (place.is_cpu()) return cpu_allocator();
+  AllocatorFactory f = factories()[static_cast<size_t>(place.type)];
+  PD_CHECK(f != nullptr, ErrorCode::kNotImplemented,
+           "place {} is not available: this build has no {} backend (it runs on cpu only)", place.str(),
+           place.str().substr(0, place.str().find(':')));
+  Allocator* a = f(place.index);
+  PD_CHECK(a != nullptr, ErrorCode::kInvalidArgument, "place {} is not available: no such device", place.str());
+  return *a;
 }
 
 }  // namespace pd

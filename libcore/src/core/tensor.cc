@@ -51,15 +51,14 @@ AutogradMeta& autograd_meta(TensorImpl* impl) {
 }  // namespace
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Place place) {
-  PD_CHECK(place.is_cpu(), ErrorCode::kNotImplemented, "Tensor::empty: place {} is not available in this build",
-           place.str());
+  Allocator& allocator = allocator_for(place);
   auto impl = std::make_shared<TensorImpl>();
   const int64_t n = shape_numel(shape);
   int64_t bytes = 0;
   PD_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes), ErrorCode::kShape,
            "Tensor::empty: shape {} of {} needs more bytes than fit in int64", shape_str(shape), dtype_name(dtype));
   impl->storage = std::make_shared<Storage>();
-  impl->storage->data = cpu_allocator().allocate(static_cast<size_t>(bytes));
+  impl->storage->data = allocator.allocate(static_cast<size_t>(bytes));
   impl->storage->bytes = static_cast<size_t>(bytes);
   impl->storage->place = place;
   impl->shape = shape;
@@ -96,8 +95,27 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  PD_CHECK(place().is_cpu(), ErrorCode::kNotImplemented, "Tensor::clone: a tensor on {} is copied by its backend's ops",
+           place().str());
   Tensor out = empty(shape(), dtype(), place());
   copy_to_contiguous(*this, static_cast<char*>(out.raw_data()));
+  return out;
+}
+
+Tensor Tensor::to(Place place) const {
+  PD_CHECK(defined(), ErrorCode::kInvalidArgument, "Tensor::to: the tensor is undefined");
+  if (place == this->place()) return *this;
+  PD_CHECK(place.is_cpu() || this->place().is_cpu(), ErrorCode::kNotImplemented,
+           "Tensor::to: {} -> {}: copies between devices go through the host (.to(Place::cpu()) first)",
+           this->place().str(), place.str());
+  PD_CHECK(this->place().is_cpu() || is_contiguous(), ErrorCode::kInvalidArgument,
+           "Tensor::to: a strided view on {} cannot be copied to {}; make it contiguous on its device first",
+           this->place().str(), place.str());
+  const Tensor src = this->place().is_cpu() ? contiguous() : *this;
+  Tensor out = empty(shape(), dtype(), place);
+  const size_t bytes = static_cast<size_t>(numel()) * dtype_size(dtype());
+  if (place.is_cpu()) allocator_for(src.place()).copy_to_host(out.raw_data(), src.raw_data(), bytes);
+  else allocator_for(place).copy_from_host(out.raw_data(), src.raw_data(), bytes);
   return out;
 }
 

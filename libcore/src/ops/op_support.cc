@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "op_api.h"
+#include "pd/autograd/autograd.h"
 #include "pd/core/threads.h"
 
 namespace pd {
@@ -92,6 +93,16 @@ Tensor cast_if_needed(const Tensor& t, DType dtype) {
 Place place_of(const Tensor& t) { return t.defined() ? t.place() : Place::cpu(); }
 Place place_of(const std::vector<Tensor>& ts) { return ts.empty() ? Place::cpu() : ts[0].place(); }
 
+void check_place(const char* op, const char* arg, const Tensor& t, Place place, const char* first) {
+  PD_CHECK(!t.defined() || t.place() == place, ErrorCode::kInvalidArgument,
+           "{}: argument '{}' is on {}, but '{}' is on {}; move them to one place (Tensor::to)", op, arg, t.place().str(), first,
+           place.str());
+}
+
+void check_place(const char* op, const char* arg, const std::vector<Tensor>& ts, Place place, const char* first) {
+  for (const Tensor& t : ts) check_place(op, arg, t, place, first);
+}
+
 Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
 std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts) {
@@ -105,6 +116,9 @@ const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& 
   PD_CHECK(t.is_contiguous(), ErrorCode::kInvalidArgument,
            "{}: argument '{}' is updated in place and must be contiguous, but has strides {} for shape {}", op, arg,
            shape_str(t.strides()), shape_str(t.shape()));
+  // Autograd would otherwise differentiate through values that were overwritten.
+  PD_CHECK(!(t.requires_grad() && GradMode::enabled()), ErrorCode::kInvalidArgument,
+           "{}: argument '{}' is updated in place but requires grad; update it under pd::NoGradGuard", op, arg);
   return t;
 }
 

@@ -72,6 +72,17 @@ Shape same_shapes(const char* op, In a, In b) {
   return a.t.shape();
 }
 
+Shape same_shapes(const char* op, In a, In b, In c) {
+  same_shapes(op, a, b);
+  return same_shapes(op, a, c);
+}
+
+Shape adam_step(const char* op, In param, In grad, In m, In v, int64_t step) {
+  PD_CHECK(step >= 1, ErrorCode::kInvalidArgument, "{}: argument 'step' counts from 1, but received {}", op, step);
+  same_shapes(op, param, grad, m);
+  return same_shapes(op, param, v);
+}
+
 Shape broadcast(const char* op, In a, In b) { return broadcast_two(op, a.name, a.t.shape(), b.name, b.t.shape()); }
 
 Shape broadcast(const char* op, In a, In b, In c) {

@@ -1,5 +1,6 @@
-// Optimizers. Updates run as plain loops over the parameters' own storage: no ops are recorded and
-// no temporaries are allocated, which keeps a step cheap next to the forward/backward pass.
+// Optimizers. Each parameter's update is one in-place op (sgd_step, momentum_step, adam_step in
+// ops.yaml): no autograd is recorded and no temporaries are allocated, and the update runs on
+// whatever backend holds the parameter.
 #include "pd/train/optimizer.h"
 
 #include <cmath>
@@ -36,50 +37,6 @@ Tensor dense_grad(const NamedParam& p, const Tensor& g) {
            "Optimizer::step: gradient of parameter '{}' is on {}, expected cpu", p.name, g.place().str());
   Tensor d = g.dtype() == p.value.dtype() ? g : ops::cast(g, p.value.dtype());
   return d.contiguous();
-}
-
-struct Coeffs {
-  OptimizerConfig c;
-  double lr;
-  int64_t t;  // step number, 1-based
-};
-
-template <typename T>
-void update(T* p, const T* g, T* m, T* v, int64_t n, const Coeffs& k) {
-  const OptimizerConfig& c = k.c;
-  const T lr = static_cast<T>(k.lr), wd = static_cast<T>(c.weight_decay);
-  switch (c.kind) {
-    case OptimizerKind::SGD:
-      for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-      break;
-    case OptimizerKind::Momentum: {
-      const T mu = static_cast<T>(c.momentum);
-      for (int64_t i = 0; i < n; ++i) {
-        T gi = g[i] + wd * p[i];
-        m[i] = mu * m[i] + gi;
-        p[i] -= lr * (c.nesterov ? gi + mu * m[i] : m[i]);
-      }
-      break;
-    }
-    case OptimizerKind::Adam:
-    case OptimizerKind::AdamW: {
-      const bool decoupled = c.kind == OptimizerKind::AdamW;
-      const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2), eps = static_cast<T>(c.eps);
-      const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(k.t));
-      const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(k.t));
-      const T step_size = static_cast<T>(k.lr / bc1), bc2_sqrt = static_cast<T>(std::sqrt(bc2));
-      const T decay = static_cast<T>(1.0 - k.lr * c.weight_decay);
-      for (int64_t i = 0; i < n; ++i) {
-        T gi = g[i];
-        if (decoupled) p[i] *= decay;
-        else gi += wd * p[i];
-        m[i] = b1 * m[i] + (T(1) - b1) * gi;
-        v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
-        p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
-      }
-      break;
-    }
-  }
 }
 
 }  // namespace
@@ -131,16 +88,19 @@ void Optimizer::step(double lr) {
     if (g.defined()) grads[i] = dense_grad(params_[i], g);
   }
   ++steps_;
-  const Coeffs k{config_, lr, steps_};
+  const OptimizerConfig& c = config_;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!grads[i].defined()) continue;
     const Tensor& p = params_[i].value;
-    visit_dtype(p.dtype(), [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        update<T>(p.data<T>(), grads[i].data<T>(), m_[i].defined() ? m_[i].data<T>() : nullptr,
-                  v_[i].defined() ? v_[i].data<T>() : nullptr, p.numel(), k);
-      }
-    });
+    switch (c.kind) {
+      case OptimizerKind::SGD: ops::sgd_step(p, grads[i], lr, c.weight_decay); break;
+      case OptimizerKind::Momentum: ops::momentum_step(p, grads[i], m_[i], lr, c.momentum, c.nesterov, c.weight_decay); break;
+      case OptimizerKind::Adam:
+      case OptimizerKind::AdamW:
+        ops::adam_step(p, grads[i], m_[i], v_[i], lr, steps_, c.beta1, c.beta2, c.eps, c.weight_decay,
+                       c.kind == OptimizerKind::AdamW);
+        break;
+    }
   }
   zero_grad();
 }

@@ -1,11 +1,16 @@
-// The caching CPU allocator: freed blocks are kept in size-class bins and handed out again,
-// so a training loop that allocates the same shapes every step stops calling malloc.
+// Device memory: one Allocator per device type, found by place. The CPU's is a caching allocator: freed
+// blocks are kept in size-class bins and handed out again, so a training loop that allocates the same
+// shapes every step stops calling malloc. A device backend (CUDA) registers its own at start-up; a place
+// whose device this build lacks gets a clear error.
 //
-//   auto block = pd::cpu_allocator().allocate(bytes);   // 64-byte aligned, freed when the last owner drops it
+//   auto block = pd::allocator_for(pd::Place::cpu()).allocate(bytes);  // 64-byte aligned, freed with its last owner
+//   pd::Tensor g = t.to(pd::Place::cuda(0));                          // pd/core/tensor.h
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "pd/core/place.h"
 
 namespace pd {
 
@@ -17,14 +22,36 @@ struct AllocatorStats {
   int64_t cache_hits = 0;
 };
 
-class CachingAllocator {
+class Allocator {
  public:
-  std::shared_ptr<void> allocate(size_t bytes);
-  AllocatorStats stats() const;
-  void reset_peak();
-  void empty_cache();  // returns every cached block to the system
+  virtual ~Allocator() = default;
+  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  virtual AllocatorStats stats() const = 0;
+  virtual void reset_peak() = 0;
+  virtual void empty_cache() = 0;  // returns every cached block to the system
+  // Copies between this device's memory and the host's (plain memcpy on the CPU).
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) const = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) const = 0;
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes) override;
+  AllocatorStats stats() const override;
+  void reset_peak() override;
+  void empty_cache() override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) const override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) const override;
 };
 
 CachingAllocator& cpu_allocator();
+
+// The allocator of `place`'s device; throws pd::Error (kNotImplemented) naming the place when this build
+// has none for it (a build without CUDA asked for cuda:0).
+Allocator& allocator_for(Place place);
+// A device backend's allocators, one per device index (the CPU's is built in). Passing null removes
+// the registration (tests).
+using AllocatorFactory = Allocator* (*)(int index);
+void register_allocator(DeviceType type, AllocatorFactory factory);
 
 }  // namespace pd

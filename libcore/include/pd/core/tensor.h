@@ -78,6 +78,9 @@ class Tensor {
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
   // Deep copy, contiguous, no autograd history.
   Tensor clone() const;
+  // This tensor on `place` (itself when already there), copied through the places' allocators
+  // (pd/core/allocator.h); contiguous, no autograd history. Device-to-device copies go through the host.
+  Tensor to(Place place) const;
   // Values converted to `T` in row-major order.
   template <typename T>
   std::vector<T> to_vector() const;

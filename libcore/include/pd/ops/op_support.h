@@ -42,8 +42,12 @@ void check_dtype_class(const char* op, const char* arg, const Tensor& t, const c
 Tensor cast_if_needed(const Tensor& t, DType dtype);
 Place place_of(const Tensor& t);
 Place place_of(const std::vector<Tensor>& ts);
+// Throws pd::Error naming both places when a (defined) input is not on `place`, the place of `first`.
+void check_place(const char* op, const char* arg, const Tensor& t, Place place, const char* first);
+void check_place(const char* op, const char* arg, const std::vector<Tensor>& ts, Place place, const char* first);
 Tensor contiguous_or_empty(const Tensor& t);
 std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts);
+// A tensor an op updates in place: contiguous, and not one autograd tracks while grad mode is on.
 const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& t);
 
 // Backward helpers.

@@ -20,6 +20,9 @@ namespace infer {
 
 Shape same_as(const char* op, In x);
 Shape same_shapes(const char* op, In a, In b);  // a's shape; b must have the same
+Shape same_shapes(const char* op, In a, In b, In c);
+// Adam's four tensors share a shape, and its step counts from 1 (bias correction divides by 1 - beta^step).
+Shape adam_step(const char* op, In param, In grad, In m, In v, int64_t step);
 Shape reduce_mask(const char* op, In x, In out, const std::vector<int64_t>& axis, bool keepdim);
 Shape pool2d_input(const char* op, In x, In grad, const std::vector<int64_t>& kernel_size,
                    const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode);

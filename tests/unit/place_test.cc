@@ -1,0 +1,79 @@
+// Places and device memory: a place this build has no device for is refused by name; with a device
+// allocator registered (here a stand-in that keeps its memory on the host and counts copies, as a CUDA
+// backend's would), tensors move there and back with Tensor::to, and ops refuse inputs on two places.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "pd/core/allocator.h"
+#include "pd/pd.h"
+
+using pd::Place;
+using pd::Tensor;
+
+namespace {
+
+class HostBackedDevice final : public pd::Allocator {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes) override { return pd::cpu_allocator().allocate(bytes); }
+  pd::AllocatorStats stats() const override { return {}; }
+  void reset_peak() override {}
+  void empty_cache() override {}
+  void copy_to_host(void* dst, const void* src, size_t bytes) const override { std::memcpy(dst, src, bytes), ++to_host; }
+  void copy_from_host(void* dst, const void* src, size_t bytes) const override { std::memcpy(dst, src, bytes), ++from_host; }
+  mutable int to_host = 0, from_host = 0;
+};
+
+HostBackedDevice& device0() {
+  static HostBackedDevice d;
+  return d;
+}
+
+pd::Allocator* one_device(int index) { return index == 0 ? &device0() : nullptr; }
+
+// Registers the stand-in for the scope of a test.
+struct RegisteredDevice {
+  RegisteredDevice() { pd::register_allocator(pd::DeviceType::cuda, one_device); }
+  ~RegisteredDevice() { pd::register_allocator(pd::DeviceType::cuda, nullptr); }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const pd::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("place: a device this build lacks is refused by name", "[place]") {
+  CHECK(&pd::allocator_for(Place::cpu()) == &pd::cpu_allocator());
+  CHECK_THAT(error_of([] { Tensor::empty({2}, pd::DType::f32, Place::cuda(0)); }),
+             Catch::Contains("place cuda:0 is not available: this build has no cuda backend"));
+  const Tensor t = pd::ops::ones({3});
+  CHECK(t.to(Place::cpu()).storage() == t.storage());  // already there: no copy
+  CHECK_THAT(error_of([&] { t.to(Place::cuda(0)); }), Catch::Contains("cuda:0 is not available"));
+}
+
+TEST_CASE("place: tensors move to a device and back; ops refuse mixed places", "[place]") {
+  RegisteredDevice device;
+  HostBackedDevice& d = device0();
+  const int to0 = d.to_host, from0 = d.from_host;
+  const Tensor x = pd::ops::transpose(Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}), {1, 0});  // strided
+  const Tensor on_device = x.to(Place::cuda(0));
+  CHECK(on_device.place() == Place::cuda(0));
+  CHECK(on_device.is_contiguous());
+  CHECK(d.from_host == from0 + 1);
+  const Tensor back = on_device.to(Place::cpu());
+  CHECK(d.to_host == to0 + 1);
+  CHECK(back.place().is_cpu());
+  CHECK(back.to_vector<float>() == x.to_vector<float>());
+  CHECK_THAT(error_of([] { Tensor::empty({1}, pd::DType::f32, Place::cuda(1)); }), Catch::Contains("cuda:1") && Catch::Contains("no such device"));
+  CHECK_THAT(error_of([&] { pd::ops::add(x, on_device); }),
+             Catch::Contains("add: argument 'y' is on cuda:0, but 'x' is on cpu"));
+  CHECK_THAT(error_of([&] { pd::ops::concat({back, on_device}, 0); }), Catch::Contains("is on cuda:0, but 'xs' is on cpu"));
+  // No kernels for the device in this build: the op says so.
+  CHECK_THAT(error_of([&] { pd::ops::relu(on_device); }), Catch::Contains("relu: no kernel for dtype f32 on cuda:0"));
+}
