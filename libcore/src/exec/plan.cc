@@ -2,8 +2,6 @@
 // them load-time is that they may assume the target (Pass::supports) and write kernel layouts.
 #include "pd/exec/plan.h"
 
-#include <algorithm>
-
 namespace pd::exec {
 
 ExecPlan compile(const ir::Program& program, const Target& target, const CompileOptions& options) {
@@ -22,11 +20,8 @@ ExecPlan compile(const ir::Program& program, const Target& target, const Compile
   if (!options.lower) return plan;
   ir::PassOptions passes;
   passes.passes = ir::lowering_passes();
+  passes.disable = options.disable;  // unknown names are errors there
   passes.target = target;
-  for (const std::string& n : options.disable) ir::make_pass(n);  // unknown names are errors
-  std::erase_if(passes.passes, [&](const std::string& n) {
-    return std::find(options.disable.begin(), options.disable.end(), n) != options.disable.end();
-  });
   plan.report_ = ir::PassManager(passes).run(plan.program_);
   return plan;
 }
