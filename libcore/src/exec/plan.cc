@@ -9,6 +9,9 @@ ExecPlan compile(const ir::Program& program, const Target& target, const Compile
   plan.program_ = program;
   plan.target_ = target;
   plan.source_ops_ = static_cast<int64_t>(program.ops().size());
+  // Params live where the target runs (no copy when they already do: CPU to CPU).
+  for (ir::ValueId id = 0; id < static_cast<ir::ValueId>(program.values().size()); ++id)
+    if (program.value(id).kind == ir::ValueKind::Param) plan.program_.set_param(id, program.param(id).to(target.place));
   if (!program.target().empty()) {
     const Target lowered = Target::parse(program.target());
     PD_CHECK(target.can_run(lowered), ErrorCode::kInvalidArgument,

@@ -1,9 +1,9 @@
 // ExecPlan: a Program compiled for a Target, the second of the two optimisation stages
 // (docs/architecture.md). compile() runs the target's lowering passes on a copy of the program (fused
 // conv/linear + activation, conv + residual, conv + max pool, Winograd 3x3 convolutions, elementwise
-// chains; later int8 and CUDA), and the plan owns the weights kernels pack for it. Saved models stay
-// portable; a model pd-opt lowered for a named target is taken as it is, or refused with a message
-// when this machine cannot run it.
+// chains; later int8 and CUDA), moves the params to the target's place, and the plan owns the weights
+// kernels pack for it. Saved models stay portable; a model pd-opt lowered for a named target is taken
+// as it is, or refused with a message when this machine cannot run it.
 //
 //   pd::ir::Program model = pd::io::load_program("model.pdmodel");
 //   pd::exec::ExecPlan plan = pd::exec::compile(model, pd::Target::host());
