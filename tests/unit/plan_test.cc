@@ -132,3 +132,20 @@ TEST_CASE("compile: an executor on a plan packs weights into the plan", "[plan]"
   pd::exec::Executor second(plan);  // a later executor on the same plan finds what the first packed
   CHECK(second.packed_weights().size() == plan.packed_weights().size());
 }
+
+TEST_CASE("compile: the target's backends decide the kernels an executor runs", "[plan]") {
+  const Program p = block();
+  const Tensor x = pd::ops::uniform({2, 16, 8, 8}, -1, 1, 5);
+  pd::Target reference = pd::Target::host();
+  reference.backends = {pd::Backend::reference};
+  pd::exec::ExecPlan plan = pd::exec::compile(p, reference, {.lower = false});
+  const pd::Backend* before = pd::forced_backend();
+  const Tensor got = pd::exec::Executor(plan).run({{"x", x}})[0];
+  CHECK(pd::forced_backend() == before);  // the scope ends with the run
+  Tensor want;
+  {
+    pd::ScopedKernelBackend ref(pd::Backend::reference);
+    want = pd::exec::Executor(p).run({{"x", x}})[0];
+  }
+  CHECK(got.to_vector<float>() == want.to_vector<float>());  // bit for bit: the same kernels ran
+}

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "pd/autograd/autograd.h"
+#include "pd/ops/dispatch.h"
 #include "pd/ops/op_schema.h"
 
 namespace pd::exec {
@@ -86,7 +87,9 @@ void check_inputs(const ir::Program& program, const std::map<std::string, Tensor
 
 Executor::Executor(const ir::Program& program, ExecOptions options) : Executor(program, nullptr, options) {}
 
-Executor::Executor(ExecPlan& plan, ExecOptions options) : Executor(plan.program(), &plan.packed_weights(), options) {}
+Executor::Executor(ExecPlan& plan, ExecOptions options) : Executor(plan.program(), &plan.packed_weights(), options) {
+  target_ = &plan.target();
+}
 
 Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options)
     : program_(program), options_(options), packed_(packed ? packed : &own_packed_) {
@@ -105,6 +108,10 @@ Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOption
 
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(program_, inputs);
+  // A target without the oneDNN backend runs every op on its reference kernel.
+  std::optional<ScopedKernelBackend> reference_only;
+  if (target_ && std::find(target_->backends.begin(), target_->backends.end(), Backend::onednn) == target_->backends.end())
+    reference_only.emplace(Backend::reference);
   std::optional<NoGradGuard> no_grad;
   std::optional<PackedWeightsScope> packing;
   if (options_.inference) {

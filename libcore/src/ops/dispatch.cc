@@ -27,8 +27,12 @@ Forced initial_forced() {
   return f;
 }
 
+// Per thread: a ScopedKernelBackend (a test, pd-bench --mode check, an Executor whose target lists
+// only the reference backend) affects the calls of its own thread, not a data loader's running beside
+// it. Every thread starts from PD_KERNELS, read once.
 Forced& forced() {
-  static Forced f = initial_forced();
+  static const Forced from_env = initial_forced();
+  thread_local Forced f = from_env;
   return f;
 }
 

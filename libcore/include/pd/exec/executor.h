@@ -60,6 +60,7 @@ class Executor {
  private:
   Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options);
   const ir::Program& program_;
+  const Target* target_ = nullptr;  // a plan's: its backends decide the kernels
   ExecOptions options_;
   std::vector<const OpSchema*> schemas_;  // per op, bound once
   std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)

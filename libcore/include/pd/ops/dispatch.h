@@ -29,7 +29,7 @@ struct KernelEntry {
   Fn fn;
 };
 
-// The backend forced for CPU kernels, or none (= prefer the fastest available).
+// The backend forced for the calling thread's CPU kernels, or none (= prefer the fastest available).
 void set_forced_backend(const Backend* backend);
 const Backend* forced_backend();
 bool backend_allowed(Backend b, Place place);
