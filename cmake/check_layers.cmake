@@ -3,7 +3,7 @@
 #
 # A file's module is its folder: libcore/{include/pd,src}/<module>/..., kernels/ (backend), tools/.
 # An include's module is its pd/<module>/ prefix; the generated headers count as ops (op_api.h,
-# grad_nodes.h, registry.h) or as the kernel signatures (kernels.h). Includes with "../" and a
+# grad_nodes.h, registry.h) or as kernel-facing (kernels.h, elementwise_ops.h). Includes with "../" and a
 # backend's private "cpu/..." headers from outside kernels/ are refused everywhere.
 cmake_minimum_required(VERSION 3.22)
 
@@ -11,7 +11,7 @@ cmake_minimum_required(VERSION 3.22)
 # API records autograd nodes, whose backward formulas call ops).
 set(base core kernels)
 set(allow_core core)
-set(allow_kernels ${base})
+set(allow_kernels ${base} kernels_sig)
 set(allow_backend ${base} kernels_sig backend)
 set(allow_ops ${base} kernels_sig ops autograd)
 set(allow_autograd ${allow_ops})
@@ -42,7 +42,7 @@ function(module_of_include inc out)
     set(${out} private PARENT_SCOPE)
   elseif(inc STREQUAL "pd/pd.h" OR inc MATCHES "^(op_api|grad_nodes|registry)\\.h$")
     set(${out} ops PARENT_SCOPE)
-  elseif(inc STREQUAL "kernels.h")
+  elseif(inc STREQUAL "kernels.h" OR inc STREQUAL "elementwise_ops.h")
     set(${out} kernels_sig PARENT_SCOPE)
   elseif(inc MATCHES "^pd/([a-z_]+)/")
     set(${out} ${CMAKE_MATCH_1} PARENT_SCOPE)

@@ -12,6 +12,7 @@ void emit_grad_nodes(const OpSet& set, const std::string& out_dir);  // grad_nod
 void emit_schema(const OpSet& set, const std::string& out_dir);      // op_schema.cc
 void emit_tests(const OpSet& set, const std::string& out_dir);       // op_tests.cc
 void emit_docs(const OpSet& set, const std::string& out_dir);        // ops.md
+void emit_elementwise(const OpSet& set, const std::string& out_dir); // elementwise_ops.h
 
 // Shared pieces of the op API and the meta (shape-only) functions.
 struct Expr;

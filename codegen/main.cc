@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     pd::codegen::emit_schema(set, out);
     pd::codegen::emit_tests(set, out);
     pd::codegen::emit_docs(set, out);
+    pd::codegen::emit_elementwise(set, out);
   } catch (const pd::codegen::CodegenError& e) {
     std::fprintf(stderr, "pd-codegen: error: %s\n", e.what());
     return 2;

@@ -84,6 +84,8 @@ struct OpDef {
   std::vector<std::string> mutates;   // inputs written in place (running stats)
   std::vector<std::string> aliases;
   bool random = false;                // has a `seed` attr drawn from the global generator when -1
+  std::string scalar;                 // elementwise formula in T over x (, y) and the float attributes
+  bool activation = false;            // a fused conv / linear may apply it (needs `scalar`)
   std::vector<Formula> backward;
   std::vector<Formula> fused_backward;
   TestSpec test;

@@ -355,12 +355,14 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
     else if (key == "mutates") op.mutates = name_list(v);
     else if (key == "aliases") op.aliases = name_list(v);
     else if (key == "random") op.random = v.as<bool>();
+    else if (key == "scalar") op.scalar = scalar(v, "scalar");
+    else if (key == "activation") op.activation = v.as<bool>();
     else if (key == "backward") op.backward = parse_formulas(v);
     else if (key == "fused_backward") op.fused_backward = parse_formulas(v);
     else if (key == "tests") tests = v;
     else if (key == "bench") bench = v;
     else fail(kv.first, fmt::format("unknown key '{}' in op '{}': expected doc, args, outputs, dtype, view, kernels, "
-                                    "nondiff, mutates, aliases, random, backward, fused_backward, tests, bench",
+                                    "nondiff, mutates, aliases, random, scalar, activation, backward, fused_backward, tests, bench",
                                     key, op.name));
   }
   if (op.outputs.empty()) fail(node, fmt::format("op '{}' declares no outputs", op.name));
@@ -389,6 +391,16 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
   }
   for (const auto& o : op.outputs)
     if (!names.insert(o.name).second) fail(node["outputs"], fmt::format("output '{}' repeats an argument name", o.name));
+  // A scalar formula makes the op available to fused_elementwise: one or two tensors, float attributes.
+  if (!op.scalar.empty()) {
+    const size_t tensors = op.tensor_args().size();
+    if (tensors < 1 || tensors > 2 || op.args.size() - tensors > 2)
+      fail(node["scalar"], fmt::format("op '{}' has a scalar formula but is not elementwise over 1 or 2 tensors with at most 2 attributes", op.name));
+    for (const ArgDef* a : op.attr_args())
+      if (a->kind != ArgKind::Float) fail(node["scalar"], fmt::format("scalar formula of '{}': attribute '{}' must be a float", op.name, a->name));
+  }
+  if (op.activation && (op.scalar.empty() || op.tensor_args().size() != 1 || op.attr_args().size() > 1))
+    fail(node["activation"], fmt::format("activation '{}' needs a scalar formula, one tensor and at most one float attribute", op.name));
   if (op.random && (!op.arg("seed") || op.arg("seed")->kind != ArgKind::Int))
     fail(node["random"], "a random op needs an attribute 'seed: int = -1'");
   if (!tests) fail(node, fmt::format("op '{}' has no tests entry", op.name));

@@ -1,43 +1,47 @@
 // fused_conv2d and fused_linear through oneDNN: the conv / matmul primitive of conv2d and linear with
 // the residual as a sum post-op and the activation as an eltwise post-op, so the output is written
 // once instead of read back by more kernels.
-#include "pd/kernels/fused_activation.h"
+#include <optional>
+
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::onednn {
 namespace {
 
 // `base` with post-ops: a sum (the residual already in the destination) when `sum`, then the
-// activation as an eltwise post-op (none: no eltwise).
-dnnl::primitive_attr with_post_ops(dnnl::primitive_attr attr, bool sum, FusedAct act, double alpha) {
+// activation as an eltwise post-op (none: no eltwise). Nothing for an activation oneDNN has no exact
+// form of: the caller runs the reference kernel, which applies every activation's formula.
+std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, bool sum, Activation act, double alpha) {
   using alg = dnnl::algorithm;
   dnnl::post_ops ops;
   if (sum) ops.append_sum(1.0f);
   alg a = alg::eltwise_relu;
   float a_alpha = 0.0f;  // slope of relu's negative side; swish's beta
   switch (act) {
-    case FusedAct::none:
+    case Activation::none:
       if (sum) attr.set_post_ops(ops);
       return attr;
-    case FusedAct::leaky_relu:
+    case Activation::leaky_relu:
       if (alpha != 0.0) {
         a_alpha = static_cast<float>(alpha);
         break;
       }
       [[fallthrough]];  // slope 0 is relu, which oneDNN would run on its NaN-dropping path
-    case FusedAct::relu:
+    case Activation::relu:
       // oneDNN's relu with slope 0 (and its clip) turns NaN into 0. elu with alpha 0 is x > 0 ? x : -0 and
       // keeps NaN, and adding 0 makes -0 into +0: relu exactly as the reference kernels compute it.
       ops.append_eltwise(1.0f, alg::eltwise_elu, 0.0f, 0.0f);
       ops.append_eltwise(1.0f, alg::eltwise_linear, 1.0f, 0.0f);
       attr.set_post_ops(ops);
       return attr;
-    case FusedAct::gelu: a = alg::eltwise_gelu_erf; break;
-    case FusedAct::silu: a = alg::eltwise_swish, a_alpha = 1.0f; break;
-    case FusedAct::tanh: a = alg::eltwise_tanh; break;
-    case FusedAct::sigmoid: a = alg::eltwise_logistic; break;
+    case Activation::gelu: a = alg::eltwise_gelu_erf; break;
+    case Activation::silu: a = alg::eltwise_swish, a_alpha = 1.0f; break;
+    case Activation::tanh: a = alg::eltwise_tanh; break;
+    case Activation::sigmoid: a = alg::eltwise_logistic; break;
+    default: return std::nullopt;
   }
   ops.append_eltwise(1.0f, a, a_alpha, 0.0f);
   attr.set_post_ops(ops);
@@ -51,32 +55,37 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                   const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                   Tensor& out) {
-  const auto act = parse_fused_activation("fused_conv2d", activation);
+  const Activation act = parse_activation("fused_conv2d", activation);
   if (out.numel() == 0) return;
   if (!residual.defined() && use_direct_conv(x, weight, stride, padding, dilation, groups))
     return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
+  const auto attr = with_post_ops(user_scratchpad(), residual.defined(), act, alpha);
+  if (!attr)
+    return reference::fused_conv2d<float>(ctx, x, weight, bias, residual, stride, padding, dilation, groups, activation, alpha,
+                                          out);
   guarded("fused_conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     const std::string key =
         fmt::format("{}:{}:{}:{}", g.key("fused_conv2d", bias.defined()), residual.defined(), activation, alpha);
-    conv_forward(ctx, g, key, with_post_ops(user_scratchpad(), residual.defined(), act, alpha), x, weight, bias, out, residual);
+    conv_forward(ctx, g, key, *attr, x, weight, bias, out, residual);
   });
 }
 
 template <typename T>
 void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
                   double alpha, Tensor& out) {
-  const auto act = parse_fused_activation("fused_linear", activation);
+  const Activation act = parse_activation("fused_linear", activation);
   if (out.numel() == 0) return;
+  const auto attr = with_post_ops(dnnl::primitive_attr(), false, act, alpha);
   // An empty inner dimension leaves only the bias, which oneDNN would not write; a single row is faster
   // as the reference's matrix-vector product (see single_row).
-  if (weight.shape()[1] == 0 || single_row(weight, out))
+  if (!attr || weight.shape()[1] == 0 || single_row(weight, out))
     return reference::fused_linear<float>(ctx, x, weight, bias, activation, alpha, out);
   guarded("fused_linear", [&] {
     const int64_t out_f = weight.shape()[0];
     const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,
                                         bias.defined(), activation, alpha);
-    linear_forward(key, with_post_ops(dnnl::primitive_attr(), false, act, alpha), x, weight, bias, out);
+    linear_forward(key, *attr, x, weight, bias, out);
   });
 }
 

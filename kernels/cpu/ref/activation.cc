@@ -3,7 +3,7 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -19,34 +19,34 @@ void tanh(const KernelContext& ctx, const Tensor& x, Tensor& out) {
 
 template <typename T>
 void sigmoid(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return cpu::scalar::sigmoid(v); });
+  unary_map<T>(x, out, [](T v) { return ::pd::scalar::sigmoid(v); });
 }
 
 template <typename T>
 void relu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return cpu::scalar::relu(v); });
+  unary_map<T>(x, out, [](T v) { return ::pd::scalar::relu(v); });
 }
 
 template <typename T>
 void gelu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return cpu::scalar::gelu(v); });
+  unary_map<T>(x, out, [](T v) { return ::pd::scalar::gelu(v); });
 }
 
 template <typename T>
 void silu(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return cpu::scalar::silu(v); });
+  unary_map<T>(x, out, [](T v) { return ::pd::scalar::silu(v); });
 }
 
 template <typename T>
 void leaky_relu(const KernelContext& ctx, const Tensor& x, double alpha, Tensor& out) {
   const T a = static_cast<T>(alpha);
-  unary_map<T>(x, out, [=](T v) { return cpu::scalar::leaky_relu(v, a); });
+  unary_map<T>(x, out, [=](T v) { return ::pd::scalar::leaky_relu(v, a); });
 }
 
 template <typename T>
 void softplus(const KernelContext& ctx, const Tensor& x, double beta, double threshold, Tensor& out) {
   const T b = static_cast<T>(beta), th = static_cast<T>(threshold);
-  unary_map<T>(x, out, [=](T v) { return cpu::scalar::softplus(v, b, th); });
+  unary_map<T>(x, out, [=](T v) { return ::pd::scalar::softplus(v, b, th); });
 }
 
 template <typename T>

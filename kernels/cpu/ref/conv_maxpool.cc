@@ -109,7 +109,7 @@ int64_t rows_per_item(const Geom& g) {
 }
 
 void run_direct(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& padding,
-                FusedAct act, double alpha, const std::vector<int64_t>& pool_kernel_size,
+                Activation act, double alpha, const std::vector<int64_t>& pool_kernel_size,
                 const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding, Tensor& out) {
   const Shape &xs = x.shape(), &ws = weight.shape(), &os = out.shape();
   Geom g{};
@@ -204,7 +204,7 @@ void fused_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const Tenso
                           const std::string& activation, double alpha, const std::vector<int64_t>& pool_kernel_size,
                           const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                           bool pool_ceil_mode, Tensor& out) {
-  const auto act = parse_fused_activation("fused_conv2d_maxpool", activation);
+  const auto act = parse_activation("fused_conv2d_maxpool", activation);
   const Shape &xs = x.shape(), &ws = weight.shape();
   if (direct_conv_fits(x.dtype(), xs[1], ws[2], ws[3], ws[0], stride, dilation, groups) && cpu_has_avx2_fma()) {
     run_direct(ctx, x, weight, bias, padding, act, alpha, pool_kernel_size, pool_stride, pool_padding, out);

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "pd/core/shape.h"
-#include "pd/kernels/fused_activation.h"
+#include "elementwise_ops.h"
 
 namespace pd::kernels::reference::direct {
 
@@ -17,7 +17,7 @@ struct Geom {
   int64_t N, C, H, W, Co, KH, KW, ph, pw;  // conv input, weight and padding (stride, dilation 1)
   int64_t OH, OW, OWv, Wp;                 // conv output; L-column units per row; padded input row length
   int64_t pkh, pkw, psh, psw, pph, ppw, POH, POW;  // pooling and the pooled output
-  FusedAct act;
+  Activation act;
   float alpha;
   int cb;          // by columns: output channels per block (<= kMaxCB); by channels: 0
   int cv;          // by channels: channel vectors (<= kMaxCV); by columns: 0

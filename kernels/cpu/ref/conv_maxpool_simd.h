@@ -9,22 +9,16 @@
 #include <cmath>
 
 #include "cpu/common/max_pool_rule.h"
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "cpu/ref/conv_maxpool_block.h"
 
 namespace pd::kernels::reference::direct {
 
 using cpu::nan_max;  // the scalar rule (max_pool_rule.h); the vector forms are Avx2 / Avx512::nan_max
 
-// The transcendental activations lane by lane with the reference kernels' formulas (scalar_math.h).
-[[gnu::noinline]] inline void activate_lanes(FusedAct act, float* lanes, int n) {
-  for (int i = 0; i < n; ++i) {
-    float& e = lanes[i];
-    if (act == FusedAct::gelu) e = cpu::scalar::gelu(e);
-    else if (act == FusedAct::silu) e = cpu::scalar::silu(e);
-    else if (act == FusedAct::sigmoid) e = cpu::scalar::sigmoid(e);
-    else e = std::tanh(e);
-  }
+// Activations without a vector form here, lane by lane with their ops' formulas (elementwise_ops.h).
+[[gnu::noinline]] inline void activate_lanes(Activation act, float alpha, float* lanes, int n) {
+  for (int i = 0; i < n; ++i) lanes[i] = activate(act, lanes[i], alpha);
 }
 
 #define PD_AVX2 [[gnu::target("avx2,fma"), gnu::always_inline]] static inline
@@ -50,15 +44,15 @@ struct Avx2 {
   PD_AVX2 V activate(const Geom& g, V v) {
     const V zero = _mm256_setzero_ps();
     switch (g.act) {
-      case FusedAct::none: return v;
-      case FusedAct::relu:  // v if v > 0 or NaN, else +0
+      case Activation::none: return v;
+      case Activation::relu:  // v if v > 0 or NaN, else +0
         return _mm256_blendv_ps(zero, v, _mm256_or_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-      case FusedAct::leaky_relu:
+      case Activation::leaky_relu:
         return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(g.alpha)), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
       default: {
         alignas(32) float lanes[L];
         _mm256_store_ps(lanes, v);
-        activate_lanes(g.act, lanes, L);
+        activate_lanes(g.act, g.alpha, lanes, L);
         return _mm256_load_ps(lanes);
       }
     }
@@ -87,15 +81,15 @@ struct Avx512 {
   PD_AVX512 V activate(const Geom& g, V v) {
     const V zero = _mm512_setzero_ps();
     switch (g.act) {
-      case FusedAct::none: return v;
-      case FusedAct::relu:
+      case Activation::none: return v;
+      case Activation::relu:
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), zero, v);
-      case FusedAct::leaky_relu:
+      case Activation::leaky_relu:
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), _mm512_mul_ps(v, _mm512_set1_ps(g.alpha)), v);
       default: {
         alignas(64) float lanes[L];
         _mm512_store_ps(lanes, v);
-        activate_lanes(g.act, lanes, L);
+        activate_lanes(g.act, g.alpha, lanes, L);
         return _mm512_load_ps(lanes);
       }
     }

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cpu/common/parallel.h"
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 #include "pd/kernels/elementwise_expr.h"
 
@@ -25,35 +25,17 @@ void map2(const T* a, const T* b, T* d, int64_t len, F f) {
   for (int64_t i = 0; i < len; ++i) d[i] = f(a[i], b[i]);
 }
 
+// One step over a block, with its op's formula (elementwise_ops.h), one loop per op.
 template <typename T>
 void run_step(const ewise::Step& s, const T* a, const T* b, T* d, int64_t len) {
-  namespace sc = cpu::scalar;
-  using ewise::Fn;
-  const auto c = [&](size_t i) { return static_cast<T>(s.consts[i]); };
-  switch (s.fn) {
-    case Fn::add: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x + y); });
-    case Fn::sub: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x - y); });
-    case Fn::mul: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x * y); });
-    case Fn::div: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(x / y); });
-    case Fn::pow: return map2(a, b, d, len, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
-    case Fn::neg: return map1(a, d, len, [](T x) { return static_cast<T>(-x); });
-    case Fn::exp: return map1(a, d, len, [](T x) { return std::exp(x); });
-    case Fn::log: return map1(a, d, len, [](T x) { return std::log(x); });
-    case Fn::sqrt: return map1(a, d, len, [](T x) { return std::sqrt(x); });
-    case Fn::rsqrt: return map1(a, d, len, [](T x) { return sc::rsqrt(x); });
-    case Fn::abs: return map1(a, d, len, [](T x) { return std::fabs(x); });
-    case Fn::sign: return map1(a, d, len, [](T x) { return sc::sign(x); });
-    case Fn::erf: return map1(a, d, len, [](T x) { return std::erf(x); });
-    case Fn::tanh: return map1(a, d, len, [](T x) { return std::tanh(x); });
-    case Fn::sigmoid: return map1(a, d, len, [](T x) { return sc::sigmoid(x); });
-    case Fn::relu: return map1(a, d, len, [](T x) { return sc::relu(x); });
-    case Fn::gelu: return map1(a, d, len, [](T x) { return sc::gelu(x); });
-    case Fn::silu: return map1(a, d, len, [](T x) { return sc::silu(x); });
-    case Fn::softsign: return map1(a, d, len, [](T x) { return sc::softsign(x); });
-    case Fn::leaky_relu: return map1(a, d, len, [alpha = c(0)](T x) { return sc::leaky_relu(x, alpha); });
-    case Fn::softplus: return map1(a, d, len, [beta = c(0), th = c(1)](T x) { return sc::softplus(x, beta, th); });
-    case Fn::clip: return map1(a, d, len, [lo = c(0), hi = c(1)](T x) { return sc::clip(x, lo, hi); });
-  }
+  const T c[2] = {s.consts.size() > 0 ? static_cast<T>(s.consts[0]) : T(0), s.consts.size() > 1 ? static_cast<T>(s.consts[1]) : T(0)};
+  dispatch_ewise(s.fn, [&](auto f) {
+    constexpr EwiseFn F = decltype(f)::value;
+    if constexpr (kEwiseFns[static_cast<size_t>(F)].tensors == 2)
+      map2(a, b, d, len, [](T x, T y) { return ewise_eval<F>(x, y, static_cast<const T*>(nullptr)); });
+    else
+      map1(a, d, len, [c](T x) { return ewise_eval<F>(x, T(0), c); });
+  });
 }
 
 // How one input is read: in place (same shape), as one repeated value, or gathered through

@@ -3,7 +3,7 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -32,7 +32,7 @@ void sqrt(const KernelContext& ctx, const Tensor& x, Tensor& out) {
 
 template <typename T>
 void rsqrt(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return cpu::scalar::rsqrt(v); });
+  unary_map<T>(x, out, [](T v) { return ::pd::scalar::rsqrt(v); });
 }
 
 template <typename T>

@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "cpu/common/parallel.h"
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "cpu/ref/winograd_f43.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
-#include "pd/kernels/fused_activation.h"
 
 namespace pd::kernels::reference {
 
@@ -82,48 +81,22 @@ struct Epilogue {
 // The activations as function objects: a template argument of the block code, so the per-element loop
 // has no switch in it and everything inlines into the AVX2 entry point.
 namespace act {
-namespace s = cpu::scalar;
 // Each applies to one value and, lane by lane unless it has a faster form, to a vector.
 template <typename T, typename F>
 PD_WINO_INLINE Vec<T> lanes(const F& f, Vec<T> v) {
   for (int i = 0; i < kLanes<T>; ++i) v[i] = f(v[i]);
   return v;
 }
-template <typename T>
-struct None {
-  PD_WINO_INLINE T operator()(T v) const { return v; }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return v; }
-};
-template <typename T>
-struct Relu {
-  PD_WINO_INLINE T operator()(T v) const { return s::relu(v); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return (v > T(0)) | (v != v) ? v : Vec<T>{}; }  // NaN stays
-};
-template <typename T>
-struct LeakyRelu {
+// Activation A with the formula of its op (elementwise_ops.h); relu, the common case, on whole vectors.
+template <typename T, Activation A>
+struct Of {
   T alpha;
-  PD_WINO_INLINE T operator()(T v) const { return s::leaky_relu(v, alpha); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
-};
-template <typename T>
-struct Gelu {
-  PD_WINO_INLINE T operator()(T v) const { return s::gelu(v); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
-};
-template <typename T>
-struct Silu {
-  PD_WINO_INLINE T operator()(T v) const { return s::silu(v); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
-};
-template <typename T>
-struct Tanh {
-  PD_WINO_INLINE T operator()(T v) const { return std::tanh(v); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
-};
-template <typename T>
-struct Sigmoid {
-  PD_WINO_INLINE T operator()(T v) const { return s::sigmoid(v); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const { return lanes<T>(*this, v); }
+  PD_WINO_INLINE T operator()(T v) const { return activate<A>(v, alpha); }
+  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const {
+    if constexpr (A == Activation::none) return v;
+    else if constexpr (A == Activation::relu) return (v > T(0)) | (v != v) ? v : Vec<T>{};  // NaN stays
+    else return lanes<T>(*this, v);
+  }
 };
 }  // namespace act
 
@@ -337,8 +310,7 @@ PD_WINO_INLINE void run_block(const WinoGeom& g, const Epilogue<T>& e, const T* 
                               int64_t k0, int64_t k1, T* V, T* M, T* out) {
   transform_inputs(g, x, t0, nt, V);
   multiply_points<T, W>(g, U, nt, k0, k1, V, M);
-  Act act{};
-  if constexpr (std::is_same_v<Act, act::LeakyRelu<T>>) act.alpha = e.alpha;
+  const Act act{e.alpha};
   transform_outputs(g, e, act, t0, nt, k0, k1, M, out);
 }
 
@@ -374,17 +346,8 @@ BlockFn<T> block_for() {
 }
 
 template <typename T>
-BlockFn<T> block_for(FusedAct a) {
-  switch (a) {
-    case FusedAct::none: return block_for<T, act::None<T>>();
-    case FusedAct::relu: return block_for<T, act::Relu<T>>();
-    case FusedAct::leaky_relu: return block_for<T, act::LeakyRelu<T>>();
-    case FusedAct::gelu: return block_for<T, act::Gelu<T>>();
-    case FusedAct::silu: return block_for<T, act::Silu<T>>();
-    case FusedAct::tanh: return block_for<T, act::Tanh<T>>();
-    case FusedAct::sigmoid: return block_for<T, act::Sigmoid<T>>();
-  }
-  return block_for<T, act::None<T>>();
+BlockFn<T> block_for(Activation a) {
+  return dispatch_activation(a, [](auto A) { return block_for<T, act::Of<T, decltype(A)::value>>(); });
 }
 
 }  // namespace
@@ -409,7 +372,7 @@ void winograd_weight(const KernelContext& ctx, const Tensor& weight, Tensor& out
 template <typename T>
 void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                      const std::vector<int64_t>& padding, const std::string& activation, double alpha, Tensor& out) {
-  const auto act = parse_fused_activation("winograd_conv2d", activation);
+  const Activation act = parse_activation("winograd_conv2d", activation);
   if (out.numel() == 0) return;
   const int64_t threads = omp_get_max_threads();
   const WinoGeom g = geometry<T>(x, weight, out, padding, threads);

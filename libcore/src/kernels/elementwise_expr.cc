@@ -13,16 +13,11 @@ namespace pd::ewise {
 namespace {
 
 const std::vector<FnInfo>& table() {
-  static const std::vector<FnInfo> fns = {
-      {"add", 2, {}},         {"sub", 2, {}},      {"mul", 2, {}},
-      {"div", 2, {}},         {"pow", 2, {}},      {"neg", 1, {}},
-      {"exp", 1, {}},         {"log", 1, {}},      {"sqrt", 1, {}},
-      {"rsqrt", 1, {}},       {"abs", 1, {}},      {"sign", 1, {}},
-      {"erf", 1, {}},         {"tanh", 1, {}},     {"sigmoid", 1, {}},
-      {"relu", 1, {}},        {"gelu", 1, {}},     {"silu", 1, {}},
-      {"softsign", 1, {}},    {"leaky_relu", 1, {"alpha"}}, {"softplus", 1, {"beta", "threshold"}},
-      {"clip", 1, {"min", "max"}},
-  };
+  static const std::vector<FnInfo> fns = [] {
+    std::vector<FnInfo> out;
+    for (const EwiseFnInfo& f : kEwiseFns) out.push_back({f.name, f.tensors, {f.consts, f.consts + f.num_consts}});
+    return out;
+  }();
   return fns;
 }
 

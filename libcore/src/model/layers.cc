@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "elementwise_ops.h"
 #include "op_api.h"
 #include "pd/ops/op_schema.h"
 
@@ -171,29 +172,28 @@ class Dropout : public Layer {
   double p_ = 0.5;
 };
 
+// An activation of ops.yaml (`activation: true`; its float attribute, e.g. leaky_relu's alpha, from the
+// YAML or the op's default), or softmax / log_softmax over `axis`.
 class Activation : public Layer {
  public:
   using Layer::Layer;
   void build(const std::vector<Shape>& in, ParamFactory&) override {
     expect_inputs(in, 1);
-    alpha_ = get_float("alpha", 0.01);
-    axis_ = get_int("axis", -1);
-  }
-  Tensor forward(const std::vector<Tensor>& in, const ForwardCtx&) override {
     const std::string& t = spec_.type;
-    if (t == "relu") return ops::relu(in[0]);
-    if (t == "tanh") return ops::tanh(in[0]);
-    if (t == "sigmoid") return ops::sigmoid(in[0]);
-    if (t == "gelu") return ops::gelu(in[0]);
-    if (t == "silu") return ops::silu(in[0]);
-    if (t == "leaky_relu") return ops::leaky_relu(in[0], alpha_);
-    if (t == "softmax") return ops::softmax(in[0], axis_);
-    return ops::log_softmax(in[0], axis_);
+    schema_ = &op_schema(t);
+    if (t == "softmax" || t == "log_softmax") {
+      attrs_["axis"] = get_int("axis", -1);
+      return;
+    }
+    if (const char* alpha = kActivations[static_cast<size_t>(parse_activation(t.c_str(), t))].alpha)
+      for (const ArgSchema& a : schema_->args)
+        if (a.name == alpha) attrs_[alpha] = get_float(alpha, std::stod(a.default_text));
   }
+  Tensor forward(const std::vector<Tensor>& in, const ForwardCtx&) override { return schema_->call({{in[0]}}, attrs_)[0]; }
 
  private:
-  double alpha_ = 0.01;
-  int64_t axis_ = -1;
+  const OpSchema* schema_ = nullptr;
+  AttrMap attrs_;
 };
 
 class Flatten : public Layer {
@@ -299,30 +299,32 @@ struct TypeInfo {
 
 const std::map<std::string, TypeInfo>& registry() {
   static const std::set<std::string> pool = {"kernel_size", "stride", "padding", "ceil_mode", "exclusive"};
-  static const std::map<std::string, TypeInfo> r = {
-      {"linear", {create<Linear>, {"out_features", "bias"}}},
-      {"conv2d", {create<Conv2d>, {"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"}}},
-      {"max_pool2d", {create<Pool2d>, pool}},
-      {"avg_pool2d", {create<Pool2d>, pool}},
-      {"adaptive_avg_pool2d", {create<AdaptiveAvgPool2d>, {"output_size"}}},
-      {"batch_norm", {create<BatchNorm>, {"momentum", "epsilon"}}},
-      {"layer_norm", {create<LayerNorm>, {"begin_norm_axis", "epsilon"}}},
-      {"embedding", {create<Embedding>, {"num_embeddings", "dim", "padding_idx"}}},
-      {"dropout", {create<Dropout>, {"p"}}},
-      {"relu", {create<Activation>, {}}},
-      {"tanh", {create<Activation>, {}}},
-      {"sigmoid", {create<Activation>, {}}},
-      {"gelu", {create<Activation>, {}}},
-      {"silu", {create<Activation>, {}}},
-      {"leaky_relu", {create<Activation>, {"alpha"}}},
-      {"softmax", {create<Activation>, {"axis"}}},
-      {"log_softmax", {create<Activation>, {"axis"}}},
-      {"flatten", {create<Flatten>, {"start_axis"}}},
-      {"reshape", {create<Reshape>, {"shape"}}},
-      {"add", {create<Add>, {}}},
-      {"concat", {create<Concat>, {"axis"}}},
-      {"op", {create<RawOp>, {"op", "attrs"}}},
-  };
+  static const std::map<std::string, TypeInfo> r = [] {
+    std::map<std::string, TypeInfo> r = {
+        {"linear", {create<Linear>, {"out_features", "bias"}}},
+        {"conv2d", {create<Conv2d>, {"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"}}},
+        {"max_pool2d", {create<Pool2d>, pool}},
+        {"avg_pool2d", {create<Pool2d>, pool}},
+        {"adaptive_avg_pool2d", {create<AdaptiveAvgPool2d>, {"output_size"}}},
+        {"batch_norm", {create<BatchNorm>, {"momentum", "epsilon"}}},
+        {"layer_norm", {create<LayerNorm>, {"begin_norm_axis", "epsilon"}}},
+        {"embedding", {create<Embedding>, {"num_embeddings", "dim", "padding_idx"}}},
+        {"dropout", {create<Dropout>, {"p"}}},
+        {"softmax", {create<Activation>, {"axis"}}},
+        {"log_softmax", {create<Activation>, {"axis"}}},
+        {"flatten", {create<Flatten>, {"start_axis"}}},
+        {"reshape", {create<Reshape>, {"shape"}}},
+        {"add", {create<Add>, {}}},
+        {"concat", {create<Concat>, {"axis"}}},
+        {"op", {create<RawOp>, {"op", "attrs"}}},
+    };
+    // Every activation of ops.yaml is a layer type, with its float attribute as a key.
+    for (size_t i = 1; i < kActivationCount; ++i) {
+      const ActivationInfo& a = kActivations[i];
+      r[a.name] = {create<Activation>, a.alpha ? std::set<std::string>{a.alpha} : std::set<std::string>{}};
+    }
+    return r;
+  }();
   return r;
 }
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "pd/kernels/elementwise_expr.h"
-#include "pd/kernels/fused_activation.h"
+#include "elementwise_ops.h"
 
 namespace pd::infer {
 namespace {
@@ -203,7 +203,7 @@ Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t
 Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                    const std::string& activation) {
-  parse_fused_activation(op, activation);
+  parse_activation(op, activation);
   Shape out = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
   if (residual.t.defined())
     PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
@@ -213,7 +213,7 @@ Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const 
 }
 
 Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation) {
-  parse_fused_activation(op, activation);
+  parse_activation(op, activation);
   return linear(op, x, weight, bias);
 }
 
@@ -227,7 +227,7 @@ Shape winograd_weight(const char* op, In weight) {
 
 Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
                       const std::string& activation) {
-  parse_fused_activation(op, activation);
+  parse_activation(op, activation);
   check_rank(op, x, 4, "[N, C, H, W]");
   check_rank(op, weight, 3, "[36, C_in, C_out] (from winograd_weight)");
   check_pair(op, "padding", padding, 0);
@@ -311,7 +311,7 @@ Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<
                     const std::string& activation, const std::vector<int64_t>& pool_kernel_size,
                     const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                     bool pool_ceil_mode) {
-  parse_fused_activation(op, activation);
+  parse_activation(op, activation);
   const Shape conv = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
   const Tensor conv_out = shape_only(conv, x.t.dtype());
   return pool2d_named(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding,

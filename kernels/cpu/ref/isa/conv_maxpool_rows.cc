@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cpu/common/scalar_math.h"
+#include "elementwise_ops.h"
 #include "cpu/ref/conv_maxpool_block.h"
 
 #if defined(__x86_64__)

@@ -9,14 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "elementwise_ops.h"
+
 namespace pd::ewise {
 
-// Every elementwise op the language knows, in the order of kFns (names are the ops.yaml op names).
-enum class Fn {
-  add, sub, mul, div, pow,
-  neg, exp, log, sqrt, rsqrt, abs, sign, erf, tanh, sigmoid, relu, gelu, silu, softsign,
-  leaky_relu, softplus, clip,
-};
+// Every elementwise op the language knows: the ops of ops.yaml with a scalar formula, in the generated
+// table (elementwise_ops.h), which names their tensor operands and float constants.
+using Fn = EwiseFn;
 
 struct FnInfo {
   const char* name;

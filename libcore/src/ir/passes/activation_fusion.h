@@ -3,6 +3,7 @@
 // residual). Preconditions: the activation's input is that op's output, which feeds nothing else and
 // is not a graph output (it disappears); float dtype (the fused kernels' types).
 #pragma once
+#include "elementwise_ops.h"
 #include "passes.h"
 
 namespace pd::ir::passes {
@@ -14,7 +15,12 @@ class ActivationFusion final : public Pass {
   std::string name() const override { return name_; }
   bool lowering() const override { return true; }
   std::string doc() const override { return base_ + " + activation -> " + fused_; }
-  std::vector<std::string> targets() const override { return {"relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu"}; }
+  // Every activation of ops.yaml (`activation: true`), from the generated table.
+  std::vector<std::string> targets() const override {
+    std::vector<std::string> out;
+    for (size_t i = 1; i < kActivationCount; ++i) out.push_back(kActivations[i].name);  // [0] is "none"
+    return out;
+  }
 
   bool match(const Program& p, int32_t i) const override {
     const ValueId x = p.ops()[i].inputs[0][0];
@@ -32,7 +38,8 @@ class ActivationFusion final : public Pass {
     const Operation base = p.ops()[c];
     AttrMap attrs = base.attrs;
     attrs["activation"] = act.type;
-    if (act.type == "leaky_relu") attrs["alpha"] = attr_float(act, "alpha");
+    if (const char* alpha = kActivations[static_cast<size_t>(parse_activation(fused_.c_str(), act.type))].alpha)
+      attrs["alpha"] = attr_float(act, alpha);
     // BASE's input slots, then FUSED's extra optional ones empty (fused_conv2d's residual).
     std::vector<std::vector<ValueId>> inputs = base.inputs;
     inputs.resize(tensor_slots(fused_));
