@@ -152,6 +152,7 @@ network:
   - {name: conv2, type: conv2d, out_channels: 4, kernel_size: 3, padding: 1}
   - {name: res, type: add, inputs: [conv2, act1]}
   - {name: pool, type: max_pool2d, kernel_size: 2}
+  - {type: hardswish}
   - {name: r, type: reshape, shape: [-1]}
   - {type: dropout, p: 0.3}
   - {name: fc, type: linear, out_features: 5}

@@ -585,3 +585,29 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   check_same_outputs(p, on_avx2, 1e-5);
   check_same_outputs(p, on_base, 1e-5);
 }
+
+TEST_CASE("pass: an activation added to ops.yaml is fused everywhere without pass changes (hardswish)", "[pass]") {
+  // conv -> hardswish -> max_pool2d (the direct kernel's lane path on AVX2 hosts), a linear ->
+  // hardswish (oneDNN has no exact form: the reference fused kernel runs), and hardswish(add(a, b)).
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 1, 8, 8}});
+  auto y = p.add_op("conv2d", {{x}, {p.add_param("w", rnd({4, 1, 3, 3}, 1))}, {}}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  y = p.add_op("hardswish", {{y}})[0];
+  y = p.add_op("max_pool2d", {{y}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0];
+  y = p.add_op("flatten", {{y}}, {{"start_axis", int64_t{1}}})[0];
+  auto h = p.add_op("hardswish", {{p.add_op("linear", {{y}, {p.add_param("fc", rnd({8, 64}, 2))}, {}})[0]}})[0];
+  auto z = p.add_op("hardswish", {{p.add_op("add", {{h}, {p.add_param("b", rnd({8}, 3))}})[0]}})[0];
+  p.mark_output(z, "out");
+  pd::ir::PassOptions opt;
+  opt.passes = pd::ir::lowering_passes();
+  Program q = p;
+  pd::ir::PassManager(opt).run(q);
+  CHECK(count(q, "hardswish") == 0);
+  CHECK(count(q, pd::cpu_has_avx2_fma() ? "fused_conv2d_maxpool" : "fused_conv2d") == 1);
+  CHECK(count(q, "fused_linear") == 1);
+  REQUIRE(count(q, "fused_elementwise") == 1);
+  for (const auto& op : q.ops())
+    if (op.type != "fused_elementwise" && op.attrs.count("activation"))
+      CHECK(std::get<std::string>(op.attrs.at("activation")) == "hardswish");
+  check_same_outputs(p, q, 1e-5);
+}
