@@ -118,6 +118,8 @@ std::string emit_prologue(const OpDef& op, const char* cast_fn) {
       b += fmt::format("  ::pd::detail::check_place(kOp, \"{}\", {}_, place, \"{}\");\n", tensors[i]->name, tensors[i]->name,
                        tensors[0]->name);
   b += "  (void)place;\n";
+  for (const ArgDef* a : op.attr_args())
+    if (a->enum_of == "activation") b += fmt::format("  ::pd::parse_activation(kOp, {});\n", a->name);
   return b;
 }
 
@@ -241,7 +243,7 @@ void emit_api(const OpSet& set, const std::string& dir) {
        "#include <cstdint>\n#include <string>\n#include <tuple>\n#include <vector>\n\n#include \"pd/core/tensor.h\"\n\n"
        "namespace pd::ops {\n\n";
   std::string c = kHeader;
-  c += "#include \"op_api.h\"\n\n#include \"grad_nodes.h\"\n#include \"registry.h\"\n#include \"pd/autograd/autograd.h\"\n"
+  c += "#include \"op_api.h\"\n\n#include \"elementwise_ops.h\"\n#include \"grad_nodes.h\"\n#include \"registry.h\"\n#include \"pd/autograd/autograd.h\"\n"
        "#include \"pd/ops/op_observer.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n"
        "#include \"pd/ops/views.h\"\n\nnamespace pd::ops {\n\n";
   for (const auto& op : set.ops) {

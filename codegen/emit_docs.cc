@@ -29,7 +29,8 @@ void emit_docs(const OpSet& set, const std::string& dir) {
     }
     std::vector<std::string> sig;
     for (const auto& a : op.args)
-      sig.push_back(fmt::format("{}: {}{}{}", a.name, attr_kind_name(a.kind), a.dtype_class.empty() ? "" : "<" + a.dtype_class + ">",
+      sig.push_back(fmt::format("{}: {}{}{}", a.name, a.enum_of.empty() ? attr_kind_name(a.kind) : "enum(" + a.enum_of + ")",
+                                a.dtype_class.empty() ? "" : "<" + a.dtype_class + ">",
                                 a.default_text.empty() ? "" : " = " + a.default_text));
     std::vector<std::string> outs;
     for (const auto& o : op.outputs) outs.push_back(fmt::format("{}{}", o.name, o.is_list ? "[]" : ""));

@@ -127,7 +127,7 @@ std::string schema_entry(const OpDef& op) {
 
 void emit_schema(const OpSet& set, const std::string& dir) {
   std::string c = kHeader;
-  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n\n"
+  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"elementwise_ops.h\"\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n\n"
        "namespace pd {\nnamespace {\n\n";
   for (const auto& op : set.ops) c += boxed_fn(op) + meta_fn(op);
   c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = {\n";

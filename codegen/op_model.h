@@ -21,6 +21,7 @@ struct ArgDef {
   std::string dtype_class;             // tensors: "" (kernel dtype), "int", "bool", "any"
   std::optional<std::string> default_cpp;  // C++ expression for the default value
   std::string default_text;            // as written, for docs
+  std::string enum_of;                 // str attributes typed enum(NAME): the generated enum they name
   Pos pos;
   bool is_tensor() const { return kind == ArgKind::Tensor || kind == ArgKind::OptionalTensor || kind == ArgKind::TensorList; }
 };

@@ -154,10 +154,17 @@ ArgDef parse_arg(const std::string& name, const YAML::Node& node) {
     if (cls != "int" && cls != "bool" && cls != "any")
       fail(node, fmt::format("unknown tensor dtype class '{}' in '{}': expected int, bool or any", cls, spec));
   }
+  // enum(activation): a str whose value must name a member of that generated enum (elementwise_ops.h).
+  if (type.rfind("enum(", 0) == 0 && type.back() == ')') {
+    a.enum_of = type.substr(5, type.size() - 6);
+    if (a.enum_of != "activation")
+      fail(node, fmt::format("unknown enum '{}' for argument '{}': pd-codegen generates enum(activation)", a.enum_of, name));
+    type = "str";
+  }
   auto it = kinds.find(type);
   if (it == kinds.end())
     fail(node, fmt::format("unknown type '{}' for argument '{}': expected one of Tensor, Tensor?, Tensor[], int, "
-                           "float, bool, int[], float[], str, dtype",
+                           "float, bool, int[], float[], str, enum(activation), dtype",
                            type, name));
   a.kind = it->second;
   a.dtype_class = cls;

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "pd/kernels/elementwise_expr.h"
-#include "elementwise_ops.h"
 
 namespace pd::infer {
 namespace {
@@ -201,20 +200,13 @@ Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t
 }
 
 Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
-                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                   const std::string& activation) {
-  parse_activation(op, activation);
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
   Shape out = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
   if (residual.t.defined())
     PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
              "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,
              shape_str(out), shape_str(residual.t.shape()));
   return out;
-}
-
-Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation) {
-  parse_activation(op, activation);
-  return linear(op, x, weight, bias);
 }
 
 Shape winograd_weight(const char* op, In weight) {
@@ -225,9 +217,7 @@ Shape winograd_weight(const char* op, In weight) {
   return {36, ws[1], ws[0]};
 }
 
-Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
-                      const std::string& activation) {
-  parse_activation(op, activation);
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding) {
   check_rank(op, x, 4, "[N, C, H, W]");
   check_rank(op, weight, 3, "[36, C_in, C_out] (from winograd_weight)");
   check_pair(op, "padding", padding, 0);
@@ -308,10 +298,9 @@ Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, cons
 
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                    const std::string& activation, const std::vector<int64_t>& pool_kernel_size,
+                    const std::vector<int64_t>& pool_kernel_size,
                     const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                     bool pool_ceil_mode) {
-  parse_activation(op, activation);
   const Shape conv = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
   const Tensor conv_out = shape_only(conv, x.t.dtype());
   return pool2d_named(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding,

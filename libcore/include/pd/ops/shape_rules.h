@@ -44,21 +44,19 @@ Shape matmul(const char* op, In x, In y, bool transpose_x, bool transpose_y);
 Shape linear(const char* op, In x, In weight, In bias);
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
-// fused_conv2d: conv2d's rule, a residual (when given) of exactly the output's shape, a known activation.
+// fused_conv2d: conv2d's rule, a residual (when given) of exactly the output's shape (the
+// activation is an enum(activation) attribute, which the generated op API checks).
 Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
-                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                   const std::string& activation);
-Shape fused_linear(const char* op, In x, In weight, In bias, const std::string& activation);
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
 // winograd_weight: a [C_out, C_in, 3, 3] weight becomes [36, C_in, C_out].
 Shape winograd_weight(const char* op, In weight);
 // winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out].
-Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
-                      const std::string& activation);
-// fused_conv2d_maxpool: conv2d's rule (no residual), a known activation, then pool2d's rule on the
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding);
+// fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the
 // convolution's output with the pool_* attributes.
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                    const std::string& activation, const std::vector<int64_t>& pool_kernel_size,
+                    const std::vector<int64_t>& pool_kernel_size,
                     const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                     bool pool_ceil_mode);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
