@@ -12,19 +12,14 @@
 #include "pd/io/model_file.h"
 #include "pd/model/export.h"
 #include "pd/pd.h"
+#include "test_util.h"
 
 using pd::Tensor;
 namespace ir = pd::ir;
+using pd::test::error_of;
+using pd::test::max_abs_diff;
 
 namespace {
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  auto x = a.to_vector<float>(), y = b.to_vector<float>();
-  float m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
 
 // x -> relu -> tanh -> sigmoid -> mul(., .) -> exp: a chain of 5 same-sized intermediates.
 ir::Program chain() {
@@ -37,15 +32,6 @@ ir::Program chain() {
   auto e = p.add_op("exp", {{d}})[0];
   p.mark_output(e, "y");
   return p;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pd::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include "pd/io/tensor_file.h"
 #include "pd/pd.h"
 #include "pd/train/optimizer.h"
+#include "test_util.h"
 
 using pd::Tensor;
 using pd::train::NamedParam;
 using pd::train::Optimizer;
 using pd::train::OptimizerConfig;
 using pd::train::OptimizerKind;
+using pd::test::error_of;
 
 namespace {
 
@@ -31,15 +33,6 @@ void set_grad(const NamedParam& p, std::vector<double> g) {
 }
 
 double value(const NamedParam& p, size_t i = 0) { return p.value.to_vector<double>()[i]; }
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const pd::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 }  // namespace
 
@@ -170,16 +163,16 @@ TEST_CASE("load_state names the bad key", "[optim]") {
   CHECK(good.count("w.v") == 1);
   auto missing = good;
   missing.erase("w.v");
-  CHECK_THAT(message_of([&] { opt.load_state(missing); }), Catch::Contains("w.v"));
+  CHECK_THAT(error_of([&] { opt.load_state(missing); }), Catch::Contains("w.v"));
   auto shape = good;
   shape["w.m"] = pd::ops::zeros({4});
-  CHECK_THAT(message_of([&] { opt.load_state(shape); }), Catch::Contains("w.m") && Catch::Contains("shape"));
+  CHECK_THAT(error_of([&] { opt.load_state(shape); }), Catch::Contains("w.m") && Catch::Contains("shape"));
   auto dtype = good;
   dtype["w.m"] = pd::ops::zeros({2, 2}, pd::DType::f64);
-  CHECK_THAT(message_of([&] { opt.load_state(dtype); }), Catch::Contains("w.m") && Catch::Contains("dtype"));
+  CHECK_THAT(error_of([&] { opt.load_state(dtype); }), Catch::Contains("w.m") && Catch::Contains("dtype"));
   auto extra = good;
   extra["x.m"] = pd::ops::zeros({2, 2});
-  CHECK_THAT(message_of([&] { opt.load_state(extra); }), Catch::Contains("x.m"));
+  CHECK_THAT(error_of([&] { opt.load_state(extra); }), Catch::Contains("x.m"));
   Optimizer sgd({{"w", w}}, {});
   CHECK_THROWS_AS(sgd.load_state(good), pd::Error);  // Adam state into SGD
 }
@@ -187,7 +180,7 @@ TEST_CASE("load_state names the bad key", "[optim]") {
 TEST_CASE("optimizer refuses views and non-float params", "[optim]") {
   Tensor x = pd::ops::zeros({2, 3});
   Tensor t = pd::ops::transpose(x, {1, 0});
-  CHECK_THAT(message_of([&] { Optimizer({{"t", t}}, {}); }), Catch::Contains("'t'") && Catch::Contains("contiguous"));
+  CHECK_THAT(error_of([&] { Optimizer({{"t", t}}, {}); }), Catch::Contains("'t'") && Catch::Contains("contiguous"));
   Tensor i = Tensor::from_vector<int64_t>({1}, {1});
   CHECK_THROWS_AS(Optimizer({{"i", i}}, {}), pd::Error);
   CHECK_THROWS_AS(Optimizer({{"a", x}, {"a", pd::ops::zeros({1})}}, {}), pd::Error);
@@ -224,7 +217,7 @@ TEST_CASE("learning-rate schedules", "[optim]") {
 
   CHECK_THROWS_AS(LrSchedule({.kind = ScheduleKind::Cosine, .total_steps = 0, .milestones = {}}), pd::Error);
   CHECK_THROWS_AS(LrSchedule({.kind = ScheduleKind::Step, .step_size = 0, .milestones = {}}), pd::Error);
-  CHECK_THAT(message_of([] { LrSchedule({.kind = ScheduleKind::MultiStep, .milestones = {5, 3}}); }),
+  CHECK_THAT(error_of([] { LrSchedule({.kind = ScheduleKind::MultiStep, .milestones = {5, 3}}); }),
              Catch::Contains("milestones"));
 }
 

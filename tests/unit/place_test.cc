@@ -7,9 +7,11 @@
 
 #include "pd/core/allocator.h"
 #include "pd/pd.h"
+#include "test_util.h"
 
 using pd::Place;
 using pd::Tensor;
+using pd::test::error_of;
 
 namespace {
 
@@ -36,15 +38,6 @@ struct RegisteredDevice {
   RegisteredDevice() { pd::register_allocator(pd::DeviceType::cuda, one_device); }
   ~RegisteredDevice() { pd::register_allocator(pd::DeviceType::cuda, nullptr); }
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pd::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -10,10 +10,13 @@
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
 #include "pd/pd.h"
+#include "test_util.h"
 
 using pd::DType;
 using pd::Tensor;
 using pd::ir::Program;
+using pd::test::error_of;
+using pd::test::max_abs_diff;
 
 namespace {
 
@@ -33,23 +36,6 @@ Program block() {
   y = p.add_op("relu", {{p.add_op("add", {{y}, {x}})[0]}})[0];
   p.mark_output(p.add_op("max_pool2d", {{y}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0], "out");
   return p;
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  auto x = a.to_vector<float>(), y = b.to_vector<float>();
-  float m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pd::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -13,9 +13,11 @@
 
 #include "pd/io/tensor_file.h"
 #include "pd/pd.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using pd::Tensor;
+using pd::test::error_of;
 
 namespace {
 
@@ -41,15 +43,6 @@ std::string slurp(const std::string& path) {
 }
 void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const pd::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 std::map<std::string, Tensor> sample_tensors() {
@@ -109,7 +102,7 @@ TEST_CASE("truncated tensor files are refused at every length", "[io]") {
   const std::string cut = dir / "cut.pdt";
   for (size_t n = 0; n < bytes.size(); ++n) {
     spit(cut, bytes.substr(0, n));
-    std::string msg = message_of([&] { pd::io::load_tensors(cut); });
+    std::string msg = error_of([&] { pd::io::load_tensors(cut); });
     INFO("cut at " << n << ": " << msg);
     CHECK(msg.rfind(cut, 0) == 0);  // messages start with the path
     CHECK_THAT(msg, Catch::Contains("truncated"));
@@ -128,12 +121,12 @@ TEST_CASE("corrupted tensor files are refused with a checksum error", "[io]") {
   std::string flipped = bytes;
   flipped[bytes.size() - 8 - 3] ^= 0x01;  // inside w's data, just before the trailer
   spit(bad, flipped);
-  CHECK_THAT(message_of([&] { pd::io::load_tensors(bad); }), Catch::Contains("checksum mismatch in tensor 'w'"));
+  CHECK_THAT(error_of([&] { pd::io::load_tensors(bad); }), Catch::Contains("checksum mismatch in tensor 'w'"));
 
   flipped = bytes;
   flipped[bytes.find("lenet")] ^= 0x20;  // metadata: only the trailer covers it
   spit(bad, flipped);
-  CHECK_THAT(message_of([&] { pd::io::load_tensors(bad); }), Catch::Contains("checksum"));
+  CHECK_THAT(error_of([&] { pd::io::load_tensors(bad); }), Catch::Contains("checksum"));
 
   // Any single flipped byte is refused, never loaded and never a crash.
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -152,13 +145,13 @@ TEST_CASE("newer versions and foreign files are refused", "[io]") {
   std::string bytes = slurp(path);
   bytes[8] = 2;  // u32 version right after the magic
   spit(path, bytes);
-  std::string msg = message_of([&] { pd::io::load_tensors(path); });
+  std::string msg = error_of([&] { pd::io::load_tensors(path); });
   CHECK(msg.rfind(path, 0) == 0);
   CHECK_THAT(msg, Catch::Contains("newer paddle-cpp") && Catch::Contains("format version 2") &&
                       Catch::Contains("up to 1"));
 
   spit(path, "hello, this is not a tensor archive");
-  CHECK_THAT(message_of([&] { pd::io::load_tensors(path); }), Catch::Contains("not a paddle-cpp tensor file"));
+  CHECK_THAT(error_of([&] { pd::io::load_tensors(path); }), Catch::Contains("not a paddle-cpp tensor file"));
   try {
     pd::io::load_tensors(dir / "missing.pdt");
     FAIL("no error");
@@ -201,7 +194,7 @@ TEST_CASE("a failed save leaves the original file intact", "[io]") {
     rlimit lim = old;
     lim.rlim_cur = 100;
     ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string msg = message_of([&] { pd::io::save_tensors(path, big); });
+    std::string msg = error_of([&] { pd::io::save_tensors(path, big); });
     ::setrlimit(RLIMIT_FSIZE, &old);
     ::signal(SIGXFSZ, prev_handler);
     CHECK_THAT(msg, Catch::StartsWith(path) && Catch::Contains("write"));
@@ -210,7 +203,7 @@ TEST_CASE("a failed save leaves the original file intact", "[io]") {
   SECTION("the directory is not writable") {
     ::chmod(dir.path.c_str(), 0555);
     const bool enforced = ::access(dir.path.c_str(), W_OK) != 0;  // root ignores the mode
-    std::string msg = message_of([&] { pd::io::save_tensors(path, big); });
+    std::string msg = error_of([&] { pd::io::save_tensors(path, big); });
     ::chmod(dir.path.c_str(), 0755);
     if (enforced) CHECK_THAT(msg, Catch::StartsWith(path));
     else CHECK(pd::io::load_tensors(path).tensors.at("w").numel() == 4096);
