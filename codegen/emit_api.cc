@@ -147,10 +147,26 @@ std::string emit_outputs(const OpDef& op, const char* alloc) {
 
 namespace {
 
+// Ops with kernels get their body in bound::NAME(kernel, ...), which runs `kernel` (bound once by an
+// ExecPlan) or, when it is null, the one the registry picks; NAME(...) forwards with null.
+std::string bound_params(const OpDef& op) {
+  const std::string rest = api_params(op, false);
+  return rest.empty() ? "::pd::AnyKernel kernel" : "::pd::AnyKernel kernel, " + rest;
+}
+
 std::string emit_function(const OpDef& op, const OpSet& set) {
   std::string b;
-  b += fmt::format("{} {}({}) {{\n  static constexpr const char* kOp = \"{}\";\n", cpp_return_type(op), op.name,
-                   api_params(op, false), op.name);
+  if (op.view.empty()) {
+    std::vector<std::string> names = {"nullptr"};
+    for (const auto& a : op.args) names.push_back(a.name);
+    b += fmt::format("{0} {1}({2}) {{ return bound::{1}({3}); }}\n\n", cpp_return_type(op), op.name, api_params(op, false),
+                     fmt::join(names, ", "));
+    b += fmt::format("{} bound::{}({}) {{\n  static constexpr const char* kOp = \"{}\";\n", cpp_return_type(op), op.name,
+                     bound_params(op), op.name);
+  } else {
+    b += fmt::format("{} {}({}) {{\n  static constexpr const char* kOp = \"{}\";\n", cpp_return_type(op), op.name,
+                     api_params(op, false), op.name);
+  }
   auto tensors = op.tensor_args();
   b += "  const ::pd::OpObserverScope observed(kOp);\n";
   b += emit_prologue(op, "cast_if_needed");
@@ -170,8 +186,10 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
       else kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({}_)", a.name));
     }
     for (const auto& o : op.outputs) kargs.push_back(o.name);
-    b += fmt::format("  ::pd::registry::find_{}(kdt, place)(::pd::detail::kernel_context(place), {});\n", op.name,
-                     fmt::join(kargs, ", "));
+    b += fmt::format("  const ::pd::registry::{0}_fn k = kernel ? reinterpret_cast<::pd::registry::{0}_fn>(kernel) "
+                     ": ::pd::registry::find_{0}(kdt, place);\n",
+                     op.name);
+    b += fmt::format("  k(::pd::detail::kernel_context(place), {});\n", fmt::join(kargs, ", "));
   }
 
   if (op.differentiable()) {
@@ -240,7 +258,7 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
 void emit_api(const OpSet& set, const std::string& dir) {
   std::string h = kHeader;
   h += "// The operator API: one function per op in ops.yaml (see docs/ops.md).\n#pragma once\n"
-       "#include <cstdint>\n#include <string>\n#include <tuple>\n#include <vector>\n\n#include \"pd/core/tensor.h\"\n\n"
+       "#include <cstdint>\n#include <string>\n#include <tuple>\n#include <vector>\n\n#include \"pd/core/kernel_context.h\"\n#include \"pd/core/tensor.h\"\n\n"
        "namespace pd::ops {\n\n";
   std::string c = kHeader;
   c += "#include \"op_api.h\"\n\n#include \"elementwise_ops.h\"\n#include \"grad_nodes.h\"\n#include \"registry.h\"\n#include \"pd/autograd/autograd.h\"\n"
@@ -258,6 +276,11 @@ void emit_api(const OpSet& set, const std::string& dir) {
     h += "\n";
     c += emit_function(op, set);
   }
+  h += "// The ops with kernels again, running `kernel` when it is not null (pd::exec::ExecPlan binds one per\n"
+       "// op when it compiles a program) instead of the one the registry would pick on each call.\nnamespace bound {\n";
+  for (const auto& op : set.ops)
+    if (op.view.empty()) h += fmt::format("{} {}({});\n", cpp_return_type(op), op.name, bound_params(op));
+  h += "}  // namespace bound\n\n";
   h += "}  // namespace pd::ops\n";
   c += "}  // namespace pd::ops\n";
   write_if_changed(dir + "/op_api.h", h);

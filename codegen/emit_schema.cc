@@ -21,8 +21,10 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-std::string boxed_fn(const OpDef& op) {
+// boxed_NAME calls pd::ops::NAME; boxed_bound_NAME calls pd::ops::bound::NAME with a bound kernel.
+std::string boxed_fn(const OpDef& op, bool bound) {
   std::vector<std::string> args, names;
+  if (bound) args.push_back("kernel");
   size_t ti = 0;
   for (const auto& a : op.args) {
     names.push_back(quote(a.name));
@@ -34,11 +36,12 @@ std::string boxed_fn(const OpDef& op) {
     else args.push_back(fmt::format("::pd::detail::attr_required<{}>(kOp, attrs, \"{}\")", cpp_value_type(a), a.name));
   }
   return fmt::format(
-      "std::vector<::pd::Tensor> boxed_{0}(const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
+      "std::vector<::pd::Tensor> boxed_{4}{0}({5}const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
       "  static constexpr const char* kOp = \"{0}\";\n"
       "  ::pd::detail::check_boxed_call(kOp, in, {1}, attrs, {{{2}}});\n"
-      "  return ::pd::detail::flatten_outputs(::pd::ops::{0}({3}));\n}}\n\n",
-      op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "));
+      "  return ::pd::detail::flatten_outputs(::pd::ops::{6}{0}({3}));\n}}\n\n",
+      op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "), bound ? "bound_" : "",
+      bound ? "::pd::AnyKernel kernel, " : "", bound ? "bound::" : "");
 }
 
 std::string bench_problem(const OpDef& op, const Sample& s) {
@@ -84,9 +87,14 @@ std::string flops_lambda(const OpDef& op) {
 }
 
 // meta_NAME: the op's dtype and shape rules run on shape-only tensors (no data, no kernel), for the IR.
-std::string meta_fn(const OpDef& op) {
-  std::string b = fmt::format("std::vector<::pd::TensorMeta> meta_{0}(const ::pd::MetaInputs& in, const ::pd::AttrMap& attrs) {{\n"
-                              "  static constexpr const char* kOp = \"{0}\";\n", op.name);
+// bind_NAME: the same checks, then the kernel the registry picks for the kernel dtype on `target`.
+std::string meta_fn(const OpDef& op, bool bind) {
+  std::string b = bind ? fmt::format("::pd::AnyKernel bind_{0}(const ::pd::MetaInputs& in, const ::pd::AttrMap& attrs, "
+                                     "::pd::Place target) {{\n  static constexpr const char* kOp = \"{0}\";\n",
+                                     op.name)
+                       : fmt::format("std::vector<::pd::TensorMeta> meta_{0}(const ::pd::MetaInputs& in, const ::pd::AttrMap& "
+                                     "attrs) {{\n  static constexpr const char* kOp = \"{0}\";\n",
+                                     op.name);
   size_t ti = 0;
   for (const auto& a : op.args) {
     if (a.kind == ArgKind::Tensor) b += fmt::format("  const ::pd::Tensor {} = ::pd::detail::meta_tensor(kOp, \"{}\", in, {});\n", a.name, a.name, ti++);
@@ -97,6 +105,10 @@ std::string meta_fn(const OpDef& op) {
     else b += fmt::format("  [[maybe_unused]] {0} {1} = ::pd::detail::attr_required<{0}>(kOp, attrs, \"{1}\");\n", cpp_value_type(a), a.name);
   }
   b += emit_prologue(op, "meta_cast");
+  if (bind) {
+    b += fmt::format("  return reinterpret_cast<::pd::AnyKernel>(::pd::registry::find_{}(kdt, target));\n}}\n\n", op.name);
+    return b;
+  }
   if (!op.view.empty()) {
     b += fmt::format("  return {{::pd::detail::meta_of({})}};\n}}\n\n", emit_rule_call(parse_formula(Formula{{}, op.view, op.pos}), op, "views"));
     return b;
@@ -109,7 +121,7 @@ std::string meta_fn(const OpDef& op) {
 }
 
 std::string schema_entry(const OpDef& op) {
-  std::vector<std::string> args, outs, kernels;
+  std::vector<std::string> args, outs;
   for (const auto& a : op.args)
     args.push_back(fmt::format("{{{}, {}, {}, {}, {}}}", quote(a.name), quote(attr_kind_name(a.kind)), quote(a.dtype_class),
                                a.default_cpp ? "true" : "false", quote(a.default_text)));
@@ -117,19 +129,24 @@ std::string schema_entry(const OpDef& op) {
     outs.push_back(fmt::format("{{{}, {}, {}}}", quote(o.name), o.is_list ? "true" : "false", o.differentiable ? "true" : "false"));
   std::vector<std::string> problems;
   for (const auto& p : op.bench.problems.empty() ? op.test.samples : op.bench.problems) problems.push_back(bench_problem(op, p));
-  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}, &meta_{}}},\n", quote(op.name), quote(op.doc),
-                     quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "), op.differentiable() ? "true" : "false",
-                     op.view.empty() ? "false" : "true", op.random ? "true" : "false", op.name,
-                     fmt::join(problems, ",\n      "), flops_lambda(op), op.name);
+  const bool has_kernels = op.view.empty();
+  return fmt::format("    {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}, &meta_{}, {}, {}}},\n", quote(op.name),
+                     quote(op.doc), quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "),
+                     op.differentiable() ? "true" : "false", has_kernels ? "false" : "true", op.random ? "true" : "false", op.name,
+                     fmt::join(problems, ",\n      "), flops_lambda(op), op.name, has_kernels ? "&bind_" + op.name : "nullptr",
+                     has_kernels ? "&boxed_bound_" + op.name : "nullptr");
 }
 
 }  // namespace
 
 void emit_schema(const OpSet& set, const std::string& dir) {
   std::string c = kHeader;
-  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"elementwise_ops.h\"\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n\n"
-       "namespace pd {\nnamespace {\n\n";
-  for (const auto& op : set.ops) c += boxed_fn(op) + meta_fn(op);
+  c += "#include \"pd/ops/op_schema.h\"\n\n#include \"elementwise_ops.h\"\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n"
+       "#include \"registry.h\"\n\nnamespace pd {\nnamespace {\n\n";
+  for (const auto& op : set.ops) {
+    c += boxed_fn(op, false) + meta_fn(op, false);
+    if (op.view.empty()) c += boxed_fn(op, true) + meta_fn(op, true);
+  }
   c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = {\n";
   for (const auto& op : set.ops) c += schema_entry(op);
   c += fmt::format("  }};\n  return table;\n}}\n\nsize_t op_count() {{ return {}; }}\n\n}}  // namespace pd\n", set.ops.size());

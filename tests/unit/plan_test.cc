@@ -135,3 +135,28 @@ TEST_CASE("compile: the target's backends decide the kernels an executor runs", 
   }
   CHECK(got.to_vector<float>() == want.to_vector<float>());  // bit for bit: the same kernels ran
 }
+
+TEST_CASE("compile: every op's kernel is bound once, and a missing one is an error at load", "[plan]") {
+  Program p = block();
+  auto flat = p.add_op("flatten", {{p.outputs()[0]}}, {{"start_axis", int64_t{1}}})[0];  // a view: no kernel
+  p.mark_output(flat, "flat");
+  pd::exec::ExecPlan plan = pd::exec::compile(p, pd::Target::host(), {.lower = false});
+  REQUIRE(plan.kernels().size() == plan.program().ops().size());
+  for (size_t k = 0; k < plan.kernels().size(); ++k)
+    CHECK((plan.kernels()[k] == nullptr) == pd::op_schema(plan.program().ops()[k].type).is_view);
+  // Bound kernels run whatever the caller's thread forces later: the plan chose them.
+  const Tensor x = pd::ops::uniform({2, 16, 8, 8}, -1, 1, 9);
+  const Tensor free = pd::exec::Executor(plan).run({{"x", x}})[0];
+  Tensor forced;
+  {
+    pd::ScopedKernelBackend ref(pd::Backend::reference);
+    forced = pd::exec::Executor(plan).run({{"x", x}})[0];
+  }
+  CHECK(free.to_vector<float>() == forced.to_vector<float>());
+  // exp has no integer kernel: the plan says so when it is made, naming the op.
+  Program ints;
+  auto i = ints.add_input("i", {DType::i64, {3}});
+  ints.mark_output(ints.add_op("exp", {{i}})[0], "e");
+  CHECK_THAT(error_of([&] { pd::exec::compile(ints, pd::Target::host()); }),
+             Catch::Contains("op #0 'exp'") && Catch::Contains("no kernel for dtype i64"));
+}

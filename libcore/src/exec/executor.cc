@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "pd/autograd/autograd.h"
-#include "pd/ops/dispatch.h"
 #include "pd/ops/op_schema.h"
 
 namespace pd::exec {
@@ -88,7 +87,7 @@ void check_inputs(const ir::Program& program, const std::map<std::string, Tensor
 Executor::Executor(const ir::Program& program, ExecOptions options) : Executor(program, nullptr, options) {}
 
 Executor::Executor(ExecPlan& plan, ExecOptions options) : Executor(plan.program(), &plan.packed_weights(), options) {
-  target_ = &plan.target();
+  kernels_ = &plan.kernels();
 }
 
 Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options)
@@ -108,10 +107,6 @@ Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOption
 
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(program_, inputs);
-  // A target without the oneDNN backend runs every op on its reference kernel.
-  std::optional<ScopedKernelBackend> reference_only;
-  if (target_ && std::find(target_->backends.begin(), target_->backends.end(), Backend::onednn) == target_->backends.end())
-    reference_only.emplace(Backend::reference);
   std::optional<NoGradGuard> no_grad;
   std::optional<PackedWeightsScope> packing;
   if (options_.inference) {
@@ -161,7 +156,8 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     }
     std::vector<Tensor> outs;
     try {
-      outs = schemas_[k]->call(boxed, op.attrs);
+      const AnyKernel kernel = kernels_ ? (*kernels_)[k] : nullptr;
+      outs = kernel ? schemas_[k]->call_bound(kernel, boxed, op.attrs) : schemas_[k]->call(boxed, op.attrs);
     } catch (const Error& e) {
       raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
             op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());

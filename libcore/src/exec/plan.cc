@@ -2,7 +2,46 @@
 // them load-time is that they may assume the target (Pass::supports) and write kernel layouts.
 #include "pd/exec/plan.h"
 
+#include <algorithm>
+#include <optional>
+
+#include "pd/ops/dispatch.h"
+#include "pd/ops/op_schema.h"
+
 namespace pd::exec {
+namespace {
+
+// The kernel of every op, chosen as the op API would for the declared input types on the target's
+// place, with the target's backends (a target without oneDNN binds the reference kernels). A missing
+// kernel is an error here, at load, naming the op.
+std::vector<AnyKernel> bind_kernels(const ir::Program& p, const Target& target) {
+  std::optional<ScopedKernelBackend> reference_only;
+  if (std::find(target.backends.begin(), target.backends.end(), Backend::onednn) == target.backends.end())
+    reference_only.emplace(Backend::reference);
+  std::vector<AnyKernel> kernels;
+  for (size_t k = 0; k < p.ops().size(); ++k) {
+    const ir::Operation& op = p.ops()[k];
+    const OpSchema& schema = op_schema(op.type);
+    if (!schema.bind) {
+      kernels.push_back(nullptr);
+      continue;
+    }
+    MetaInputs metas;
+    for (const auto& slot : op.inputs) {
+      metas.emplace_back();
+      for (ir::ValueId v : slot) metas.back().push_back({p.value(v).type.dtype, p.value(v).type.shape});
+    }
+    try {
+      kernels.push_back(schema.bind(metas, op.attrs, target.place));
+    } catch (const Error& e) {
+      raise(e.code(), "op #{} '{}' (computing %{}) on {}: {}", k, op.type,
+            op.results.empty() ? "?" : p.value(op.results[0]).name, target.str(), e.what());
+    }
+  }
+  return kernels;
+}
+
+}  // namespace
 
 ExecPlan compile(const ir::Program& program, const Target& target, const CompileOptions& options) {
   ExecPlan plan;
@@ -18,14 +57,14 @@ ExecPlan compile(const ir::Program& program, const Target& target, const Compile
              "the model was lowered by pd-opt for {}, which this machine ({}) cannot run; give it the portable model "
              "(pd-opt without --target), which is lowered for the machine when it is loaded",
              program.target(), target.str());
-    return plan;
+  } else if (options.lower) {
+    ir::PassOptions passes;
+    passes.passes = ir::lowering_passes();
+    passes.disable = options.disable;  // unknown names are errors there
+    passes.target = target;
+    plan.report_ = ir::PassManager(passes).run(plan.program_);
   }
-  if (!options.lower) return plan;
-  ir::PassOptions passes;
-  passes.passes = ir::lowering_passes();
-  passes.disable = options.disable;  // unknown names are errors there
-  passes.target = target;
-  plan.report_ = ir::PassManager(passes).run(plan.program_);
+  plan.kernels_ = bind_kernels(plan.program_, target);
   return plan;
 }
 

@@ -21,4 +21,8 @@ struct KernelContext {
   int threads = 1;                  // CPU threads the kernel may use (pd::num_threads() by default)
 };
 
+// A kernel's address with its signature erased, for tables that hold kernels of many ops (an
+// ExecPlan binds one per op); cast back to the op's own kernel type (registry.h) to call it.
+using AnyKernel = void (*)();
+
 }  // namespace pd

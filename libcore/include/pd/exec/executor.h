@@ -1,5 +1,5 @@
-// Executor: runs a Program on CPU through the generated op API (each op's schema bound once), the same
-// code path that trains. Inference mode records no autograd and frees each value after its last use,
+// Executor: runs a Program on CPU through the generated op API (each op's schema bound once, and with a
+// plan each op's kernel), the same code path that trains. Inference mode records no autograd and frees each value after its last use,
 // so peak memory stays well below the sum of all intermediates.
 //
 //   pd::exec::ExecPlan plan = pd::exec::compile(program);    // lowered for this machine (plan.h)
@@ -60,7 +60,7 @@ class Executor {
  private:
   Executor(const ir::Program& program, PackedWeights* packed, ExecOptions options);
   const ir::Program& program_;
-  const Target* target_ = nullptr;  // a plan's: its backends decide the kernels
+  const std::vector<AnyKernel>* kernels_ = nullptr;  // a plan's, bound once per op
   ExecOptions options_;
   std::vector<const OpSchema*> schemas_;  // per op, bound once
   std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)

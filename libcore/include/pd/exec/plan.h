@@ -1,8 +1,8 @@
 // ExecPlan: a Program compiled for a Target, the second of the two optimisation stages
 // (docs/architecture.md). compile() runs the target's lowering passes on a copy of the program (fused
 // conv/linear + activation, conv + residual, conv + max pool, Winograd 3x3 convolutions, elementwise
-// chains; later int8 and CUDA), moves the params to the target's place, and the plan owns the weights
-// kernels pack for it. Saved models stay portable; a model pd-opt lowered for a named target is taken
+// chains; later int8 and CUDA), binds every op's kernel once (the target's backends in order), moves
+// the params to the target's place, and the plan owns the weights kernels pack for it. Saved models stay portable; a model pd-opt lowered for a named target is taken
 // as it is, or refused with a message when this machine cannot run it.
 //
 //   pd::ir::Program model = pd::io::load_program("model.pdmodel");
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "pd/core/kernel_context.h"
 #include "pd/core/packed_weights.h"
 #include "pd/core/target.h"
 #include "pd/ir/pass.h"
@@ -33,6 +34,8 @@ class ExecPlan {
   const std::vector<ir::PassStats>& lowering_report() const { return report_; }
   // Ops of the program compile() was given, before lowering.
   int64_t source_ops() const { return source_ops_; }
+  // Per op of program(): the kernel bound for the target (null for views, which have none).
+  const std::vector<AnyKernel>& kernels() const { return kernels_; }
   // Weights kernels keep in their own layout for this plan's params (pd/core/packed_weights.h).
   PackedWeights& packed_weights() { return packed_; }
 
@@ -42,6 +45,7 @@ class ExecPlan {
   Target target_;
   std::vector<ir::PassStats> report_;
   int64_t source_ops_ = 0;
+  std::vector<AnyKernel> kernels_;
   PackedWeights packed_;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pd/core/kernel_context.h"
 #include "pd/core/tensor.h"
 #include "pd/ops/attr.h"
 
@@ -55,6 +56,10 @@ struct TensorMeta {
 };
 using MetaInputs = std::vector<std::vector<TensorMeta>>;  // like BoxedInputs
 using MetaFn = std::vector<TensorMeta> (*)(const MetaInputs&, const AttrMap&);
+// The kernel an op would run for inputs of these metas and attributes on `target`, chosen once (an
+// ExecPlan binds one per op); throws pd::Error as the op would. The boxed call then runs that kernel.
+using BindFn = AnyKernel (*)(const MetaInputs&, const AttrMap&, Place target);
+using BoundFn = std::vector<Tensor> (*)(AnyKernel, const BoxedInputs&, const AttrMap&);
 
 struct OpSchema {
   std::string name, doc, category;
@@ -67,6 +72,8 @@ struct OpSchema {
   std::vector<BenchProblem> bench;  // shapes for pd-bench
   FlopsFn flops;                    // null: the op is memory-bound, report bytes
   MetaFn meta;                      // the op's dtype and shape rules without running it
+  BindFn bind;                      // null for views (no kernel)
+  BoundFn call_bound;               // null for views
 };
 
 const std::vector<OpSchema>& all_op_schemas();
