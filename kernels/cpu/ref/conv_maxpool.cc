@@ -12,7 +12,6 @@
 //
 // Everything else (and CPUs without AVX2/FMA) runs the composition: the reference fused_conv2d into a
 // temporary, then max_pool2d.
-#include <omp.h>
 
 #include <fmt/format.h>
 
@@ -96,8 +95,8 @@ void pack_bias(const Tensor& bias, int64_t cout, int cb, std::vector<float>& pac
 // otherwise the rows of an image are split so that a single image still uses them, into items that
 // load the busiest thread least (5 rows on 2 threads: 3 + 2, not 2 + 2 + 1 with 4 rows on one thread).
 // Ties go to fewer, larger items.
-int64_t rows_per_item(const Geom& g) {
-  const int64_t threads = std::max(omp_get_max_threads(), 1);
+int64_t rows_per_item(const Geom& g, int threads_available) {
+  const int64_t threads = std::max(threads_available, 1);
   if (g.N >= 2 * threads) return g.POH;
   int64_t best = g.POH, best_cost = -1;
   for (int64_t rows = g.POH; rows >= 1; --rows) {
@@ -144,7 +143,7 @@ void run_direct(const KernelContext& ctx, const Tensor& x, const Tensor& weight,
   // Below about 1 MFLOP one thread is faster: waking the others costs more than they take off (LeNet's
   // second conv at batch 1: 5.5 us on one thread, 8-12 us on two).
   const bool one_thread = g.N * g.Co * g.C * g.KH * g.KW * g.OH * g.OW < (int64_t{1} << 19);
-  const int64_t rows = one_thread ? g.POH : rows_per_item(g), per_image = (g.POH + rows - 1) / rows;
+  const int64_t rows = one_thread ? g.POH : rows_per_item(g, ctx.threads), per_image = (g.POH + rows - 1) / rows;
   const auto item = [&](int64_t i) {
     const int64_t n = i / per_image, p0 = i % per_image * rows;
     const int64_t p1 = std::min(p0 + rows, g.POH);

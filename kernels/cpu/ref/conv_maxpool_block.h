@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "pd/core/shape.h"
 #include "elementwise_ops.h"
+#include "pd/core/shape.h"
 
 namespace pd::kernels::reference::direct {
 

@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "cpu/common/max_pool_rule.h"
-#include "elementwise_ops.h"
 #include "cpu/ref/conv_maxpool_block.h"
+#include "elementwise_ops.h"
 
 namespace pd::kernels::reference::direct {
 

@@ -3,7 +3,6 @@
 // input patches are transformed into V[36][tiles][C_in], multiplied point by point with the
 // pre-transformed weight U[36][C_in][C_out] into M[36][tiles][C_out], and transformed back into the
 // output, with bias, residual and activation, so the 36-point intermediates never reach main memory.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +12,8 @@
 #include <vector>
 
 #include "cpu/common/parallel.h"
-#include "elementwise_ops.h"
 #include "cpu/ref/winograd_f43.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -374,7 +373,7 @@ void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& we
                      const std::vector<int64_t>& padding, const std::string& activation, double alpha, Tensor& out) {
   const Activation act = parse_activation("winograd_conv2d", activation);
   if (out.numel() == 0) return;
-  const int64_t threads = omp_get_max_threads();
+  const int64_t threads = std::max(ctx.threads, 1);
   const WinoGeom g = geometry<T>(x, weight, out, padding, threads);
   std::vector<T> padded_bias(g.KV, T(0));
   if (bias.defined()) std::copy_n(bias.data<T>(), g.K, padded_bias.begin());

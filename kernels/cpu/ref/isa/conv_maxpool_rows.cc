@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "elementwise_ops.h"
 #include "cpu/ref/conv_maxpool_block.h"
+#include "elementwise_ops.h"
 
 #if defined(__x86_64__)
 #include "cpu/ref/conv_maxpool_simd.h"
