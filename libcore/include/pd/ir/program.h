@@ -104,8 +104,8 @@ class Program {
   std::vector<std::string> output_names_;
   std::map<std::string, Tensor> params_;
   std::map<std::string, ValueId> by_name_;
-  int64_t next_auto_name_ = 0;
-  std::string target_;  // op results are named "0", "1", ... skipping names in use
+  int64_t next_auto_name_ = 0;  // op results are named "0", "1", ... skipping names in use
+  std::string target_;
 };
 
 // Checks types against the op schemas and shape rules, dangling and undefined values, use before
