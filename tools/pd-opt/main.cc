@@ -89,7 +89,12 @@ int main(int argc, char** argv) {
   } catch (const pd::Error& e) {
     return error(e.what(), 2);
   }
-  if (report) fmt::print("{}", pd::ir::format_report(stats));
+  if (report) {
+    fmt::print("{}", pd::ir::format_report(stats));
+    if (target.empty())
+      fmt::print("(fusions and Winograd are lowering passes: pd-infer runs them for its machine when it loads the "
+                 "model; --target T runs them here)\n");
+  }
   if (print) fmt::print("{}", pd::ir::print(program));
   try {
     if (verify) {
