@@ -80,6 +80,11 @@ Shape concat(const char* op, InList xs, int64_t axis);
 Shape elementwise(const char* op, InList xs, const std::string& expr);
 std::vector<Shape> split(const char* op, In x, const std::vector<int64_t>& sections, int64_t axis);
 Shape pad(const char* op, In x, const std::vector<int64_t>& pads);
+// Quantize / dequantize: x's shape; scale and zero_point both 0-D (per tensor) or 1-D with x's extent
+// along axis (per channel). quantize_linear passes its output dtype (u8 or i8, zero_point's dtype);
+// dequantize_linear's x and zero_point are u8 or i8 and its scale f32.
+Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis, DType dtype);
+Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis);
 
 }  // namespace infer
 

@@ -1,0 +1,55 @@
+// Naive references for quantize_linear / dequantize_linear, written from ONNX's definitions with an
+// explicit round-half-to-even (not std::nearbyint, which the kernel uses).
+#include <cmath>
+
+#include "naive_util.h"
+
+namespace {
+using namespace pd::naive;
+
+double round_half_even(double v) {
+  const double f = std::floor(v), frac = v - f;
+  if (frac > 0.5) return f + 1;
+  if (frac < 0.5) return f;
+  return std::fmod(f, 2.0) == 0 ? f : f + 1;
+}
+
+// The channel of flat index i: the scale's own index for a 1-D scale along `axis`, else 0.
+int64_t channel_of(const Ints& shape, int64_t axis, bool per_channel, int64_t i) {
+  if (!per_channel) return 0;
+  const int64_t nd = static_cast<int64_t>(shape.size()), a = axis < 0 ? axis + nd : axis;
+  int64_t inner = 1;
+  for (int64_t d = a + 1; d < nd; ++d) inner *= shape[d];
+  return (i / inner) % shape[a];
+}
+
+}  // namespace
+
+PD_NAIVE_REF(quantize_linear) {
+  const pd::Tensor& x = in[0][0];
+  const Reals v = vals(x), s = vals(in[1][0]), z = vals(in[2][0]);
+  const bool per_channel = in[1][0].dim() == 1;
+  const int64_t axis = get<int64_t>(attrs, "axis", 1);
+  const bool u8 = get<pd::DType>(attrs, "dtype", pd::DType::u8) == pd::DType::u8;
+  const double lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  Reals out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t c = channel_of(x.shape(), axis, per_channel, static_cast<int64_t>(i));
+    const double q = round_half_even(v[i] / s[c]) + z[c];
+    out[i] = std::isnan(q) ? z[c] : std::min(std::max(q, lo), hi);
+  }
+  return {make(out, x.shape())};
+}
+
+PD_NAIVE_REF(dequantize_linear) {
+  const pd::Tensor& x = in[0][0];
+  const Reals v = vals(x), s = vals(in[1][0]), z = vals(in[2][0]);
+  const bool per_channel = in[1][0].dim() == 1;
+  const int64_t axis = get<int64_t>(attrs, "axis", 1);
+  Reals out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t c = channel_of(x.shape(), axis, per_channel, static_cast<int64_t>(i));
+    out[i] = (v[i] - z[c]) * s[c];
+  }
+  return {make(out, x.shape())};
+}
