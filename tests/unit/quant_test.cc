@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "pd/pd.h"
+#include "pd/quant/calibration.h"
 #include "test_util.h"
 
 using pd::DType;
@@ -47,4 +48,108 @@ TEST_CASE("quantize: bad scales and parameters are refused by name", "[quant]") 
              Catch::Contains("has 2 values, but 'x' [2, 3] has 3 along axis 1"));
   CHECK_THAT(error_of([&] { pd::ops::dequantize_linear(pd::ops::zeros({2}, DType::i32), Tensor::scalar<float>(1), Tensor::scalar<int32_t>(0)); }),
              Catch::Contains("must be u8 or i8"));
+}
+
+namespace {
+
+// n values from a seeded normal(0, 1), with `outliers` of value 1000 appended.
+Tensor normal_with_outliers(int64_t n, int outliers, uint64_t seed) {
+  std::vector<float> v = pd::ops::normal({n}, 0, 1, static_cast<int64_t>(seed)).to_vector<float>();
+  for (int i = 0; i < outliers; ++i) v.push_back(1000.f);
+  return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())});
+}
+
+}  // namespace
+
+TEST_CASE("calibration: scales and zero points for a range", "[quant]") {
+  using pd::quant::qparams_for;
+  auto u = qparams_for({0.0, 2.55}, DType::u8);
+  CHECK(u.scale == Approx(0.01f));
+  CHECK(u.zero_point == 0);
+  u = qparams_for({-1.0, 3.0}, DType::u8);  // 0 lands on the grid: zero point 64 (= 1 / (4 / 255), rounded)
+  CHECK(u.zero_point == 64);
+  const auto s = qparams_for({-0.5, 2.54}, DType::i8);
+  CHECK(s.scale == Approx(0.02f));
+  CHECK(s.zero_point == 0);
+  CHECK(qparams_for({0.0, 0.0}, DType::u8).scale == 1.0f);  // a zero range: every value is exactly 0
+  CHECK(qparams_for({2.0, 3.0}, DType::u8).zero_point == 0);  // widened to hold 0
+  CHECK_THAT(error_of([] { qparams_for({0, 1}, DType::i32); }), Catch::Contains("u8 or i8"));
+  CHECK(pd::quant::parse_method("kl") == pd::quant::Method::kl);
+  CHECK_THAT(error_of([] { pd::quant::parse_method("entropy"); }), Catch::Contains("valid: minmax, percentile, kl, mse"));
+}
+
+TEST_CASE("calibration: observers count, widen and ignore non-finite values, deterministically", "[quant]") {
+  pd::quant::Observer a, b;
+  const Tensor small = Tensor::from_vector<float>({0.f, 0.5f, -0.25f, NAN, INFINITY}, {5});
+  const Tensor big = Tensor::from_vector<float>({3.f, -7.f}, {2});
+  a.observe(small);
+  a.observe(big);  // widens the histogram: its bins merge
+  CHECK(a.count() == 5);
+  CHECK(a.non_finite() == 2);
+  CHECK(a.min() == -7.0);
+  CHECK(a.max() == 3.0);
+  int64_t total = 0;
+  for (int64_t c : a.histogram()) total += c;
+  CHECK(total == 5);
+  const auto r = a.range(pd::quant::Method::minmax);
+  CHECK(r.lo == -7.0);
+  CHECK(r.hi == 3.0);
+  b.observe(small);
+  b.observe(big);
+  CHECK(a.histogram() == b.histogram());
+  for (auto m : {pd::quant::Method::percentile, pd::quant::Method::mse, pd::quant::Method::kl})
+    CHECK(a.range(m).hi == b.range(m).hi);  // bit for bit
+  CHECK_THAT(error_of([&] { a.observe(pd::ops::zeros({2}, DType::i64)); }), Catch::Contains("f32 or f64"));
+}
+
+TEST_CASE("calibration: percentile, mse and kl clip what minmax keeps", "[quant]") {
+  using pd::quant::Method;
+  // Percentile: one extreme outlier among 20000 normal values is cut off.
+  pd::quant::Observer one;
+  one.observe(normal_with_outliers(20000, 1, 7));
+  CHECK(one.range(Method::minmax).hi == 1000.0);
+  auto r = one.range(Method::percentile);
+  CHECK(r.hi < 100.0);
+  CHECK(r.hi > 2.0);
+  CHECK(r.lo < -2.0);
+
+  // MSE on Laplace(0, 1) data: with 16 levels (4 bits) the optimal clip is about 5.03 (Banner et al.,
+  // ACIQ); with 256 levels clipping gains little, so the range stays near the largest value.
+  const std::vector<float> u = pd::ops::uniform({20000}, -0.5, 0.5, 11).to_vector<float>();
+  std::vector<float> lap;
+  for (float x : u) lap.push_back(-(x < 0 ? -1.f : 1.f) * std::log(1.f - 2.f * std::fabs(x)));
+  pd::quant::Observer laplace;
+  laplace.observe(Tensor::from_vector<float>(lap, {20000}));
+  const double top = laplace.max();
+  r = laplace.range(Method::mse, 99.99, 16);
+  INFO("mse, 16 levels: " << r.hi << ", max " << top);
+  CHECK(r.hi > 3.5);
+  CHECK(r.hi < 7.0);
+  CHECK(laplace.range(Method::mse).hi > 0.7 * top);
+
+  // KL: a normal bulk with a sparse tail of 20 values in [10, 40] is clipped inside the tail.
+  std::vector<float> v = pd::ops::normal({20000}, 0, 1, 5).to_vector<float>();
+  for (int i = 0; i < 20; ++i) v.push_back(10.f + 1.5f * static_cast<float>(i));
+  pd::quant::Observer tail;
+  tail.observe(Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}));
+  r = tail.range(Method::kl);
+  INFO("kl: " << r.hi << ", max " << tail.max());
+  CHECK(r.hi > 3.0);
+  CHECK(r.hi < tail.max());
+
+  // Non-negative data (after a relu): the range starts at 0.
+  pd::quant::Observer relu;
+  relu.observe(pd::ops::relu(normal_with_outliers(20000, 0, 3)));
+  CHECK(relu.range(Method::kl).lo == 0.0);
+  CHECK(relu.range(Method::mse).lo == 0.0);
+}
+
+TEST_CASE("calibration: symmetric per-channel weight scales", "[quant]") {
+  const Tensor w = Tensor::from_vector<float>({1.27f, -0.5f, 0.f, 0.f, 0.3f, -2.54f}, {3, 2});
+  const std::vector<float> s = pd::quant::weight_scales(w);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0] == Approx(0.01f));
+  CHECK(s[1] == 1.0f);  // an all-zero channel
+  CHECK(s[2] == Approx(0.02f));
+  CHECK(pd::quant::weight_scales(w, 1).size() == 2);
 }
