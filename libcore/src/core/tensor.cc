@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "pd/core/autograd_meta.h"
 #include "pd/core/allocator.h"
+#include "pd/core/autograd_meta.h"
 #include "pd/core/tensor_inl.h"
 
 namespace pd {

@@ -27,8 +27,8 @@ Forced initial_forced() {
   return f;
 }
 
-// Per thread: a ScopedKernelBackend (a test, pd-bench --mode check, an Executor whose target lists
-// only the reference backend) affects the calls of its own thread, not a data loader's running beside
+// Per thread: a ScopedKernelBackend (a test, pd-bench --mode check, exec::compile binding the kernels
+// of a target without oneDNN) affects the calls of its own thread, not a data loader's running beside
 // it. Every thread starts from PD_KERNELS, read once.
 Forced& forced() {
   static const Forced from_env = initial_forced();

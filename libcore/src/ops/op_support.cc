@@ -42,7 +42,6 @@ KernelContext kernel_context(Place place) {
   return {.place = place, .stream = nullptr, .packed = current_packed_weights(), .threads = num_threads()};
 }
 
-
 void check_tensor(const char* op, const char* arg, const Tensor& t) {
   PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "{}: argument '{}' is an undefined tensor", op, arg);
 }
