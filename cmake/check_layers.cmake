@@ -21,7 +21,7 @@ set(allow_data ${allow_ops} io data)
 set(allow_exec ${allow_io} exec)
 set(allow_model ${allow_io} data model)
 set(allow_train ${allow_model} exec train)
-set(allow_quant ${allow_ops} quant)
+set(allow_quant ${allow_exec} quant)
 set(allow_bench ${allow_train} quant bench)
 set(allow_tools ${allow_bench})
 

@@ -6,7 +6,9 @@
 #include <limits>
 
 #include "pd/pd.h"
+#include "pd/exec/executor.h"
 #include "pd/quant/calibration.h"
+#include "pd/quant/qdq.h"
 #include "test_util.h"
 
 using pd::DType;
@@ -152,4 +154,67 @@ TEST_CASE("calibration: symmetric per-channel weight scales", "[quant]") {
   CHECK(s[1] == 1.0f);  // an all-zero channel
   CHECK(s[2] == Approx(0.02f));
   CHECK(pd::quant::weight_scales(w, 1).size() == 2);
+}
+
+namespace {
+
+// image [N, 1, 8, 8] -> conv2d (4, 3x3, pad 1, bias) -> relu -> flatten -> linear (10), and a second
+// reader of the conv's input (an add of x with itself), which must stay f32.
+pd::ir::Program small_net() {
+  pd::ir::Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 1, 8, 8}});
+  auto w = p.add_param("conv.weight", pd::ops::uniform({4, 1, 3, 3}, -0.5, 0.5, 1));
+  auto b = p.add_param("conv.bias", pd::ops::uniform({4}, -0.1, 0.1, 2));
+  auto y = p.add_op("conv2d", {{x}, {w}, {b}}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  y = p.add_op("flatten", {{p.add_op("relu", {{y}})[0]}}, {{"start_axis", int64_t{1}}})[0];
+  auto fc = p.add_param("fc.weight", pd::ops::uniform({10, 256}, -0.1, 0.1, 3));
+  p.mark_output(p.add_op("linear", {{y}, {fc}, {}})[0], "logits");
+  p.mark_output(p.add_op("add", {{x}, {x}})[0], "twice");
+  return p;
+}
+
+int count_ops(const pd::ir::Program& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.ops()) n += op.type == type;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close to f32", "[quant]") {
+  const pd::ir::Program f32 = small_net();
+  std::vector<std::map<std::string, Tensor>> batches;
+  for (int k = 0; k < 4; ++k) batches.push_back({{"x", pd::ops::uniform({8, 1, 8, 8}, 0, 1, 10 + k)}});
+  const auto observers = pd::quant::calibrate(f32, batches);
+  REQUIRE(observers.size() == 2);  // the conv's input and the linear's input
+  CHECK(observers.at("x").count() == 4 * 8 * 64);
+
+  pd::ir::Program q = f32;
+  CHECK(pd::quant::insert_qdq(q, observers) == 2);
+  CHECK(count_ops(q, "quantize_linear") == 2);
+  CHECK(count_ops(q, "dequantize_linear") == 4);  // two activations, two weights
+  CHECK(q.params().count("conv.weight") == 0);     // stored as s8 now
+  CHECK(q.params().at("conv.weight.q").dtype() == DType::i8);
+  CHECK(q.params().at("x.zero_point").dtype() == DType::u8);
+  for (const auto& op : q.ops())  // the residual-style reader keeps the f32 input
+    if (op.type == "add") CHECK(q.value(op.inputs[0][0]).name == "x");
+
+  const Tensor x = pd::ops::uniform({8, 1, 8, 8}, 0, 1, 99);
+  const Tensor want = pd::exec::Executor(f32).run({{"x", x}})[0], got = pd::exec::Executor(q).run({{"x", x}})[0];
+  float scale = 0;
+  for (float v : want.to_vector<float>()) scale = std::max(scale, std::abs(v));
+  CHECK(pd::test::max_abs_diff(got, want) < 0.05f * scale);
+  CHECK(pd::test::max_abs_diff(got, want) > 0.0f);  // it did quantize
+
+  // Every method and i8 activations give a valid program. (How close each comes depends on the data:
+  // on this random net KL clips the relu output at half its maximum, so only sanity is checked here;
+  // pd-quant measures the accuracy of the choice on real data.)
+  for (auto m : {pd::quant::Method::minmax, pd::quant::Method::mse, pd::quant::Method::kl}) {
+    pd::ir::Program r = f32;
+    pd::quant::insert_qdq(r, observers, {.method = m, .activations = DType::i8});
+    INFO(pd::quant::method_name(m));
+    CHECK(pd::test::max_abs_diff(pd::exec::Executor(r).run({{"x", x}})[0], want) < 0.5f * scale);
+  }
+  pd::ir::Program bad = f32;
+  CHECK_THAT(error_of([&] { pd::quant::insert_qdq(bad, {}); }), Catch::Contains("no calibration values were observed for 'x'"));
 }

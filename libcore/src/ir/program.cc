@@ -171,6 +171,13 @@ void Program::replace_uses(ValueId from, ValueId to) {
   std::replace(outputs_.begin(), outputs_.end(), from, to);
 }
 
+void Program::set_input(int32_t op, size_t slot, ValueId v) {
+  value(v);
+  PD_CHECK(op >= 0 && op < static_cast<int32_t>(ops_.size()) && slot < ops_[op].inputs.size() && ops_[op].inputs[slot].size() == 1,
+           ErrorCode::kOutOfRange, "program: op #{} has no one-value input slot {}", op, slot);
+  ops_[op].inputs[slot][0] = v;
+}
+
 void Program::remove_ops(const std::vector<int32_t>& op_indices) {
   std::set<int32_t> doomed(op_indices.begin(), op_indices.end());
   std::vector<Operation> kept;

@@ -114,7 +114,8 @@ double Observer::threshold_mse(int levels) const {
 }
 
 // TensorRT's entropy calibration: the threshold whose clipped histogram, merged into `levels` / 2 (or
-// `levels` for non-negative data) bins and spread back, is closest in KL divergence to the original.
+// `levels` for non-negative data) bins and spread back, is closest in KL divergence to the clipped
+// histogram with its outliers folded into the last bin.
 double Observer::threshold_kl(int levels) const {
   const std::vector<int64_t> m = magnitudes();
   const size_t nb = m.size(), q = std::min(nb, static_cast<size_t>(min_ >= 0 ? levels : levels / 2));
@@ -127,8 +128,10 @@ double Observer::threshold_kl(int levels) const {
       const size_t a = g * i / q, b = (g + 1) * i / q;
       double sum = 0;
       size_t nonzero = 0;
-      for (size_t j = a; j < b; ++j) sum += p[j], nonzero += p[j] > 0;
-      for (size_t j = a; j < b; ++j) e[j] = p[j] > 0 ? sum / static_cast<double>(nonzero) : 0;
+      // Q from the clipped histogram without the folded outliers (as TensorRT and MXNet do), so a
+      // threshold that cuts off much of the mass shows as a spike P has and Q lacks.
+      for (size_t j = a; j < b; ++j) sum += static_cast<double>(m[j]), nonzero += p[j] > 0;
+      for (size_t j = a; j < b; ++j) e[j] = p[j] > 0 ? std::max(sum / static_cast<double>(nonzero), 1e-4) : 0;
     }
     double ps = 0, es = 0;
     for (size_t j = 0; j < i; ++j) ps += p[j], es += e[j];

@@ -82,6 +82,8 @@ class Program {
   // Rewriting (passes): replace every use of `from` by `to` (graph outputs included), remove ops, and
   // drop values and params nothing refers to. compact() renumbers; ids taken before it are invalid.
   void replace_uses(ValueId from, ValueId to);
+  // Points input slot `slot` of op `op` (a one-value slot) at `v` instead; `v` must be defined before it.
+  void set_input(int32_t op, size_t slot, ValueId v);
   void remove_ops(const std::vector<int32_t>& op_indices);
   void compact();
   // Ops using `v` as an input, and whether `v` is a graph output.

@@ -1,0 +1,36 @@
+// Post-training quantization of a Program in the QDQ form (as onnxruntime and TensorRT read it): the
+// activation input of every conv2d and linear gets a quantize_linear / dequantize_linear pair with
+// calibrated u8 (or i8) parameters, and its weight is stored as an s8 param with per-channel scales and
+// a dequantize_linear in front. The program still computes in f32, as int8 kernels would up to rounding;
+// an int8 lowering pass turns the pairs into int8 kernels.
+//
+//   auto observers = pd::quant::calibrate(program, batches);           // runs the model on each batch
+//   pd::quant::insert_qdq(program, observers, {.method = pd::quant::Method::percentile});
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pd/ir/program.h"
+#include "pd/quant/calibration.h"
+
+namespace pd::quant {
+
+struct QdqOptions {
+  Method method = Method::percentile;
+  double percentile = 99.99;
+  DType activations = DType::u8;  // u8 (asymmetric) or i8 (symmetric)
+  bool per_channel = true;        // weights: symmetric s8 per output channel, else one scale per weight
+};
+
+// The values quantized: the activation input of each conv2d / linear whose weight is an f32 param.
+std::vector<std::string> quantizable_inputs(const ir::Program& p);
+
+// Runs `p` on every batch (inputs by name) and observes each quantizable input.
+std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches);
+
+// Inserts the Q/DQ pairs and quantizes the weights (see above); throws pd::Error when an input has no
+// observer or observed no finite value. Returns the number of ops quantized.
+int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observers, const QdqOptions& options = {});
+
+}  // namespace pd::quant

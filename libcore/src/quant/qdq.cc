@@ -1,0 +1,92 @@
+// Q/DQ insertion. Each activation value is quantized once, however many quantizable ops read it; only
+// those ops read the dequantized copy, so other readers (a residual add) keep the f32 value.
+#include "pd/quant/qdq.h"
+
+#include <algorithm>
+
+#include "op_api.h"
+#include "pd/exec/executor.h"
+#include "pd/ir/pass.h"
+
+namespace pd::quant {
+namespace {
+
+bool quantizable(const ir::Program& p, const ir::Operation& op) {
+  if (op.type != "conv2d" && op.type != "linear") return false;
+  const ir::ValueId w = op.inputs[1][0];
+  return p.value(w).kind == ir::ValueKind::Param && p.value(w).type.dtype == DType::f32 &&
+         p.value(op.inputs[0][0]).type.dtype == DType::f32;
+}
+
+Tensor zero_points(DType dtype, int64_t n, int32_t value) {
+  Tensor z = ops::full(n < 0 ? Shape{} : Shape{n}, value, DType::i32);
+  return ops::cast(z, dtype);
+}
+
+}  // namespace
+
+std::vector<std::string> quantizable_inputs(const ir::Program& p) {
+  std::vector<std::string> out;
+  for (const ir::Operation& op : p.ops())
+    if (quantizable(p, op)) {
+      const std::string& name = p.value(op.inputs[0][0]).name;
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  return out;
+}
+
+std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches) {
+  std::map<std::string, Observer> observers;
+  const std::vector<std::string> names = quantizable_inputs(p);
+  exec::Executor exec(p, {.inference = true, .reuse_memory = false});
+  for (const auto& batch : batches) {
+    exec.run(batch);
+    for (const std::string& n : names) observers[n].observe(exec.all_values().at(n));
+  }
+  return observers;
+}
+
+int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observers, const QdqOptions& o) {
+  PD_CHECK(o.activations == DType::u8 || o.activations == DType::i8, ErrorCode::kDType,
+           "insert_qdq: activations must be u8 or i8, but received {}", dtype_name(o.activations));
+  std::map<ir::ValueId, ir::ValueId> dequantized;  // activation -> its Q/DQ copy
+  int64_t count = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
+    if (!quantizable(p, p.ops()[i])) continue;
+    const ir::ValueId x = p.ops()[i].inputs[0][0], w = p.ops()[i].inputs[1][0];
+    // The activation: one Q/DQ pair per value, inserted before its first quantized reader.
+    auto it = dequantized.find(x);
+    if (it == dequantized.end()) {
+      const std::string name = p.value(x).name;  // a copy: adding params moves the values
+      auto obs = observers.find(name);
+      PD_CHECK(obs != observers.end() && obs->second.count() > 0, ErrorCode::kInvalidArgument,
+               "insert_qdq: no calibration values were observed for '{}'", name);
+      const QParams q = qparams_for(obs->second.range(o.method, o.percentile), o.activations);
+      const ir::ValueId s = p.add_param(p.unique_name(name + ".scale"), Tensor::scalar<float>(q.scale));
+      const ir::ValueId z = p.add_param(p.unique_name(name + ".zero_point"), zero_points(o.activations, -1, q.zero_point));
+      const ir::ValueId qv = p.insert_op(i, "quantize_linear", {{x}, {s}, {z}}, {{"dtype", o.activations}})[0];
+      it = dequantized.emplace(x, p.insert_op(i + 1, "dequantize_linear", {{qv}, {s}, {z}}, {})[0]).first;
+      i += 2;
+    }
+    // The weight: s8, symmetric, per output channel (axis 0 of conv2d's and linear's weights).
+    const Tensor wt = p.param(w);  // a handle: set_param and add_param leave the tensor alive
+    std::vector<float> scales = weight_scales(wt, 0);
+    if (!o.per_channel) scales.assign(scales.size(), *std::max_element(scales.begin(), scales.end()));
+    const auto channels = static_cast<int64_t>(scales.size());
+    const Tensor scale_t = Tensor::from_vector<float>(scales, {channels}), zp_t = zero_points(DType::i8, channels, 0);
+    const std::string wname = p.value(w).name;
+    const ir::ValueId wq = p.add_param(p.unique_name(wname + ".q"), ops::quantize_linear(wt, scale_t, zp_t, 0, DType::i8));
+    const ir::ValueId ws = p.add_param(p.unique_name(wname + ".scale"), scale_t);
+    const ir::ValueId wz = p.add_param(p.unique_name(wname + ".zero_point"), zp_t);
+    const ir::ValueId wdq = p.insert_op(i, "dequantize_linear", {{wq}, {ws}, {wz}}, {{"axis", int64_t{0}}})[0];
+    ++i;
+    p.set_input(i, 0, it->second);
+    p.set_input(i, 1, wdq);
+    ++count;
+  }
+  p.compact();  // the f32 weights nothing reads any more
+  ir::verify(p);
+  return count;
+}
+
+}  // namespace pd::quant
