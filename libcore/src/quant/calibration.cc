@@ -151,12 +151,15 @@ Range Observer::range(Method m, double percentile, int levels) const {
     case Method::percentile: {
       PD_CHECK(percentile > 50 && percentile <= 100, ErrorCode::kInvalidArgument,
                "percentile must be in (50, 100], but received {}", percentile);
+      // Whole bins are dropped from each end while what they hold stays within the cut.
       const double width = 2 * limit_ / bins_, cut = static_cast<double>(count_) * (100 - percentile) / 100;
+      auto bin = [&](int64_t k) { return static_cast<double>(hist_[static_cast<size_t>(k)]); };
       double below = 0, above = 0;
       int64_t lo = 0, hi = bins_ - 1;
-      while (lo < bins_ - 1 && below + static_cast<double>(hist_[static_cast<size_t>(lo)]) <= cut) below += static_cast<double>(hist_[static_cast<size_t>(lo++)]);
-      while (hi > 0 && above + static_cast<double>(hist_[static_cast<size_t>(hi)]) <= cut) above += static_cast<double>(hist_[static_cast<size_t>(hi--)]);
-      return {std::max(min_, -limit_ + static_cast<double>(lo) * width), std::min(max_, -limit_ + static_cast<double>(hi + 1) * width)};
+      while (lo < bins_ - 1 && below + bin(lo) <= cut) below += bin(lo++);
+      while (hi > 0 && above + bin(hi) <= cut) above += bin(hi--);
+      return {std::max(min_, -limit_ + static_cast<double>(lo) * width),
+              std::min(max_, -limit_ + static_cast<double>(hi + 1) * width)};
     }
     case Method::kl:
     case Method::mse: {
