@@ -2,13 +2,9 @@
 # End-to-end checks of pd-bench with tiny budgets (no timing is asserted): a memory-bound row in GB/s,
 # check mode against the reference kernels, usage errors with exit 2, JSON that parses, and a
 # baseline comparison that flags an artificially faster baseline with exit 3.
-set -u
+source "$(dirname "$0")/common.sh"
 PD_BENCH=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
 export XDG_CACHE_HOME=$WORK/cache   # the peak probe runs once here and is cached for the later calls
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 FAST="--budget-ms 5 --min-reps 2 --warmup 1 --threads 1"
 
 # 1. A memory-bound op reports GB/s.

@@ -2,14 +2,9 @@
 # End-to-end checks of pd-infer on a model pd-train wrote: random inputs, accuracy on a slice of the
 # Fashion-MNIST test set, --compare against its own and a perturbed output, and refusal of a truncated
 # model file and of a wrong input name (exit 2, listing what the model expects).
-set -u
+source "$(dirname "$0")/common.sh"
 PD_TRAIN=$1
 PD_INFER=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$PD_TRAIN" "$HERE/tiny_mlp.yaml" --out "$WORK/run" --limit 512 --epochs 1 --threads 1 --quiet || fail "training exited with $?"
 MODEL=$WORK/run/model.pdmodel
@@ -33,14 +28,7 @@ for op in flatten linear relu; do echo "$out" | grep -qE "^  $op +[0-9]" || fail
 echo "$out" | grep -q "not lowered (--no-lower): 4 ops in the file, 4 run" || fail "--no-lower target line: $out"
 
 # 2. Labelled test data: accuracy printed and plausible.
-cat > "$WORK/data.yaml" <<EOF
-data:
-  test:
-    features: /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-    labels: /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
-    limit: 1000
-  transforms: [{scale: 0.00392156862745098}, {normalize: {mean: [0.286], std: [0.353]}}]
-EOF
+write_test_spec "$WORK/data.yaml" 1000
 out=$("$PD_INFER" "$MODEL" --data "$WORK/data.yaml" --threads 1 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--data: exit $rc: $out"
 acc=$(echo "$out" | sed -n 's/^accuracy *\([0-9.]*\).*/\1/p')

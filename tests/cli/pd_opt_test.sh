@@ -4,15 +4,10 @@
 # passing; levels, --passes, --disable, --print-after-all and --report behave; bad pass names, bad
 # targets, bad files and missing arguments exit 2; a zero tolerance against a folded model exits 1
 # naming the output; pd-infer runs a lowered model where its target fits and refuses it elsewhere.
-set -u
+source "$(dirname "$0")/common.sh"
 PD_TRAIN=$1
 PD_OPT=$2
 PD_INFER=$3
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 count() { grep -c "= $1(" <<< "$2"; }
 
 "$PD_TRAIN" "$HERE/tiny_mlp.yaml" --out "$WORK/mlp" --limit 256 --epochs 1 --threads 1 --quiet || fail "training the MLP exited with $?"

@@ -2,26 +2,14 @@
 # End-to-end checks of pd-quant on a model pd-train wrote: calibrates on a Fashion-MNIST slice, writes a
 # QDQ model with s8 weights (a params file under 30% of the f32 one) that pd-infer runs, with accuracy
 # close to f32; bad methods, activation types and data specs exit 2 with a message and write nothing.
-set -u
+source "$(dirname "$0")/common.sh"
 PD_TRAIN=$1
 PD_QUANT=$2
 PD_INFER=$3
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$PD_TRAIN" "$HERE/tiny_mlp.yaml" --out "$WORK/run" --limit 1024 --epochs 1 --threads 1 --quiet || fail "training exited with $?"
 MODEL=$WORK/run/model.pdmodel
-cat > "$WORK/data.yaml" <<YAML
-data:
-  test:
-    features: /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-    labels: /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
-    limit: 1000
-  transforms: [{scale: 0.00392156862745098}, {normalize: {mean: [0.286], std: [0.353]}}]
-YAML
+write_test_spec "$WORK/data.yaml" 1000
 
 # 1. Quantize with --eval and --report: counts, sizes, the report table, accuracy within 0.03 of f32.
 out=$("$PD_QUANT" "$MODEL" "$WORK/q.pdmodel" --calib "$WORK/data.yaml" --samples 256 --eval "$WORK/data.yaml" --report --threads 1 2>&1); rc=$?

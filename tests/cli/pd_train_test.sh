@@ -2,13 +2,8 @@
 # End-to-end checks of pd-train on a slice of Fashion-MNIST: the loss drops, the run directory is
 # complete, a stopped-and-resumed run ends bit-identical to an uninterrupted one, and broken YAML and
 # data files are refused with a clear message and exit code 2.
-set -u
+source "$(dirname "$0")/common.sh"
 PD_TRAIN=$1
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 YAML=$HERE/tiny_mlp.yaml
 
 # 1. Train; the loss must drop and every file must be there.
