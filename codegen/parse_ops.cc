@@ -135,8 +135,8 @@ ArgDef parse_arg(const std::string& name, const YAML::Node& node) {
     def = trim(spec.substr(eq + 1));
   }
   std::string cls;
-  if (size_t lt = type.find('<'); lt != std::string::npos && type.back() == '>') {
-    cls = type.substr(lt + 1, type.size() - lt - 2);
+  if (size_t lt = type.find('<'), gt = type.find('>'); lt != std::string::npos && gt != std::string::npos && gt > lt) {
+    cls = type.substr(lt + 1, gt - lt - 1);
     type = type.substr(0, lt);
   }
   static const std::map<std::string, ArgKind> kinds = {

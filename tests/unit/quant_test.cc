@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "pd/core/cpu_features.h"
 #include "pd/pd.h"
+#include "registry.h"
 #include "pd/exec/executor.h"
 #include "pd/quant/calibration.h"
 #include "pd/quant/qdq.h"
@@ -217,4 +219,37 @@ TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close 
   }
   pd::ir::Program bad = f32;
   CHECK_THAT(error_of([&] { pd::quant::insert_qdq(bad, {}); }), Catch::Contains("no calibration values were observed for 'x'"));
+}
+
+// The int8 kernels on the CPU at hand: exact with VNNI (or without oneDNN); without it (PD_CPU_ISA=avx2 in ctest's
+// unit:int8_without_vnni run), u8 activations meet weights halved to 7 bits with their scale doubled,
+// and s8 activations give the same products. The reference kernel on the weights the fast kernel must
+// have used is the expectation, so a saturating vpmaddubsw path fails here.
+TEST_CASE("int8 kernels: exact with VNNI, 7-bit weights without it", "[quant][int8_isa]") {
+  bool has_onednn = false;
+  for (const auto& k : pd::registry::registered_kernels("quantized_linear")) has_onednn |= k.backend == pd::Backend::onednn;
+  std::vector<uint8_t> xv(3 * 64);
+  std::vector<int8_t> wv(5 * 64), halved(wv.size());
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<uint8_t>(i % 7 == 0 ? 3 : 250 + i % 6);  // mostly large
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<int8_t>(i % 5 == 0 ? -128 : 127 - static_cast<int>(i % 9));
+  for (size_t i = 0; i < wv.size(); ++i) halved[i] = static_cast<int8_t>(std::nearbyint(wv[i] * 0.5));
+  const Tensor x = Tensor::from_vector<uint8_t>(xv, {3, 64}), w = Tensor::from_vector<int8_t>(wv, {5, 64});
+  const Tensor xs = Tensor::scalar<float>(0.02f), xz = Tensor::scalar<uint8_t>(0), bias = pd::ops::full({5}, 0.5, DType::f32);
+  const Tensor ws = Tensor::from_vector<float>({0.001f, 0.002f, 0.003f, 0.004f, 0.005f}, {5});
+  // Only oneDNN's kernels multiply through vpmaddubsw; a build without it runs the exact reference.
+  const bool vnni = pd::cpu_has_vnni() || !has_onednn;
+  const Tensor w_used = vnni ? w : Tensor::from_vector<int8_t>(halved, {5, 64});
+  const Tensor ws_used = vnni ? ws : pd::ops::mul(ws, Tensor::scalar<float>(2.f));
+  const Tensor got = pd::ops::quantized_linear(x, xs, xz, w, ws, bias);
+  // s8 activations holding the same real values (x - 128 with zero point -128) multiply the same way.
+  const Tensor x8 = pd::ops::cast(pd::ops::sub(pd::ops::cast(x, DType::i32), pd::ops::full({}, 128, DType::i32)), DType::i8);
+  const Tensor got8 = pd::ops::quantized_linear(x8, xs, Tensor::scalar<int8_t>(-128), w, ws, bias);
+  pd::ScopedKernelBackend reference(pd::Backend::reference);
+  const Tensor want = pd::ops::quantized_linear(x, xs, xz, w_used, ws_used, bias);
+  INFO("int8 path: " << pd::int8_path_name());
+  CHECK(pd::test::max_abs_diff(got, want) <= 1e-3f);
+  CHECK(pd::test::max_abs_diff(got8, want) <= 1e-3f);
+  // The exact products differ from the 7-bit ones, so the test tells the two paths apart.
+  const Tensor exact = pd::ops::quantized_linear(x, xs, xz, w, ws, bias);
+  CHECK((pd::test::max_abs_diff(got, exact) <= 1e-3f) == vnni);
 }

@@ -3,14 +3,33 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "pd/core/allocator.h"
 #include "pd/core/packed_weights.h"
 
 namespace pd::kernels::onednn {
 
+namespace {
+
+// PD_CPU_ISA narrows oneDNN's code too, so that one machine runs the kernels a narrower CPU would
+// (the int8 kernels differ most: without VNNI they take vpmaddubsw). It must be set before oneDNN
+// generates its first kernel, which the engine's creation precedes.
+void narrow_onednn_isa() {
+  const char* isa = std::getenv("PD_CPU_ISA");
+  const std::string_view narrowed(isa ? isa : "");
+  if (narrowed == "avx2") dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+  else if (narrowed == "baseline") dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41);
+}
+
+}  // namespace
+
 dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = [] {
+    narrow_onednn_isa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
@@ -106,11 +125,16 @@ dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user) {
 
 dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user,
                         const std::string& key) {
-  if (!r.prim || !cache || !cache->is_constant(weight)) return reorder_in(r, user);
+  return weights_in(cache, r, weight, [&] { return user; }, key);
+}
+
+dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight,
+                        const std::function<dnnl::memory()>& user, const std::string& key) {
+  if (!r.prim || !cache || !cache->is_constant(weight)) return reorder_in(r, user());
   const std::string k = fmt::format("onednn:{}:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset(), key);
   if (std::shared_ptr<void> hit = cache->find(k)) return *static_cast<dnnl::memory*>(hit.get());
   auto packed = std::make_shared<dnnl::memory>(r.to, cpu_engine());  // oneDNN's own buffer, kept by the cache
-  dnnl::memory src = user;
+  dnnl::memory src = user();
   r.prim->execute(cpu_stream(), src, *packed);
   cache->store(k, packed);
   return *packed;

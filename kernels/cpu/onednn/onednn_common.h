@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -95,6 +96,10 @@ dnnl::memory reorder_in(const OptionalReorder& r, const dnnl::memory& user);
 // (which must identify the primitive, so r.to is fixed by it).
 dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight, const dnnl::memory& user,
                         const std::string& key);
+// The same with the user memory made only when it is needed (not on a cache hit): for a weight the
+// kernel transforms before the reorder.
+dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Tensor& weight,
+                        const std::function<dnnl::memory()>& user, const std::string& key);
 // Output: `user` itself, or a fresh buffer in `r.from` for the primitive to write ...
 dnnl::memory output_buffer(const OptionalReorder& r, const dnnl::memory& user);
 // ... which reorder_out then copies into `user` (a no-op when they are the same memory).

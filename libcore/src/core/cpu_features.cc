@@ -31,4 +31,24 @@ bool cpu_has_avx512() {
   return yes;
 }
 
+bool cpu_has_vnni() {
+  static const bool yes = [] {
+#if defined(__x86_64__)
+    const char* isa = std::getenv("PD_CPU_ISA");
+    const std::string_view narrowed(isa ? isa : "");
+    if (narrowed == "avx2" || narrowed == "baseline") return false;
+    return (cpu_has_avx512() && __builtin_cpu_supports("avx512vnni")) ||
+           (cpu_has_avx2_fma() && __builtin_cpu_supports("avxvnni"));
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
+const char* int8_path_name() {
+  return cpu_has_vnni() ? "vnni (u8 x s8 products summed exactly)"
+                        : "no VNNI (u8 activations meet 7-bit weights so that vpmaddubsw cannot saturate)";
+}
+
 }  // namespace pd

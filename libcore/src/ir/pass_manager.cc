@@ -19,15 +19,17 @@ struct Entry {
 };
 
 // Registry order is the order levels run them: shrink first (identities, constants, duplicates),
-// then fold and fuse, then sweep what became dead.
+// then fold and fuse, then sweep what became dead. int8_lower takes the quantized convs and linears
+// with their fused activations, before the f32-only conv rewrites could.
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
       {"conv_residual_fuse", passes::conv_residual_fusion},
-      {"conv_act_fuse", passes::conv_activation_fusion},   {"conv_pool_fuse", passes::conv_pool_fusion},
-      {"conv_winograd", passes::conv_winograd},
+      {"conv_act_fuse", passes::conv_activation_fusion},
       {"linear_act_fuse", passes::linear_activation_fusion},
+      {"int8_lower", passes::int8_lowering},                {"conv_pool_fuse", passes::conv_pool_fusion},
+      {"conv_winograd", passes::conv_winograd},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
   return r;

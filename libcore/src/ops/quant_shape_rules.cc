@@ -1,5 +1,6 @@
-// Shape and dtype rules of the quantization ops (quantize_linear, dequantize_linear): per tensor or per
-// channel along an axis, with u8 / i8 on the quantized side.
+// Shape and dtype rules of the quantization ops: quantize_linear / dequantize_linear (per tensor or per
+// channel along an axis, u8 / i8 on the quantized side) and the int8 kernels quantized_conv2d /
+// quantized_linear.
 #include "pd/ops/shape_rules.h"
 
 #include "pd/core/error.h"
@@ -23,6 +24,45 @@ void check_quant_channels(const char* op, In x, In scale, In zero_point, int64_t
 
 bool int8_dtype(DType d) { return d == DType::u8 || d == DType::i8; }
 
+void check_dtype_is(const char* op, In t, DType want, const char* why) {
+  PD_CHECK(t.t.dtype() == want, ErrorCode::kDType, "{}: argument '{}' must be {}{}, but received {}", op, t.name,
+           dtype_name(want), why, dtype_name(t.t.dtype()));
+}
+
+void check_scalar(const char* op, In t) {
+  PD_CHECK(t.t.dim() == 0, ErrorCode::kShape, "{}: argument '{}' must be 0-D (one value per tensor), but received {}", op,
+           t.name, shape_str(t.t.shape()));
+}
+
+// The int8 operands every quantized op shares: x with its 0-D parameters, the i8 weight with per-output
+// (axis 0) or per-tensor scales, an f32 bias, and the requantized output's parameters.
+void check_int8_operands(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
+                         In out_scale, In out_zero_point, DType out_dtype) {
+  PD_CHECK(int8_dtype(x.t.dtype()), ErrorCode::kDType, "{}: argument '{}' must be u8 or i8, but received {}", op, x.name,
+           dtype_name(x.t.dtype()));
+  check_dtype_is(op, x_scale, DType::f32, "");
+  check_scalar(op, x_scale);
+  check_dtype_is(op, x_zero_point, x.t.dtype(), " (the dtype of 'x')");
+  check_scalar(op, x_zero_point);
+  check_dtype_is(op, weight, DType::i8, " (symmetric int8 weights)");
+  check_dtype_is(op, weight_scale, DType::f32, "");
+  PD_CHECK(weight_scale.t.dim() == 0 || (weight_scale.t.dim() == 1 && weight.t.dim() > 0 &&
+                                         (weight.t.shape()[0] == -1 || weight_scale.t.shape()[0] == weight.t.shape()[0])),
+           ErrorCode::kShape, "{}: argument '{}' must be 0-D or hold one scale per output channel ([{}]), but received {}",
+           op, weight_scale.name, weight.t.dim() > 0 ? weight.t.shape()[0] : 0, shape_str(weight_scale.t.shape()));
+  if (bias.t.defined()) check_dtype_is(op, bias, DType::f32, "");
+  if (out_dtype == DType::f32) return;
+  PD_CHECK(int8_dtype(out_dtype), ErrorCode::kDType, "{}: argument 'out_dtype' must be f32, u8 or i8, but received {}", op,
+           dtype_name(out_dtype));
+  PD_CHECK(out_scale.t.defined() && out_zero_point.t.defined(), ErrorCode::kInvalidArgument,
+           "{}: out_dtype {} needs '{}' and '{}' to requantize the result", op, dtype_name(out_dtype), out_scale.name,
+           out_zero_point.name);
+  check_dtype_is(op, out_scale, DType::f32, "");
+  check_scalar(op, out_scale);
+  check_dtype_is(op, out_zero_point, out_dtype, " (the out_dtype)");
+  check_scalar(op, out_zero_point);
+}
+
 }  // namespace
 
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis, DType dtype) {
@@ -43,6 +83,26 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis) 
            dtype_name(scale.t.dtype()));
   check_quant_channels(op, x, scale, zero_point, axis);
   return x.t.shape();
+}
+
+Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
+                       In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                       DType out_dtype) {
+  check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  if (residual.t.defined()) {
+    PD_CHECK(out_dtype == DType::f32, ErrorCode::kInvalidArgument,
+             "{}: argument '{}' is added to the f32 result, so out_dtype must be f32, but received {}", op, residual.name,
+             dtype_name(out_dtype));
+    check_dtype_is(op, residual, DType::f32, "");
+  }
+  return fused_conv2d(op, x, weight, bias, residual, stride, padding, dilation, groups);
+}
+
+Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
+                       In out_zero_point, DType out_dtype) {
+  check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  return linear(op, x, weight, bias);
 }
 
 }  // namespace pd::infer

@@ -53,3 +53,31 @@ PD_NAIVE_REF(dequantize_linear) {
   }
   return {make(out, x.shape())};
 }
+
+// quantized_conv2d / quantized_linear: x and the weight dequantized in double, the naive fused_conv2d /
+// fused_linear (bias, residual, activation), then quantize_linear's rounding for an int8 out_dtype.
+// Inputs: x, x_scale, x_zero_point, weight, weight_scale, bias, [residual,] out_scale, out_zero_point.
+namespace {
+
+pd::Tensor dequantized(const pd::Tensor& q, const pd::Tensor& scale, const pd::Tensor& zero_point, int64_t axis) {
+  return (*pd::test::find_naive("dequantize_linear"))({{q}, {scale}, {zero_point}}, {{"axis", pd::AttrValue(axis)}})[0];
+}
+
+std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, const pd::AttrMap& attrs, bool has_residual) {
+  const pd::Tensor x = dequantized(in[0][0], in[1][0], in[2][0], 1);
+  const pd::Tensor& ws = in[4][0];
+  const pd::Tensor w = dequantized(in[3][0], ws, make(Reals(static_cast<size_t>(numel_of(ws.shape())), 0.0), ws.shape()), 0);
+  pd::BoxedInputs f = {{x}, {w}, in[5]};
+  if (has_residual) f.push_back(in[6]);
+  const pd::Tensor y = (*pd::test::find_naive(fused))(f, attrs)[0];
+  const pd::DType out_dtype = get<pd::DType>(attrs, "out_dtype", pd::DType::f32);
+  if (out_dtype == pd::DType::f32) return {y};
+  const size_t q = has_residual ? 7 : 6;
+  pd::AttrMap qattrs = {{"dtype", pd::AttrValue(out_dtype)}};
+  return (*pd::test::find_naive("quantize_linear"))({{y}, in[q], in[q + 1]}, qattrs);
+}
+
+}  // namespace
+
+PD_NAIVE_REF(quantized_conv2d) { return quantized("fused_conv2d", in, attrs, true); }
+PD_NAIVE_REF(quantized_linear) { return quantized("fused_linear", in, attrs, false); }

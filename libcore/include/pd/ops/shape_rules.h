@@ -85,6 +85,15 @@ Shape pad(const char* op, In x, const std::vector<int64_t>& pads);
 // dequantize_linear's x and zero_point are u8 or i8 and its scale f32.
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis, DType dtype);
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis);
+// quantized_conv2d / quantized_linear: conv2d's / linear's rule on x (u8 or i8, 0-D f32 scale and
+// zero point of x's dtype) and weight (i8 with f32 scales per output channel or per tensor); bias and
+// residual f32; out_dtype f32, or u8 / i8 with a 0-D out_scale and out_zero_point (and no residual).
+Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
+                       In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                       DType out_dtype);
+Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
+                       In out_zero_point, DType out_dtype);
 
 }  // namespace infer
 

@@ -1,6 +1,7 @@
 // Constant folding: an op whose inputs are all params (or that has no inputs) is run once now and its
 // results become new params. Random ops are left alone (folding would freeze one draw), as are ops
-// that update their inputs in place.
+// that update their inputs in place, and dequantize_linear: a quantized weight stays int8 with its
+// dequantize in front (the QDQ form), which the int8 lowering turns into an int8 kernel.
 #include "passes.h"
 #include "pd/autograd/autograd.h"
 #include "pd/ops/op_schema.h"
@@ -15,6 +16,7 @@ class ConstantFolding final : public Pass {
   bool match(const Program& p, int32_t i) const override {
     const Operation& op = p.ops()[i];
     if (op_schema(op.type).random || (op.type == "batch_norm" && attr_bool(op, "training"))) return false;
+    if (op.type == "dequantize_linear") return false;
     for (const auto& slot : op.inputs)
       for (ValueId v : slot)
         if (!is_param(p, v)) return false;

@@ -13,6 +13,7 @@ std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> batch_norm_folding();
 std::unique_ptr<Pass> conv_residual_fusion();
 std::unique_ptr<Pass> conv_activation_fusion();
+std::unique_ptr<Pass> int8_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> conv_winograd();
 std::unique_ptr<Pass> linear_activation_fusion();

@@ -1,0 +1,272 @@
+// quantized_conv2d and quantized_linear on oneDNN's int8 convolution and matmul primitives: u8 / s8
+// activations with their zero point, s8 weights reordered once into the primitive's blocked layout,
+// and the whole epilogue fused: per-channel output scales, bias, residual (sum post-op), activation
+// and requantization (an eltwise scale by 1 / out_scale and the destination zero point).
+//
+// oneDNN 2.x computes dst = output_scale[c] * (acc + bias[c]) (bias in accumulator units), so the
+// kernel passes bias / output_scale. Scales are baked into the primitive (its jit code has no runtime
+// per-channel scales), so the cache key carries a hash of them.
+//
+// Without VNNI, oneDNN multiplies u8 by s8 with vpmaddubsw, whose 16-bit sums of two products saturate
+// once both operands are large (255 * 127 * 2 > 32767). For u8 activations, weights beyond 7 bits
+// (|w| > 64) then go in halved (rounded half to even, scale doubled): 255 * 64 * 2 fits. Weights
+// quantized at 7 bits (pd-quant --reduce-range) go in as they are and stay exact. s8 activations go in
+// shifted to u8 there (x + 128, zero point + 128): oneDNN's own s8 path halves every weight.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "cpu/onednn/conv_geometry.h"
+#include "cpu/onednn/matmul_common.h"
+#include "elementwise_ops.h"
+#include "kernels.h"
+#include "pd/core/cpu_features.h"
+
+namespace pd::kernels::onednn {
+namespace {
+
+dt onednn_dtype(DType d) { return d == DType::u8 ? dt::u8 : d == DType::i8 ? dt::s8 : dt::f32; }
+
+// The scales and zero points of one call, in oneDNN's terms.
+struct Int8Params {
+  std::vector<float> output_scales;  // x_scale * weight_scale[c] (doubled for 7-bit weights)
+  std::vector<float> bias;           // bias[c] / output_scales[c]; empty without a bias
+  int32_t x_zero_point = 0;
+  float inv_out_scale = 1.0f;  // 1 / out_scale for an int8 output
+  int32_t out_zero_point = 0;
+  bool seven_bit = false;
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of everything baked into the primitive
+
+  void mix(const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ b[i]) * 1099511628211ull;
+  }
+};
+
+// Whether some weight lies beyond 7 bits (|w| > 64); remembered in ctx.packed for a constant weight.
+bool beyond_seven_bits(const KernelContext& ctx, const Tensor& weight) {
+  const auto scan = [&] {
+    const int8_t* w = weight.data<int8_t>();
+    return std::any_of(w, w + weight.numel(), [](int8_t v) { return v > 64 || v < -64; });
+  };
+  if (!ctx.packed || !ctx.packed->is_constant(weight)) return scan();
+  const std::string key = fmt::format("int8:beyond7:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset());
+  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return *static_cast<bool*>(hit.get());
+  const bool beyond = scan();
+  ctx.packed->store(key, std::make_shared<bool>(beyond));
+  return beyond;
+}
+
+// The activation as the primitive reads it, with its zero point: as it is, or shifted from s8 to u8
+// where the CPU lacks VNNI.
+struct Int8Source {
+  Tensor x;
+  int32_t zero_point;
+};
+
+Int8Source int8_source(const Tensor& x, const Tensor& x_zero_point) {
+  if (x.dtype() == DType::u8) return {x, int32_t{x_zero_point.item<uint8_t>()}};
+  const int32_t zp = x_zero_point.item<int8_t>();
+  if (cpu_has_vnni()) return {x, zp};
+  Tensor shifted = Tensor::empty(x.shape(), DType::u8);
+  const auto* from = static_cast<const uint8_t*>(x.raw_data());
+  uint8_t* to = shifted.data<uint8_t>();
+  for (int64_t i = 0; i < x.numel(); ++i) to[i] = from[i] ^ 0x80;  // two's complement v -> v + 128
+  return {shifted, zp + 128};
+}
+
+Int8Params int8_params(const KernelContext& ctx, const Int8Source& src, const Tensor& x_scale, const Tensor& weight,
+                       const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                       const Tensor& out_zero_point, DType out_dtype) {
+  Int8Params p;
+  const int64_t channels = weight.shape()[0];
+  p.seven_bit = src.x.dtype() == DType::u8 && !cpu_has_vnni() && beyond_seven_bits(ctx, weight);
+  const double xs = x_scale.item<float>(), factor = p.seven_bit ? 2.0 : 1.0;
+  const float* ws = weight_scale.data<float>();
+  p.output_scales.resize(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c)
+    p.output_scales[c] = static_cast<float>(xs * ws[weight_scale.dim() == 1 ? c : 0] * factor);
+  if (bias.defined()) {
+    const float* b = bias.data<float>();
+    for (int64_t c = 0; c < channels; ++c) p.bias.push_back(b[c] / p.output_scales[c]);
+  }
+  p.x_zero_point = src.zero_point;
+  if (out_dtype != DType::f32) {
+    p.inv_out_scale = 1.0f / out_scale.item<float>();
+    p.out_zero_point = out_dtype == DType::u8 ? int32_t{out_zero_point.item<uint8_t>()} : int32_t{out_zero_point.item<int8_t>()};
+  }
+  p.mix(p.output_scales.data(), p.output_scales.size() * sizeof(float));
+  p.mix(&p.inv_out_scale, sizeof(float));
+  p.mix(&p.seven_bit, sizeof(bool));
+  return p;
+}
+
+// Output scales (per channel: mask `channel_mask`), zero points, and the post-ops: the residual sum,
+// then the activation in real units, scaled by 1 / out_scale for an int8 output. Nothing when oneDNN
+// has no exact form of the activation; the caller runs the reference kernel.
+std::optional<dnnl::primitive_attr> int8_attr(const Int8Params& p, int channel_mask, bool residual, Activation act,
+                                              double alpha, DType out_dtype) {
+  using alg = dnnl::algorithm;
+  dnnl::primitive_attr attr = user_scratchpad();
+  attr.set_output_scales(channel_mask, p.output_scales);
+  if (p.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  if (out_dtype != DType::f32 && p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  dnnl::post_ops ops;
+  if (residual) ops.append_sum(1.0f);
+  const float scale = p.inv_out_scale;
+  switch (act) {
+    case Activation::none:
+      if (out_dtype != DType::f32) ops.append_eltwise(1.0f, alg::eltwise_linear, scale, 0.0f);
+      break;
+    case Activation::relu: ops.append_eltwise(scale, alg::eltwise_relu, 0.0f, 0.0f); break;
+    case Activation::leaky_relu: ops.append_eltwise(scale, alg::eltwise_relu, static_cast<float>(alpha), 0.0f); break;
+    case Activation::gelu: ops.append_eltwise(scale, alg::eltwise_gelu_erf, 0.0f, 0.0f); break;
+    case Activation::silu: ops.append_eltwise(scale, alg::eltwise_swish, 1.0f, 0.0f); break;
+    case Activation::tanh: ops.append_eltwise(scale, alg::eltwise_tanh, 0.0f, 0.0f); break;
+    case Activation::sigmoid: ops.append_eltwise(scale, alg::eltwise_logistic, 0.0f, 0.0f); break;
+    default: return std::nullopt;
+  }
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+dnnl::memory wrap_any(const dnnl::memory::desc& md, const Tensor& t) {
+  return dnnl::memory(md, cpu_engine(), t.raw_data());
+}
+
+// The i8 weight as the primitive reads it (7-bit when p.seven_bit), reordered once and kept in
+// ctx.packed when the weight is a constant. `keep` holds a halved copy alive until the call ends.
+dnnl::memory int8_weights(const KernelContext& ctx, const OptionalReorder& r, const dnnl::memory::desc& plain,
+                          const Tensor& weight, const Int8Params& p, const std::string& key, Tensor& keep) {
+  return weights_in(
+      ctx.packed, r, weight,
+      [&] {
+        if (!p.seven_bit) return wrap_any(plain, weight);
+        keep = Tensor::empty(weight.shape(), DType::i8);
+        const int8_t* w = weight.data<int8_t>();
+        int8_t* h = keep.data<int8_t>();
+        for (int64_t i = 0; i < weight.numel(); ++i) h[i] = static_cast<int8_t>(std::nearbyint(w[i] * 0.5f));
+        return wrap_any(plain, keep);
+      },
+      key);
+}
+
+// The runtime zero points the attributes asked for.
+void add_zero_points(std::unordered_map<int, dnnl::memory>& args, const Int8Params& p, DType out_dtype, int32_t* storage) {
+  storage[0] = p.x_zero_point;
+  storage[1] = p.out_zero_point;
+  const dnnl::memory::desc one({1}, dt::s32, tag::x);
+  if (p.x_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(one, cpu_engine(), storage));
+  if (out_dtype != DType::f32 && p.out_zero_point != 0)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dnnl::memory(one, cpu_engine(), storage + 1));
+}
+
+}  // namespace
+
+template <typename T>
+void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                      const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
+                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                      const std::string& activation, double alpha, DType out_dtype, Tensor& out) {
+  const Activation act = parse_activation("quantized_conv2d", activation);
+  if (out.numel() == 0) return;
+  const Int8Source src = int8_source(x, x_zero_point);
+  const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  const auto attr = int8_attr(p, 1 << 1, residual.defined(), act, alpha, out_dtype);
+  if (!attr)
+    return reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
+                                          out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype, out);
+  guarded("quantized_conv2d", [&] {
+    const ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
+    const dt src_dt = onednn_dtype(src.x.dtype()), dst_dt = onednn_dtype(out_dtype);
+    const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, tag::nchw); };
+    const dnnl::memory::desc plain_wei(g.wei, dt::s8, groups > 1 ? tag::goihw : tag::oihw);
+    const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", bias.defined()),
+                                        static_cast<int>(src_dt), static_cast<int>(dst_dt), residual.defined(), activation,
+                                        alpha, p.x_zero_point != 0, p.out_zero_point != 0, p.hash);
+    auto e = cached<ConvEntry>(key, [&] {
+      const dnnl::memory::desc any_src(g.src, src_dt, tag::any), any_wei(g.wei, dt::s8, tag::any),
+          any_dst(g.dst, dst_dt, tag::any);
+      const auto d = bias.defined()
+                         ? conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+                                          any_wei, plain_desc(dims{g.dst[1]}), any_dst, g.strides, g.dilates, g.pad_l, g.pad_r)
+                         : conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+                                          any_wei, any_dst, g.strides, g.dilates, g.pad_l, g.pad_r);
+      const conv_fwd::primitive_desc pd(d, *attr, cpu_engine());
+      return ConvEntry{conv_fwd(pd), OptionalReorder::make(plain(g.src, src_dt), pd.src_desc()),
+                       OptionalReorder::make(plain_wei, pd.weights_desc()),
+                       OptionalReorder::make(pd.dst_desc(), plain(g.dst, dst_dt)), pd.scratchpad_desc(),
+                       residual.defined() ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
+    });
+    dnnl::memory user_dst = wrap_any(plain(g.dst, dst_dt), out);
+    dnnl::memory dst = output_buffer(e->out, user_dst);
+    if (residual.defined()) {
+      dnnl::memory r = wrap_any(plain(g.dst, dt::f32), residual);
+      if (e->residual_in.prim) e->residual_in.prim->execute(cpu_stream(), r, dst);
+      else std::memcpy(out.raw_data(), residual.raw_data(), residual.numel() * sizeof(float));
+    }
+    Tensor keep;
+    int32_t zero_points[2];
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, reorder_in(e->in0, wrap_any(plain(g.src, src_dt), src.x))},
+        {DNNL_ARG_WEIGHTS, int8_weights(ctx, e->in1, plain_wei, weight, p, key, keep)},
+        {DNNL_ARG_DST, dst},
+        {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
+    if (bias.defined())
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_desc(dims{g.dst[1]}), cpu_engine(), const_cast<float*>(p.bias.data())));
+    add_zero_points(args, p, out_dtype, zero_points);
+    e->prim.execute(cpu_stream(), args);
+    reorder_out(e->out, dst, user_dst);
+  });
+}
+
+template <typename T>
+void quantized_linear(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                      const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                      const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
+                      Tensor& out) {
+  const Activation act = parse_activation("quantized_linear", activation);
+  if (out.numel() == 0) return;
+  const int64_t out_f = weight.shape()[0], in = weight.shape()[1], m = out.numel() / out_f;
+  const Int8Source src = int8_source(x, x_zero_point);
+  const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  const auto attr = int8_attr(p, 1 << 1, false, act, alpha, out_dtype);
+  if (!attr || in == 0)
+    return reference::quantized_linear<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
+                                          out_zero_point, activation, alpha, out_dtype, out);
+  guarded("quantized_linear", [&] {
+    const dt src_dt = onednn_dtype(src.x.dtype()), dst_dt = onednn_dtype(out_dtype);
+    // weight [out_f, in] read as its transpose [in, out_f]; the primitive picks its own packed layout.
+    const dnnl::memory::desc src_md(dims{m, in}, src_dt, tag::ab), plain_wei(dims{in, out_f}, dt::s8, tag::ba),
+        any_wei(dims{in, out_f}, dt::s8, tag::any), dst(dims{m, out_f}, dst_dt, tag::ab), bmd = plain_desc(dims{1, out_f});
+    const std::string key = fmt::format("quantized_linear:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", m, in, out_f, bias.defined(),
+                                        static_cast<int>(src_dt), static_cast<int>(dst_dt), activation, alpha,
+                                        p.x_zero_point != 0, p.out_zero_point != 0, p.hash);
+    struct Entry {
+      dnnl::matmul prim;
+      OptionalReorder wei;
+      dnnl::memory::desc scratchpad;
+    };
+    auto e = cached<Entry>(key, [&] {
+      const auto desc = bias.defined() ? dnnl::matmul::desc(src_md, any_wei, bmd, dst) : dnnl::matmul::desc(src_md, any_wei, dst);
+      const dnnl::matmul::primitive_desc pd(desc, *attr, cpu_engine());
+      return Entry{dnnl::matmul(pd), OptionalReorder::make(plain_wei, pd.weights_desc()), pd.scratchpad_desc()};
+    });
+    Tensor keep;
+    int32_t zero_points[2];
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap_any(src_md, src.x)},
+                                               {DNNL_ARG_WEIGHTS, int8_weights(ctx, e->wei, plain_wei, weight, p, key, keep)},
+                                               {DNNL_ARG_DST, wrap_any(dst, out)},
+                                               {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bmd, cpu_engine(), const_cast<float*>(p.bias.data())));
+    add_zero_points(args, p, out_dtype, zero_points);
+    e->prim.execute(cpu_stream(), args);
+  });
+}
+
+}  // namespace pd::kernels::onednn
+
+PD_INSTANTIATE_KERNELS(quantized_conv2d, onednn, uint8_t, int8_t)
+PD_INSTANTIATE_KERNELS(quantized_linear, onednn, uint8_t, int8_t)

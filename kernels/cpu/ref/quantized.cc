@@ -1,0 +1,135 @@
+// quantized_conv2d and quantized_linear, the portable way: (x - zero_point) * weight summed exactly in
+// int32, then the f32 epilogue (scales, bias, residual, activation) in double and, for an int8 output,
+// requantization with round half to even and saturation. The oneDNN kernels are checked against these.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "cpu/common/parallel.h"
+#include "elementwise_ops.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+// Everything after the int32 sum, for one output element of channel c.
+class Epilogue {
+ public:
+  Epilogue(const char* op, const Tensor& x_scale, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+           const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype)
+      : x_scale_(x_scale.item<float>()),
+        w_scale_(weight_scale.data<float>()),
+        per_channel_(weight_scale.dim() == 1),
+        bias_(bias.defined() ? bias.data<float>() : nullptr),
+        act_(parse_activation(op, activation)),
+        alpha_(alpha),
+        out_dtype_(out_dtype) {
+    if (out_dtype == DType::f32) return;
+    out_scale_ = out_scale.item<float>();
+    out_zp_ = out_dtype == DType::u8 ? int32_t{out_zero_point.item<uint8_t>()} : int32_t{out_zero_point.item<int8_t>()};
+  }
+
+  // The real value of output channel c from its int32 sum, with the residual r added.
+  double real(int32_t acc, int64_t c, double r = 0.0) const {
+    const double scale = double{x_scale_} * double{w_scale_[per_channel_ ? c : 0]};
+    const double y = acc * scale + (bias_ ? double{bias_[c]} : 0.0) + r;
+    return activate(act_, y, alpha_);
+  }
+
+  // Writes y at flat index i of `out` in the output dtype.
+  void store(double y, Tensor& out, int64_t i) const {
+    switch (out_dtype_) {
+      case DType::u8: out.data<uint8_t>()[i] = saturate<uint8_t>(y); break;
+      case DType::i8: out.data<int8_t>()[i] = saturate<int8_t>(y); break;
+      default: out.data<float>()[i] = static_cast<float>(y);
+    }
+  }
+
+ private:
+  template <typename Q>
+  Q saturate(double y) const {
+    const double q = std::nearbyint(y / out_scale_) + out_zp_;  // half to even in the default rounding mode
+    constexpr double lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+    return static_cast<Q>(q < lo ? lo : (q > hi ? hi : q));
+  }
+
+  float x_scale_;
+  const float* w_scale_;
+  bool per_channel_;
+  const float* bias_;
+  Activation act_;
+  double alpha_;
+  DType out_dtype_;
+  double out_scale_ = 1.0;
+  int32_t out_zp_ = 0;
+};
+
+template <typename T>
+int32_t zero_point_of(const Tensor& zp) {
+  return static_cast<int32_t>(zp.item<T>());
+}
+
+}  // namespace
+
+template <typename T>
+void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                      const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
+                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                      const std::string& activation, double alpha, DType out_dtype, Tensor& out) {
+  const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
+  if (out.numel() == 0) return;
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t CO = weight.shape()[0], CIg = weight.shape()[1], KH = weight.shape()[2], KW = weight.shape()[3];
+  const int64_t OH = out.shape()[2], OW = out.shape()[3], COg = CO / groups;
+  const int32_t zp = zero_point_of<T>(x_zero_point);
+  const T* xv = x.data<T>();
+  const int8_t* wv = weight.data<int8_t>();
+  const float* rv = residual.defined() ? residual.data<float>() : nullptr;
+  cpu::parallel_for(N * CO, OH * OW * CIg * KH * KW, [&](int64_t row) {
+    const int64_t n = row / CO, co = row % CO, g = co / COg;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int32_t acc = 0;
+        for (int64_t ci = 0; ci < CIg; ++ci) {
+          const T* plane = xv + (n * C + g * CIg + ci) * H * W;
+          const int8_t* taps = wv + (co * CIg + ci) * KH * KW;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
+            if (ih < 0 || ih >= H) continue;  // padding is the real value 0: it adds nothing
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
+              if (iw >= 0 && iw < W) acc += (static_cast<int32_t>(plane[ih * W + iw]) - zp) * taps[kh * KW + kw];
+            }
+          }
+        }
+        const int64_t i = (row * OH + oh) * OW + ow;
+        epi.store(epi.real(acc, co, rv ? double{rv[i]} : 0.0), out, i);
+      }
+  });
+}
+
+template <typename T>
+void quantized_linear(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                      const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                      const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
+                      Tensor& out) {
+  const Epilogue epi("quantized_linear", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
+  if (out.numel() == 0) return;
+  const int64_t O = weight.shape()[0], I = weight.shape()[1], rows = out.numel() / O;
+  const int32_t zp = zero_point_of<T>(x_zero_point);
+  const T* xv = x.data<T>();
+  const int8_t* wv = weight.data<int8_t>();
+  cpu::parallel_for(rows, O * I, [&](int64_t r) {
+    for (int64_t o = 0; o < O; ++o) {
+      int32_t acc = 0;
+      for (int64_t i = 0; i < I; ++i) acc += (static_cast<int32_t>(xv[r * I + i]) - zp) * wv[o * I + i];
+      epi.store(epi.real(acc, o), out, r * O + o);
+    }
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(quantized_conv2d, reference, uint8_t, int8_t)
+PD_INSTANTIATE_KERNELS(quantized_linear, reference, uint8_t, int8_t)

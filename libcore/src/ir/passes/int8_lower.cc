@@ -1,0 +1,124 @@
+// The int8 lowering: folds the QDQ form pd-quant writes into int8 kernels.
+//
+//   dequantize_linear(q, s, z) ─┐
+//   dequantize_linear(wq, ws, 0) ┼─> conv2d / fused_conv2d  ->  quantized_conv2d(q, s, z, wq, ws, ...)
+//                                      linear / fused_linear ->  quantized_linear(...)
+//
+// Runs after conv_act_fuse / conv_residual_fuse, so the activation and residual travel along, and
+// before the f32-only conv rewrites (conv_pool_fuse, conv_winograd), which would otherwise take the
+// convolution. Then an int8 op whose only reader is a per-tensor quantize_linear writes that int8
+// result itself (requantization in the epilogue), so consecutive int8 layers never go through f32.
+//
+// Preconditions: the activation's scale and zero point are 0-D params (per tensor), the weight's
+// dequantize reads i8 params with zero zero points along axis 0, and the target has oneDNN's int8
+// kernels (elsewhere the reference int8 kernels would be slower than the f32 path, so the QDQ form
+// stays and runs in f32).
+#include <algorithm>
+
+#include "passes.h"
+
+namespace pd::ir::passes {
+namespace {
+
+bool is_dequantize(const Program& p, ValueId v) {
+  if (v == kNoValue) return false;
+  const Value& val = p.value(v);
+  return val.kind == ValueKind::OpResult && val.producer >= 0 && p.ops()[val.producer].type == "dequantize_linear";
+}
+
+bool all_zero(const Tensor& t) {
+  const std::vector<double> v = t.to_vector<double>();
+  return std::all_of(v.begin(), v.end(), [](double e) { return e == 0.0; });
+}
+
+// The dequantize_linear producing `v` reads a per-tensor quantized activation.
+bool quantized_activation(const Program& p, ValueId v) {
+  if (!is_dequantize(p, v)) return false;
+  const int32_t d = p.value(v).producer;
+  const ValueId s = input_of(p, d, 1), z = input_of(p, d, 2);
+  return is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
+}
+
+// ... or a symmetric i8 weight, per output channel or per tensor.
+bool quantized_weight(const Program& p, ValueId v) {
+  if (!is_dequantize(p, v)) return false;
+  const int32_t d = p.value(v).producer;
+  const ValueId q = input_of(p, d, 0), s = input_of(p, d, 1), z = input_of(p, d, 2);
+  if (!is_param(p, q) || !is_param(p, s) || !is_param(p, z) || p.value(q).type.dtype != DType::i8) return false;
+  return (p.value(s).type.shape.empty() || attr_int(p.ops()[d], "axis") == 0) && all_zero(p.param(z));
+}
+
+bool is_conv(const std::string& t) { return t == "conv2d" || t == "fused_conv2d"; }
+
+class Int8Lowering final : public Pass {
+ public:
+  std::string name() const override { return "int8_lower"; }
+  bool lowering() const override { return true; }
+  bool supports(const Target& t) const override {
+    return std::find(t.backends.begin(), t.backends.end(), Backend::onednn) != t.backends.end();
+  }
+  std::string doc() const override {
+    return "dequantize_linear -> conv2d / linear -> quantized_conv2d / quantized_linear; requantize into the next quantize_linear";
+  }
+  std::vector<std::string> targets() const override {
+    return {"conv2d", "fused_conv2d", "linear", "fused_linear", "quantize_linear"};
+  }
+
+  bool match(const Program& p, int32_t i) const override {
+    const Operation& op = p.ops()[i];
+    if (op.type == "quantize_linear") return requantizable(p, i);
+    return quantized_activation(p, input_of(p, i, 0)) && quantized_weight(p, input_of(p, i, 1));
+  }
+
+  void rewrite(Program& p, int32_t i, PassStats& stats) const override {
+    if (p.ops()[i].type == "quantize_linear") return requantize(p, i, stats);
+    const Operation op = p.ops()[i];
+    const Operation& dx = p.ops()[p.value(input_of(p, i, 0)).producer];
+    const Operation& dw = p.ops()[p.value(input_of(p, i, 1)).producer];
+    const bool conv = is_conv(op.type);
+    std::vector<std::vector<ValueId>> inputs = {dx.inputs[0], dx.inputs[1], dx.inputs[2], dw.inputs[0], dw.inputs[1]};
+    inputs.push_back(op.inputs.size() > 2 ? op.inputs[2] : std::vector<ValueId>{});  // bias
+    if (conv) inputs.push_back(op.inputs.size() > 3 ? op.inputs[3] : std::vector<ValueId>{});  // residual
+    inputs.resize(tensor_slots(conv ? "quantized_conv2d" : "quantized_linear"));  // out_scale, out_zero_point
+    const ValueId y = p.insert_op(i, conv ? "quantized_conv2d" : "quantized_linear", inputs, op.attrs)[0];
+    p.replace_uses(op.results[0], y);
+    p.remove_ops({i + 1});
+    ++stats.fused;
+  }
+
+ private:
+  // quantize_linear (per tensor) of an f32 int8-op result that nothing else reads.
+  static bool requantizable(const Program& p, int32_t i) {
+    const ValueId y = input_of(p, i, 0), s = input_of(p, i, 1), z = input_of(p, i, 2);
+    const Value& v = p.value(y);
+    if (v.kind != ValueKind::OpResult || v.producer < 0 || p.is_output(y) || p.users(y).size() != 1) return false;
+    const Operation& producer = p.ops()[v.producer];
+    if (producer.type != "quantized_conv2d" && producer.type != "quantized_linear") return false;
+    const size_t residual_slot = 6;
+    if (producer.type == "quantized_conv2d" && input_of(p, v.producer, residual_slot) != kNoValue) return false;
+    return v.type.dtype == DType::f32 && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
+  }
+
+  static void requantize(Program& p, int32_t i, PassStats& stats) {
+    const Operation q = p.ops()[i];
+    const int32_t k = p.value(q.inputs[0][0]).producer;
+    const Operation producer = p.ops()[k];
+    std::vector<std::vector<ValueId>> inputs = producer.inputs;
+    const size_t n = inputs.size();
+    inputs[n - 2] = q.inputs[1];
+    inputs[n - 1] = q.inputs[2];
+    AttrMap attrs = producer.attrs;
+    attrs["out_dtype"] = AttrValue(p.value(q.results[0]).type.dtype);
+    // At the quantize's place: every input (the producer's and the quantize's params) is defined before it.
+    const ValueId out = p.insert_op(i, producer.type, inputs, attrs)[0];
+    p.replace_uses(q.results[0], out);
+    p.remove_ops({k, i + 1});
+    ++stats.fused;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> int8_lowering() { return std::make_unique<Int8Lowering>(); }
+
+}  // namespace pd::ir::passes
