@@ -22,9 +22,24 @@ awk -v a="${f32:-0}" -v b="${q:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit 
 full=$(stat -c %s "$WORK/run/model.pdiparams"); small=$(stat -c %s "$WORK/q.pdiparams")
 [ $((small * 10)) -lt $((full * 3)) ] || fail "params $small bytes, f32 $full: not under 30%"
 
-# 2. pd-infer runs the quantized model with no new flag and reports the same accuracy.
+grep -q "^int8 path  " <<< "$out" || fail "no int8 path line: $out"
+
+# 2. pd-infer runs the quantized model with no new flag and reports the same accuracy; lowered, its
+# linears are int8 kernels (where oneDNN is built), unlowered it runs the QDQ form in f32.
 out=$("$PD_INFER" "$WORK/q.pdmodel" --data "$WORK/data.yaml" --threads 1 2>&1) || fail "pd-infer on the QDQ model: $out"
 grep -q "^accuracy   $q " <<< "$out" || fail "pd-infer accuracy differs from pd-quant's '$q': $out"
+out=$("$PD_INFER" "$WORK/q.pdmodel" --threads 1 --repeat 2 --profile 2>&1) || fail "pd-infer --profile: $out"
+if grep -q "quantized_linear" <<< "$out"; then
+  grep -q "dequantize_linear" <<< "$out" && fail "the lowered model still dequantizes: $out"
+else
+  grep -q "dequantize_linear" <<< "$out" || fail "neither int8 kernels nor the QDQ form ran: $out"
+fi
+
+# --exclude leaves the named op in f32; --reduce-range says so in the summary.
+out=$("$PD_QUANT" "$MODEL" "$WORK/e.pdmodel" --calib "$WORK/data.yaml" --samples 128 --exclude linear 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "no conv2d or linear .* (after --exclude)" <<< "$out" || fail "--exclude of every op: $rc $out"
+out=$("$PD_QUANT" "$MODEL" "$WORK/r.pdmodel" --calib "$WORK/data.yaml" --samples 128 --reduce-range 2>&1) || fail "--reduce-range: $out"
+grep -q "weights s8 at 7 bits per output channel" <<< "$out" || fail "--reduce-range summary: $out"
 
 # Deterministic: the same data, options and thread count give the same files, bit for bit (the
 # project's contract; a build without oneDNN sums its GEMMs differently on other thread counts).

@@ -10,6 +10,7 @@
 #include "pd/ir/pass.h"
 #include "pd/kernels/direct_conv.h"
 #include "pd/pd.h"
+#include "pd/quant/qdq.h"
 
 using pd::DType;
 using pd::ir::Program;
@@ -610,4 +611,52 @@ TEST_CASE("pass: an activation added to ops.yaml is fused everywhere without pas
     if (op.type != "fused_elementwise" && op.attrs.count("activation"))
       CHECK(std::get<std::string>(op.attrs.at("activation")) == "hardswish");
   check_same_outputs(p, q, 1e-5);
+}
+
+// int8_lower on the QDQ form pd-quant writes: conv -> relu -> max_pool -> flatten -> linear. The first
+// conv has 2 input channels and stays f32 (its weight dequantized, its input's Q/DQ dropped); a 4-channel
+// conv and the linear become int8 kernels, the quantize after the pool moves up and is requantized into
+// the conv's epilogue, and the result stays close to the QDQ program run in f32.
+TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 2, 8, 8}});
+  auto c1 = p.add_op("conv2d", {{x}, {p.add_param("c1.w", rnd({4, 2, 3, 3}, 1))}, {p.add_param("c1.b", rnd({4}, 2))}},
+                     {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  auto r1 = p.add_op("relu", {{c1}})[0];
+  auto c2 = p.add_op("conv2d", {{r1}, {p.add_param("c2.w", rnd({6, 4, 3, 3}, 3))}, {p.add_param("c2.b", rnd({6}, 4))}},
+                     {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  auto r2 = p.add_op("relu", {{c2}})[0];
+  auto pool = p.add_op("max_pool2d", {{r2}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0];
+  auto flat = p.add_op("flatten", {{pool}}, {{"start_axis", int64_t{1}}})[0];
+  p.mark_output(p.add_op("linear", {{flat}, {p.add_param("fc.w", rnd({5, 96}, 5))}, {p.add_param("fc.b", rnd({5}, 6))}})[0], "out");
+  std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
+  Program q = p;
+  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), {.method = pd::quant::Method::minmax}) == 3);
+  pd::ir::PassOptions opt;
+  opt.passes = {"conv_act_fuse", "int8_lower", "dce"};
+  Program lowered = q;
+  pd::ir::PassManager(opt).run(lowered);
+  const bool int8 = pd::ir::make_pass("int8_lower")->supports(pd::Target::host());
+  if (!int8) {  // a build without oneDNN keeps the QDQ form
+    CHECK(count(lowered, "quantized_conv2d") == 0);
+    return;
+  }
+  CHECK(count(lowered, "quantized_conv2d") == 1);
+  CHECK(count(lowered, "quantized_linear") == 1);
+  CHECK(count(lowered, "fused_conv2d") == 1);  // the 2-channel conv, in f32
+  CHECK(count(lowered, "dequantize_linear") == 0);
+  CHECK(count(lowered, "quantize_linear") == 1);  // the second conv's input; the pool's moved into the conv
+  for (const auto& op : lowered.ops())
+    if (op.type == "max_pool2d") CHECK(lowered.value(op.results[0]).type.dtype == DType::u8);
+  // Quantization noise apart, the same function: within 5% of the output's range of the f32 model (the
+  // dropped input Q/DQ makes the lowered program, if anything, closer to f32 than the QDQ one).
+  const auto in = inputs_for(p, 23);
+  const std::vector<double> want = pd::exec::Executor(p).run(in)[0].to_vector<double>();
+  const std::vector<double> got = pd::exec::Executor(lowered).run(in)[0].to_vector<double>();
+  double range = 0, err = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    range = std::max(range, std::abs(want[k]));
+    err = std::max(err, std::abs(want[k] - got[k]));
+  }
+  CHECK(err <= 0.05 * range);
 }

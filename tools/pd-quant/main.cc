@@ -12,7 +12,9 @@
 #include "common/test_set.h"
 #include "common/tool_main.h"
 #include "op_api.h"
+#include "pd/core/cpu_features.h"
 #include "pd/core/threads.h"
+#include "pd/ir/pass.h"
 #include "pd/exec/executor.h"
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
@@ -24,7 +26,8 @@ struct Options {
   std::string model, out, calib, eval, method = "percentile", activations = "u8";
   int64_t samples = 512, batch = 64, eval_limit = 0;
   double percentile = 99.99;
-  bool per_tensor = false, report = false;
+  bool per_tensor = false, report = false, reduce_range = false;
+  std::vector<std::string> exclude;
   int threads = 0;
 };
 
@@ -69,6 +72,8 @@ int run(const Options& o) {
   q.activations = o.activations == "u8" ? pd::DType::u8 : pd::DType::i8;
   q.percentile = o.percentile;
   q.per_channel = !o.per_tensor;
+  q.reduce_range = o.reduce_range;
+  q.exclude = o.exclude;
   if (o.threads > 0) pd::set_num_threads(o.threads);
 
   pd::ir::Program program;
@@ -77,18 +82,22 @@ int run(const Options& o) {
   } catch (const pd::Error& e) {
     throw InputError(e.what());
   }
+  // The portable passes first (batch norms folded into the convs, dead ops gone), as pd-opt -O2 would:
+  // a batch norm after a quantized conv would otherwise stay an f32 op between int8 ones.
+  pd::ir::PassManager({.level = 2}).run(program);
   const pd::tools::TestSet calib = pd::tools::load_test_set(program, o.calib, o.samples, "--calib");
   const std::vector<pd::data::Batch> calib_batches = batches_of(calib, o.batch);
   if (calib_batches.empty()) throw InputError(fmt::format("--calib {}: the data set is empty", o.calib));
-  if (pd::quant::quantizable_inputs(program).empty())
-    throw InputError(fmt::format("{}: the model has no conv2d or linear with an f32 weight param to quantize", o.model));
+  if (pd::quant::quantizable_inputs(program, o.exclude).empty())
+    throw InputError(fmt::format("{}: the model has no conv2d or linear with an f32 weight param to quantize{}", o.model,
+                                 o.exclude.empty() ? "" : " (after --exclude)"));
 
   // Calibration: every batch through the f32 model, observing each quantized input.
   std::vector<std::map<std::string, pd::Tensor>> feeds;
   for (const auto& b : calib_batches) feeds.push_back({{calib.input, b.x}});
   const bool tty = isatty(fileno(stderr));
   if (tty) fmt::print(stderr, "pd-quant: calibrating on {} samples ({} batches)...\n", calib.data.features.shape()[0], feeds.size());
-  const auto observers = pd::quant::calibrate(program, feeds);
+  const auto observers = pd::quant::calibrate(program, feeds, o.exclude);
   for (const auto& [name, obs] : observers)
     if (obs.non_finite() > 0)
       fmt::print(stderr, "pd-quant: warning: '{}' saw {} NaN or Inf values in calibration; they were left out of its range\n",
@@ -97,12 +106,13 @@ int run(const Options& o) {
   pd::ir::Program quantized = program;
   const int64_t ops_quantized = pd::quant::insert_qdq(quantized, observers, q);
   std::map<std::string, std::string> metadata;
-  metadata["quantized_by"] = fmt::format("pd-quant --method {} --activations {} --{} ({} samples)", o.method, o.activations,
-                                         o.per_tensor ? "per-tensor" : "per-channel", calib.data.features.shape()[0]);
+  metadata["quantized_by"] = fmt::format("pd-quant --method {} --activations {} --{}{} ({} samples)", o.method, o.activations,
+                                         o.per_tensor ? "per-tensor" : "per-channel", o.reduce_range ? " --reduce-range" : "",
+                                         calib.data.features.shape()[0]);
   pd::io::save_program(o.out, quantized, metadata);
 
-  fmt::print("quantized  {} conv2d / linear ops: activations {} ({}), weights s8 per {}\n", ops_quantized, o.activations,
-             o.method, o.per_tensor ? "tensor" : "output channel");
+  fmt::print("quantized  {} conv2d / linear ops: activations {} ({}), weights s8{} per {}\n", ops_quantized, o.activations,
+             o.method, o.reduce_range ? " at 7 bits" : "", o.per_tensor ? "tensor" : "output channel");
   fmt::print("params     {:.1f} KiB -> {:.1f} KiB\n", file_bytes(pd::io::params_path_for(o.model)) / 1024.0,
              file_bytes(pd::io::params_path_for(o.out)) / 1024.0);
   if (o.report) {
@@ -119,7 +129,8 @@ int run(const Options& o) {
     fmt::print("accuracy   f32 {:.4f}, quantized {:.4f} ({:+.4f}) on {} samples\n", f32, int8, int8 - f32,
                eval.data.features.shape()[0]);
   }
-  fmt::print("wrote      {} (QDQ: pd-infer runs it; the int8 kernels that make it fast are not built yet)\n", o.out);
+  fmt::print("int8 path  {}\n", pd::int8_path_name());
+  fmt::print("wrote      {} (QDQ form; pd-infer and pd-opt lower it to int8 kernels)\n", o.out);
   return 0;
 }
 
@@ -128,7 +139,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"pd-quant: post-training quantization into the QDQ form (docs/pd-quant.md)", "pd-quant"};
   Options o;
-  app.add_option("model", o.model, "MODEL.pdmodel to quantize (fold batch norms first: pd-opt -O2)")->required();
+  app.add_option("model", o.model, "MODEL.pdmodel to quantize (batch norms are folded first, as pd-opt -O2 does)")->required();
   app.add_option("output", o.out, "where to write the quantized model (.pdmodel; its .pdiparams goes next to it)")->required();
   app.add_option("--calib", o.calib, "a YAML with a model-YAML style data.test source: the calibration samples")->required();
   app.add_option("--samples", o.samples, "calibration samples to use (default 512)")->check(CLI::PositiveNumber);
@@ -137,6 +148,10 @@ int main(int argc, char** argv) {
   app.add_option("--percentile", o.percentile, "with --method percentile (default 99.99)");
   app.add_option("--activations", o.activations, "u8 (asymmetric, default) or s8 (symmetric)");
   app.add_flag("--per-tensor", o.per_tensor, "one weight scale per tensor instead of per output channel");
+  app.add_flag("--reduce-range", o.reduce_range,
+               "weights at 7 bits: exact on CPUs without VNNI, which otherwise halve 8-bit weights at run time");
+  app.add_option("--exclude", o.exclude, "leave these in f32: op types, output value or weight param names")
+      ->delimiter(',');
   app.add_option("--eval", o.eval, "a YAML with a data.test source: report f32 and quantized accuracy");
   app.add_option("--eval-limit", o.eval_limit, "with --eval: use only the first N samples")->check(CLI::PositiveNumber);
   app.add_flag("--report", o.report, "print each activation's observed range, scale and zero point");

@@ -4,9 +4,17 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace pd::kernels::cpu {
+
+// Where a running max starts (and what padding counts as): -inf, or an integer type's minimum.
+template <typename T>
+constexpr T max_identity() {
+  if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
 
 // The running max: NaN wins and sticks (once m is NaN, v > m stays false).
 template <typename T>

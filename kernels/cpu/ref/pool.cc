@@ -71,7 +71,7 @@ void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std
              T* __restrict tmp, T* __restrict out_row) {
   const Window wh = window(oh, g.sh, g.kh, g.ph, g.H);
   const int64_t W = g.W;
-  std::fill(tmp, tmp + W, -std::numeric_limits<T>::infinity());
+  std::fill(tmp, tmp + W, cpu::max_identity<T>());
   for (int64_t h = wh.start; h < wh.end; ++h) {
     const T* __restrict row = plane + h * W;
     for (int64_t w = 0; w < W; ++w) tmp[w] = nan_max(tmp[w], row[w]);
@@ -81,7 +81,7 @@ void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std
     return;
   }
   for (int64_t ow = 0; ow < g.oW; ++ow) {
-    T m = -std::numeric_limits<T>::infinity();
+    T m = cpu::max_identity<T>();
     for (int64_t w = cols[ow].start; w < cols[ow].end; ++w) m = nan_max(m, tmp[w]);
     out_row[ow] = m;
   }
@@ -260,7 +260,7 @@ void adaptive_avg_pool2d_grad(const KernelContext& ctx, const Tensor& grad, cons
 
 }  // namespace pd::kernels::reference
 
-PD_INSTANTIATE_KERNELS(max_pool2d, reference, float, double)
+PD_INSTANTIATE_KERNELS(max_pool2d, reference, float, double, uint8_t, int8_t)
 PD_INSTANTIATE_KERNELS(max_pool2d_grad, reference, float, double)
 PD_INSTANTIATE_KERNELS(avg_pool2d, reference, float, double)
 PD_INSTANTIATE_KERNELS(avg_pool2d_grad, reference, float, double)

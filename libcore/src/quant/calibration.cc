@@ -170,7 +170,7 @@ Range Observer::range(Method m, double percentile, int levels) const {
   return {min_, max_};
 }
 
-std::vector<float> weight_scales(const Tensor& weight, int64_t axis) {
+std::vector<float> weight_scales(const Tensor& weight, int64_t axis, int qmax) {
   PD_CHECK(weight.defined() && weight.dim() >= 1, ErrorCode::kShape, "weight_scales: the weight must be at least 1-D");
   const int64_t a = normalize_axis(axis, weight.dim(), "weight_scales");
   int64_t outer = 1, inner = 1;
@@ -186,7 +186,7 @@ std::vector<float> weight_scales(const Tensor& weight, int64_t axis) {
         if (std::isfinite(x)) amax[static_cast<size_t>(c)] = std::max(amax[static_cast<size_t>(c)], std::fabs(x));
       }
   std::vector<float> scales;
-  for (double m : amax) scales.push_back(m > 0 ? static_cast<float>(m / 127.0) : 1.0f);
+  for (double m : amax) scales.push_back(m > 0 ? static_cast<float>(m / qmax) : 1.0f);
   return scales;
 }
 

@@ -11,9 +11,11 @@
 namespace pd::quant {
 namespace {
 
-bool quantizable(const ir::Program& p, const ir::Operation& op) {
+bool quantizable(const ir::Program& p, const ir::Operation& op, const std::vector<std::string>& exclude) {
   if (op.type != "conv2d" && op.type != "linear") return false;
   const ir::ValueId w = op.inputs[1][0];
+  for (const std::string& e : exclude)
+    if (e == op.type || e == p.value(op.results[0]).name || e == p.value(w).name) return false;
   return p.value(w).kind == ir::ValueKind::Param && p.value(w).type.dtype == DType::f32 &&
          p.value(op.inputs[0][0]).type.dtype == DType::f32;
 }
@@ -25,19 +27,20 @@ Tensor zero_points(DType dtype, int64_t n, int32_t value) {
 
 }  // namespace
 
-std::vector<std::string> quantizable_inputs(const ir::Program& p) {
+std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude) {
   std::vector<std::string> out;
   for (const ir::Operation& op : p.ops())
-    if (quantizable(p, op)) {
+    if (quantizable(p, op, exclude)) {
       const std::string& name = p.value(op.inputs[0][0]).name;
       if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }
   return out;
 }
 
-std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches) {
+std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches,
+                                          const std::vector<std::string>& exclude) {
   std::map<std::string, Observer> observers;
-  const std::vector<std::string> names = quantizable_inputs(p);
+  const std::vector<std::string> names = quantizable_inputs(p, exclude);
   exec::Executor exec(p, {.inference = true, .reuse_memory = false});
   for (const auto& batch : batches) {
     exec.run(batch);
@@ -52,7 +55,7 @@ int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observ
   std::map<ir::ValueId, ir::ValueId> dequantized;  // activation -> its Q/DQ copy
   int64_t count = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
-    if (!quantizable(p, p.ops()[i])) continue;
+    if (!quantizable(p, p.ops()[i], o.exclude)) continue;
     const ir::ValueId x = p.ops()[i].inputs[0][0], w = p.ops()[i].inputs[1][0];
     // The activation: one Q/DQ pair per value, inserted before its first quantized reader.
     auto it = dequantized.find(x);
@@ -70,7 +73,7 @@ int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observ
     }
     // The weight: s8, symmetric, per output channel (axis 0 of conv2d's and linear's weights).
     const Tensor wt = p.param(w);  // a handle: set_param and add_param leave the tensor alive
-    std::vector<float> scales = weight_scales(wt, 0);
+    std::vector<float> scales = weight_scales(wt, 0, o.reduce_range ? 63 : 127);
     if (!o.per_channel) scales.assign(scales.size(), *std::max_element(scales.begin(), scales.end()));
     const auto channels = static_cast<int64_t>(scales.size());
     const Tensor scale_t = Tensor::from_vector<float>(scales, {channels}), zp_t = zero_points(DType::i8, channels, 0);

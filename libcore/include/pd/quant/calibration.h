@@ -69,6 +69,6 @@ class Observer {
 
 // Symmetric s8 scales of a weight, one per slice along `axis` (output channels): max |w| / 127; an
 // all-zero slice gets scale 1.
-std::vector<float> weight_scales(const Tensor& weight, int64_t axis = 0);
+std::vector<float> weight_scales(const Tensor& weight, int64_t axis = 0, int qmax = 127);
 
 }  // namespace pd::quant

@@ -21,13 +21,18 @@ struct QdqOptions {
   double percentile = 99.99;
   DType activations = DType::u8;  // u8 (asymmetric) or i8 (symmetric)
   bool per_channel = true;        // weights: symmetric s8 per output channel, else one scale per weight
+  bool reduce_range = false;      // weights in [-63, 63] (7 bits): exact on CPUs without VNNI too
+  // Ops left in f32: an op matches by its type, its output value's name or its weight param's name.
+  std::vector<std::string> exclude;
 };
 
-// The values quantized: the activation input of each conv2d / linear whose weight is an f32 param.
-std::vector<std::string> quantizable_inputs(const ir::Program& p);
+// The values quantized: the activation input of each conv2d / linear whose weight is an f32 param and
+// that `exclude` (QdqOptions::exclude) does not name.
+std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude = {});
 
 // Runs `p` on every batch (inputs by name) and observes each quantizable input.
-std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches);
+std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches,
+                                          const std::vector<std::string>& exclude = {});
 
 // Inserts the Q/DQ pairs and quantizes the weights (see above); throws pd::Error when an input has no
 // observer or observed no finite value. Returns the number of ops quantized.

@@ -7,7 +7,14 @@
 // Runs after conv_act_fuse / conv_residual_fuse, so the activation and residual travel along, and
 // before the f32-only conv rewrites (conv_pool_fuse, conv_winograd), which would otherwise take the
 // convolution. Then an int8 op whose only reader is a per-tensor quantize_linear writes that int8
-// result itself (requantization in the epilogue), so consecutive int8 layers never go through f32.
+// result itself (requantization in the epilogue), so consecutive int8 layers never go through f32. To
+// get there, a quantize_linear moves up through max_pool2d, flatten and reshape, which commute with
+// it exactly (a per-tensor quantization is monotonic): max_pool2d then pools int8 values.
+//
+// A convolution with fewer than 4 input channels per group stays f32: VNNI sums 4 channels a lane, so
+// oneDNN pads 1-3 channels to 4 and runs several times slower than the f32 direct kernel (LeNet's
+// first layer: 179 us int8 against about 60 us f32 with its pool, batch 64). Its weight is dequantized
+// now and its input's Q/DQ pair dropped, so the f32 fusions take it.
 //
 // Preconditions: the activation's scale and zero point are 0-D params (per tensor), the weight's
 // dequantize reads i8 params with zero zero points along axis 0, and the target has oneDNN's int8
@@ -15,6 +22,7 @@
 // stays and runs in f32).
 #include <algorithm>
 
+#include "op_api.h"
 #include "passes.h"
 
 namespace pd::ir::passes {
@@ -66,12 +74,14 @@ class Int8Lowering final : public Pass {
 
   bool match(const Program& p, int32_t i) const override {
     const Operation& op = p.ops()[i];
-    if (op.type == "quantize_linear") return requantizable(p, i);
+    if (op.type == "quantize_linear") return requantizable(p, i) || commutes_up(p, i);
     return quantized_activation(p, input_of(p, i, 0)) && quantized_weight(p, input_of(p, i, 1));
   }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
-    if (p.ops()[i].type == "quantize_linear") return requantize(p, i, stats);
+    if (p.ops()[i].type == "quantize_linear")
+      return requantizable(p, i) ? requantize(p, i, stats) : move_up(p, i, stats);
+    if (too_few_channels(p, i)) return keep_f32(p, i, stats);
     const Operation op = p.ops()[i];
     const Operation& dx = p.ops()[p.value(input_of(p, i, 0)).producer];
     const Operation& dw = p.ops()[p.value(input_of(p, i, 1)).producer];
@@ -87,6 +97,27 @@ class Int8Lowering final : public Pass {
   }
 
  private:
+  static bool too_few_channels(const Program& p, int32_t i) {
+    const Shape& w = p.value(input_of(p, i, 1)).type.shape;
+    return is_conv(p.ops()[i].type) && w.size() == 4 && w[1] < 4;
+  }
+
+  // The op reads the f32 activation (before its quantize, when there is one) and a dequantized weight.
+  static void keep_f32(Program& p, int32_t i, PassStats& stats) {
+    const ValueId xq = p.ops()[p.value(input_of(p, i, 0)).producer].inputs[0][0];
+    const Value& q = p.value(xq);
+    const bool quantized_here = q.kind == ValueKind::OpResult && q.producer >= 0 && p.ops()[q.producer].type == "quantize_linear";
+    const Operation& dw = p.ops()[p.value(input_of(p, i, 1)).producer];
+    const Tensor w = ops::dequantize_linear(p.param(dw.inputs[0][0]), p.param(dw.inputs[1][0]), p.param(dw.inputs[2][0]),
+                                            attr_int(dw, "axis"));
+    const std::string name = p.value(dw.inputs[0][0]).name + ".dequantized";
+    const ValueId x = quantized_here ? p.ops()[q.producer].inputs[0][0] : input_of(p, i, 0);
+    const ValueId wf = p.add_param(p.unique_name(name), w);
+    p.set_input(i, 0, x);
+    p.set_input(i, 1, wf);
+    ++stats.folded;
+  }
+
   // quantize_linear (per tensor) of an f32 int8-op result that nothing else reads.
   static bool requantizable(const Program& p, int32_t i) {
     const ValueId y = input_of(p, i, 0), s = input_of(p, i, 1), z = input_of(p, i, 2);
@@ -97,6 +128,46 @@ class Int8Lowering final : public Pass {
     const size_t residual_slot = 6;
     if (producer.type == "quantized_conv2d" && input_of(p, v.producer, residual_slot) != kNoValue) return false;
     return v.type.dtype == DType::f32 && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
+  }
+
+  // The op producing `y` (read by nothing else) commutes with a per-tensor quantization.
+  static bool order_preserving(const Program& p, ValueId y) {
+    const Value& v = p.value(y);
+    if (v.kind != ValueKind::OpResult || v.producer < 0 || p.is_output(y) || p.users(y).size() != 1) return false;
+    const std::string& t = p.ops()[v.producer].type;
+    return t == "max_pool2d" || t == "flatten" || t == "reshape";
+  }
+
+  // Following such ops up from `y` reaches an int8 op's f32 result, which could be requantized instead.
+  static bool leads_to_int8(const Program& p, ValueId y) {
+    while (order_preserving(p, y)) y = p.ops()[p.value(y).producer].inputs[0][0];
+    const Value& v = p.value(y);
+    if (v.kind != ValueKind::OpResult || v.producer < 0 || v.type.dtype != DType::f32) return false;
+    const std::string& t = p.ops()[v.producer].type;
+    return t == "quantized_conv2d" || t == "quantized_linear";
+  }
+
+  // A per-tensor quantize_linear that can move up to an int8 op's result (anything else would quantize
+  // a larger f32 tensor for nothing).
+  static bool commutes_up(const Program& p, int32_t i) {
+    const ValueId y = input_of(p, i, 0), s = input_of(p, i, 1), z = input_of(p, i, 2);
+    return order_preserving(p, y) && leads_to_int8(p, y) && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
+  }
+
+  // quantize(op(x)) -> op(quantize(x)), at the quantize's place (x and the params are defined before it).
+  static void move_up(Program& p, int32_t i, PassStats& stats) {
+    const Operation q = p.ops()[i];
+    const int32_t k = p.value(q.inputs[0][0]).producer;
+    const Operation op = p.ops()[k];
+    std::vector<std::vector<ValueId>> q_inputs = q.inputs;
+    q_inputs[0] = op.inputs[0];
+    const ValueId qx = p.insert_op(i, "quantize_linear", q_inputs, q.attrs)[0];
+    std::vector<std::vector<ValueId>> op_inputs = op.inputs;
+    op_inputs[0] = {qx};
+    const ValueId out = p.insert_op(i + 1, op.type, op_inputs, op.attrs)[0];
+    p.replace_uses(q.results[0], out);
+    p.remove_ops({k, i + 2});
+    ++stats.fused;
   }
 
   static void requantize(Program& p, int32_t i, PassStats& stats) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# int8 against f32 with pd-infer: a trained run's model after pd-opt -O2 (f32), and the same model
+# quantized by pd-quant (u8 activations, percentile, s8 per-channel weights, 512 calibration samples)
+# then pd-opt -O2 (pd-infer lowers its QDQ form to int8 kernels at load). Prints the test accuracy of
+# both on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64, timed in
+# alternation for ROUNDS rounds (median of each round's p50: the machine is shared and noisy).
+#   usage: bench/quant.sh RUN_DIR [THREADS] [ROUNDS] [PD_QUANT FLAGS...]   (RUN_DIR from pd-train)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN=$1
+THREADS=${2:-2}
+ROUNDS=${3:-5}
+shift $(($# < 3 ? $# : 3))
+PD_OPT=${PD_OPT:-build/tools/pd-opt}
+PD_INFER=${PD_INFER:-build/tools/pd-infer}
+PD_QUANT=${PD_QUANT:-build/tools/pd-quant}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+"$PD_OPT" "$RUN/model.pdmodel" "$OUT/f32.pdmodel" -O2 > /dev/null
+"$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" | grep "int8 path"
+"$PD_OPT" "$OUT/q.pdmodel" "$OUT/int8.pdmodel" -O2 > /dev/null
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
+
+echo "| model | batch | p50 ms (median of $ROUNDS) | speedup | test acc | params KiB |"
+echo "|---|---|---|---|---|---|"
+for batch in 1 64; do
+  declare -A p50s=([f32]="" [int8]="")
+  for ((r = 0; r < ROUNDS; ++r)); do
+    for m in f32 int8; do
+      p50s[$m]+=" $("$PD_INFER" "$OUT/$m.pdmodel" -b "$batch" --threads "$THREADS" --warmup 20 --repeat 200 --json | field 'd["latency_ms"]["p50"]')"
+    done
+  done
+  f32=$(median ${p50s[f32]})
+  for m in f32 int8; do
+    p50=$(median ${p50s[$m]})
+    acc=$("$PD_INFER" "$OUT/$m.pdmodel" --data "$RUN/config.yaml" --batch 500 --threads "$THREADS" --json | field 'd["accuracy"]')
+    kib=$(($(stat -c %s "$OUT/$m.pdiparams") / 1024))
+    echo "| $m | $batch | $p50 | $(python3 -c "print('%.2fx' % ($f32 / $p50))") | $acc | $kib |"
+  done
+done
