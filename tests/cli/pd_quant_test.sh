@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end checks of pd-quant on a model pd-train wrote: calibrates on a Fashion-MNIST slice, writes a
 # QDQ model with s8 weights (a params file under 30% of the f32 one) that pd-infer runs, with accuracy
-# close to f32; bad methods, activation types and data specs exit 2 with a message and write nothing.
+# close to f32; the statistics cache; --max-drop's fallback table and exit 1; --weight-only; bad
+# methods, activation types and data specs exit 2 with a message and write nothing.
 source "$(dirname "$0")/common.sh"
+export XDG_CACHE_HOME=$WORK/cache  # the statistics cache goes to the scratch directory
 PD_TRAIN=$1
 PD_QUANT=$2
 PD_INFER=$3
@@ -48,7 +50,44 @@ mkdir -p "$WORK/a" "$WORK/b"
 "$PD_QUANT" "$MODEL" "$WORK/b/q.pdmodel" --calib "$WORK/data.yaml" --samples 256 --threads 2 > /dev/null 2>&1 || fail "run b"
 cmp -s "$WORK/a/q.pdmodel" "$WORK/b/q.pdmodel" && cmp -s "$WORK/a/q.pdiparams" "$WORK/b/q.pdiparams" || fail "two runs differ"
 
-# 3. Other methods and s8 activations work; bad input exits 2 and writes nothing.
+# 3. The statistics cache: a second run on the same model and data reads the statistics instead of
+# running the model, and writes the same files; --no-cache does neither.
+"$PD_QUANT" "$MODEL" "$WORK/c1.pdmodel" --calib "$WORK/data.yaml" --samples 256 --threads 2 > /dev/null 2>&1 || fail "cache run 1"
+out=$("$PD_QUANT" "$MODEL" "$WORK/c2.pdmodel" --calib "$WORK/data.yaml" --samples 256 --threads 2 2>&1) || fail "cache run 2: $out"
+grep -q "^calib      256 samples: statistics read from the cache $WORK/cache/pd-quant/" <<< "$out" || fail "cache not used: $out"
+cmp -s "$WORK/c1.pdiparams" "$WORK/c2.pdiparams" || fail "the cached statistics gave other params"
+out=$("$PD_QUANT" "$MODEL" "$WORK/c3.pdmodel" --calib "$WORK/data.yaml" --samples 256 --threads 2 --no-cache 2>&1) || fail "--no-cache: $out"
+grep -q "^calib      256 samples (4 batches)$" <<< "$out" || fail "--no-cache line: $out"
+for f in "$WORK"/cache/pd-quant/*.pdstats; do printf 'garbage' > "$f"; done  # a damaged cache is ignored
+out=$("$PD_QUANT" "$MODEL" "$WORK/c4.pdmodel" --calib "$WORK/data.yaml" --samples 256 --threads 2 2>&1) || fail "damaged cache: $out"
+grep -q "warning: not using the statistics cache" <<< "$out" || fail "damaged cache not reported: $out"
+cmp -s "$WORK/c1.pdiparams" "$WORK/c4.pdiparams" || fail "a damaged cache changed the result"
+
+# 4. --max-drop: a per-layer table (sensitivity alone, f32 time share, kept or fell back). Clipping at
+# the 50.1th percentile ruins every layer: no model meets a zero budget, so exit 1 and nothing written.
+out=$("$PD_QUANT" "$MODEL" "$WORK/m.pdmodel" --calib "$WORK/data.yaml" --samples 256 --percentile 50.1 --eval "$WORK/data.yaml" --max-drop 0 --threads 1 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "no quantized model meets --max-drop 0" <<< "$out" || fail "unmeetable budget: $rc $out"
+grep -q "^layer weight (alone int8) *type *accuracy *vs f32 *output err *f32 time *kept" <<< "$out" || fail "no table: $out"
+grep -q "^fc1.weight *linear .*%  \(int8\|f32 (fell back)\)" <<< "$out" || fail "no fc1 row: $out"
+[ ! -e "$WORK/m.pdmodel" ] || fail "a missed budget wrote its output"
+# A generous budget is met with every layer int8, and the table says so.
+out=$("$PD_QUANT" "$MODEL" "$WORK/m.pdmodel" --calib "$WORK/data.yaml" --samples 256 --eval "$WORK/data.yaml" --max-drop 0.2 --threads 1 2>&1) || fail "--max-drop 0.2: $out"
+[ "$(grep -c '%  int8$' <<< "$out")" -eq 2 ] || fail "--max-drop 0.2 fell back: $out"
+out=$("$PD_QUANT" "$MODEL" "$WORK/x.pdmodel" --calib "$WORK/data.yaml" --max-drop 0.01 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "max-drop needs --eval" <<< "$out" || fail "--max-drop without --eval: $rc $out"
+
+# 5. --weight-only: no calibration, s8 linear weights, activations f32; lowered to weight_only_linear.
+out=$("$PD_QUANT" "$MODEL" "$WORK/w.pdmodel" --weight-only --eval "$WORK/data.yaml" --threads 1 2>&1) || fail "--weight-only: $out"
+grep -q "^quantized  2 linear / matmul weights: s8 per output channel, activations f32 (weight-only)" <<< "$out" || fail "weight-only summary: $out"
+wf32=$(sed -n 's/^accuracy   f32 \([0-9.]*\), quantized \([0-9.]*\).*/\1/p' <<< "$out")
+wq=$(sed -n 's/^accuracy   f32 \([0-9.]*\), quantized \([0-9.]*\).*/\2/p' <<< "$out")
+awk -v a="${wf32:-0}" -v b="${wq:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01) }' || fail "weight-only accuracy '$wf32' vs '$wq'"
+small=$(stat -c %s "$WORK/w.pdiparams")
+[ $((small * 10)) -lt $((full * 3)) ] || fail "weight-only params $small bytes, f32 $full: not under 30%"
+out=$("$PD_INFER" "$WORK/w.pdmodel" --threads 1 --repeat 2 --profile 2>&1) || fail "pd-infer on the weight-only model: $out"
+grep -q "weight_only_linear  *2 " <<< "$out" || fail "weight_only_linear did not run: $out"
+
+# 6. Other methods and s8 activations work; bad input exits 2 and writes nothing.
 for m in minmax kl mse; do
   "$PD_QUANT" "$MODEL" "$WORK/$m.pdmodel" --calib "$WORK/data.yaml" --samples 128 --method $m --activations s8 > /dev/null 2>&1 || fail "--method $m --activations s8"
 done

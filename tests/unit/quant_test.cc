@@ -2,15 +2,21 @@
 // NaN becomes the zero point, per-channel scales follow the axis, bad scales are refused by index.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "pd/core/cpu_features.h"
 #include "pd/pd.h"
 #include "registry.h"
 #include "pd/exec/executor.h"
+#include "pd/exec/plan.h"
 #include "pd/quant/calibration.h"
 #include "pd/quant/qdq.h"
+#include "pd/quant/stats_cache.h"
 #include "test_util.h"
 
 using pd::DType;
@@ -252,4 +258,90 @@ TEST_CASE("int8 kernels: exact with VNNI, 7-bit weights without it", "[quant][in
   // The exact products differ from the 7-bit ones, so the test tells the two paths apart.
   const Tensor exact = pd::ops::quantized_linear(x, xs, xz, w, ws, bias);
   CHECK((pd::test::max_abs_diff(got, exact) <= 1e-3f) == vnni);
+}
+
+// The statistics cache: what is stored comes back bit for bit under its key; another key, a damaged
+// file and inconsistent statistics are refused with a reason, never used.
+TEST_CASE("stats cache: observers round-trip under their key, damage is refused", "[quant]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pd_stats_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const pd::ir::Program f32 = small_net();
+  std::vector<std::map<std::string, Tensor>> batches;
+  for (int k = 0; k < 3; ++k) batches.push_back({{"x", pd::ops::uniform({4, 1, 8, 8}, -1, 2, 20 + k)}});
+  const auto observers = pd::quant::calibrate(f32, batches);
+  const std::string key = pd::quant::stats_key({}, batches);
+  CHECK(key.size() == 16);
+  auto other = batches;
+  other[2]["x"] = pd::ops::uniform({4, 1, 8, 8}, -1, 2, 99);
+  CHECK(pd::quant::stats_key({}, other) != key);  // the data is part of the key
+
+  const std::string path = (dir / "sub" / (key + ".pdstats")).string();
+  pd::quant::save_stats(path, observers, key);
+  std::string why;
+  auto back = pd::quant::load_stats(path, key, &why);
+  REQUIRE(back.has_value());
+  REQUIRE(back->size() == observers.size());
+  for (const auto& [name, obs] : observers) {
+    const auto& b = back->at(name);
+    CHECK(b.histogram() == obs.histogram());
+    CHECK(b.count() == obs.count());
+    for (auto m : {pd::quant::Method::minmax, pd::quant::Method::percentile, pd::quant::Method::kl, pd::quant::Method::mse}) {
+      CHECK(b.range(m).lo == obs.range(m).lo);
+      CHECK(b.range(m).hi == obs.range(m).hi);
+    }
+  }
+  CHECK_FALSE(pd::quant::load_stats(path, "0000000000000000", &why).has_value());
+  CHECK_THAT(why, Catch::Contains("written for other statistics"));
+  CHECK_FALSE(pd::quant::load_stats((dir / "none.pdstats").string(), key, &why).has_value());
+
+  {  // one flipped byte in the middle: the archive's checksums catch it
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    f.put('\x5a');
+  }
+  CHECK_FALSE(pd::quant::load_stats(path, key, &why).has_value());
+  CHECK_FALSE(why.empty());
+
+  pd::quant::Observer::State s = observers.begin()->second.state();
+  s.count += 1;  // no longer the histogram's total
+  CHECK_THAT(error_of([&] { pd::quant::Observer::restore(s); }), Catch::Contains("inconsistent"));
+  fs::remove_all(dir);
+}
+
+// --weight-only: linear and matmul weights become s8 with a dequantize in front, activations stay f32;
+// compiled, the pairs become weight_only_linear (a matmul's [K, N] weight transposed once), and the
+// results match the unlowered QDQ form.
+TEST_CASE("weight-only: s8 linear / matmul weights, lowered to weight_only_linear", "[quant]") {
+  pd::ir::Program f32;
+  auto x = f32.add_input("x", {DType::f32, {-1, 3, 16}});
+  auto w1 = f32.add_param("fc.weight", pd::ops::uniform({24, 16}, -0.5, 0.5, 1));
+  auto b1 = f32.add_param("fc.bias", pd::ops::uniform({24}, -0.1, 0.1, 2));
+  auto h = f32.add_op("relu", {{f32.add_op("linear", {{x}, {w1}, {b1}})[0]}})[0];
+  auto w2 = f32.add_param("proj", pd::ops::uniform({24, 70}, -0.5, 0.5, 3));  // [K, N] for matmul
+  f32.mark_output(f32.add_op("matmul", {{h}, {w2}})[0], "y");
+
+  CHECK(pd::quant::quantizable_layers(f32, {}, true) == std::vector<std::string>{"fc.weight", "proj"});
+  pd::ir::Program q = f32;
+  CHECK(pd::quant::insert_weight_only(q) == 2);
+  CHECK(count_ops(q, "dequantize_linear") == 2);
+  CHECK(count_ops(q, "quantize_linear") == 0);
+  CHECK(q.params().at("proj.q").dtype() == DType::i8);
+  CHECK(q.params().at("proj.scale").shape() == pd::Shape{70});  // per output column of [K, N]
+
+  const Tensor in = pd::ops::uniform({5, 3, 16}, -1, 1, 7);
+  const Tensor want = pd::exec::Executor(f32).run({{"x", in}})[0], qdq = pd::exec::Executor(q).run({{"x", in}})[0];
+  float scale = 0;
+  for (float v : want.to_vector<float>()) scale = std::max(scale, std::abs(v));
+  CHECK(pd::test::max_abs_diff(qdq, want) < 0.02f * scale);
+  CHECK(pd::test::max_abs_diff(qdq, want) > 0.0f);
+
+  pd::exec::ExecPlan plan = pd::exec::compile(q, pd::Target::host());
+  CHECK(count_ops(plan.program(), "weight_only_linear") == 2);
+  CHECK(count_ops(plan.program(), "dequantize_linear") == 0);
+  const Tensor lowered = pd::exec::Executor(plan).run({{"x", in}})[0];
+  CHECK(pd::test::max_abs_diff(lowered, qdq) < 1e-5f * scale);
+
+  pd::ir::Program kept = f32;  // exclude by weight name
+  CHECK(pd::quant::insert_weight_only(kept, {.exclude = {"proj"}}) == 1);
 }

@@ -1,16 +1,21 @@
 // pd-quant MODEL.pdmodel OUT.pdmodel --calib SPEC: post-training quantization into the QDQ form
-// (docs/pd-quant.md). Calibrates the activation inputs of conv2d / linear on SPEC's samples, inserts
-// quantize/dequantize pairs, stores weights as s8 per channel, and with --eval reports f32 and
-// quantized accuracy. Exit codes: 0 ok, 1 runtime failure, 2 usage or input error.
+// (docs/pd-quant.md). Calibrates the activation inputs of conv2d / linear on SPEC's samples (the
+// statistics cached on disk), inserts quantize/dequantize pairs, stores weights as s8 per channel; with
+// --eval reports f32 and quantized accuracy, and with --max-drop falls the most sensitive layers back to
+// f32 until the accuracy budget holds. --weight-only quantizes only linear / matmul weights.
+// Exit codes: 0 ok, 1 runtime failure or a budget that cannot be met, 2 usage or input error.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <unistd.h>
+#include <fmt/ranges.h>
 
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
+#include "common/progress.h"
 #include "common/test_set.h"
 #include "common/tool_main.h"
+#include "pd-quant/budget.h"
+#include "pd-quant/evaluate.h"
 #include "op_api.h"
 #include "pd/core/cpu_features.h"
 #include "pd/core/threads.h"
@@ -19,14 +24,15 @@
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
 #include "pd/quant/qdq.h"
+#include "pd/quant/stats_cache.h"
 
 namespace {
 
 struct Options {
-  std::string model, out, calib, eval, method = "percentile", activations = "u8";
+  std::string model, out, calib, eval, method = "percentile", activations = "u8", cache_dir;
   int64_t samples = 512, batch = 64, eval_limit = 0;
-  double percentile = 99.99;
-  bool per_tensor = false, report = false, reduce_range = false;
+  double percentile = 99.99, max_drop = -1;
+  bool per_tensor = false, report = false, reduce_range = false, weight_only = false, no_cache = false;
   std::vector<std::string> exclude;
   int threads = 0;
 };
@@ -40,26 +46,54 @@ std::vector<pd::data::Batch> batches_of(const pd::tools::TestSet& t, int64_t bat
   return out;
 }
 
-// Top-1 accuracy of a program (compiled for this machine) on labelled batches.
-double accuracy(const pd::ir::Program& p, const std::string& input, const std::vector<pd::data::Batch>& batches) {
-  pd::exec::ExecPlan plan = pd::exec::compile(p, pd::Target::host());
-  pd::exec::Executor exec(plan);
-  int64_t correct = 0, total = 0;
-  for (const auto& b : batches) {
-    const pd::Tensor logits = exec.run({{input, b.x}})[0];
-    correct += pd::ops::sum(pd::ops::cast(pd::ops::equal(pd::ops::argmax(logits, -1), b.y), pd::DType::i64)).item<int64_t>();
-    total += b.y.numel();
-  }
-  return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
-}
-
 int64_t file_bytes(const std::string& path) {
   std::error_code ec;
   const auto n = std::filesystem::file_size(path, ec);
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-int run(const Options& o) {
+// Where calibration statistics are kept: --cache-dir, else $XDG_CACHE_HOME/pd-quant, else
+// ~/.cache/pd-quant; empty (no cache) with --no-cache or when none of those is set.
+std::string cache_dir(const Options& o) {
+  if (o.no_cache) return "";
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/pd-quant";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/pd-quant";
+  return "";
+}
+
+// The observers of every quantizable input: from the cache when this model and data were seen before,
+// else by running the f32 model over the calibration batches (and then cached).
+std::map<std::string, pd::quant::Observer> observe(const Options& o, const pd::ir::Program& program,
+                                                   const std::vector<std::map<std::string, pd::Tensor>>& feeds, int64_t samples) {
+  const std::string dir = cache_dir(o);
+  std::string path;
+  if (!dir.empty()) {
+    const std::string key = pd::quant::stats_key({o.model, pd::io::params_path_for(o.model)}, feeds);
+    path = dir + "/" + key + ".pdstats";
+    std::string why;
+    if (auto cached = pd::quant::load_stats(path, key, &why)) {
+      fmt::print("calib      {} samples: statistics read from the cache {}\n", samples, path);
+      return *std::move(cached);
+    }
+    if (std::filesystem::exists(path)) fmt::print(stderr, "pd-quant: warning: not using the statistics cache: {}\n", why);
+  }
+  pd::tools::Progress progress("pd-quant: calibrating", static_cast<int64_t>(feeds.size()));
+  auto observers = pd::quant::calibrate(program, feeds, {}, [&] { progress.step(); });
+  if (!path.empty()) {
+    try {
+      pd::quant::save_stats(path, observers, pd::quant::stats_key({o.model, pd::io::params_path_for(o.model)}, feeds));
+    } catch (const pd::Error& e) {
+      fmt::print(stderr, "pd-quant: warning: could not cache the calibration statistics: {}\n", e.what());
+      path.clear();
+    }
+  }
+  fmt::print("calib      {} samples ({} batches){}\n", samples, feeds.size(),
+             path.empty() ? "" : fmt::format(", statistics cached in {}", path));
+  return observers;
+}
+
+pd::quant::QdqOptions qdq_options(const Options& o) {
   using pd::tools::InputError;
   pd::quant::QdqOptions q;
   try {
@@ -74,6 +108,21 @@ int run(const Options& o) {
   q.per_channel = !o.per_tensor;
   q.reduce_range = o.reduce_range;
   q.exclude = o.exclude;
+  return q;
+}
+
+void check_flags(const Options& o) {
+  using pd::tools::InputError;
+  if (!o.weight_only && o.calib.empty()) throw InputError("--calib is required (except with --weight-only)");
+  if (o.max_drop >= 0 && o.eval.empty()) throw InputError("--max-drop needs --eval: the held-out data the budget is measured on");
+  if (o.max_drop != -1 && !(o.max_drop >= 0 && o.max_drop < 1))
+    throw InputError(fmt::format("--max-drop is an absolute accuracy drop in [0, 1), but received {}", o.max_drop));
+}
+
+int run(const Options& o) {
+  using pd::tools::InputError;
+  check_flags(o);
+  const pd::quant::QdqOptions q = qdq_options(o);
   if (o.threads > 0) pd::set_num_threads(o.threads);
 
   pd::ir::Program program;
@@ -85,52 +134,103 @@ int run(const Options& o) {
   // The portable passes first (batch norms folded into the convs, dead ops gone), as pd-opt -O2 would:
   // a batch norm after a quantized conv would otherwise stay an f32 op between int8 ones.
   pd::ir::PassManager({.level = 2}).run(program);
-  const pd::tools::TestSet calib = pd::tools::load_test_set(program, o.calib, o.samples, "--calib");
-  const std::vector<pd::data::Batch> calib_batches = batches_of(calib, o.batch);
-  if (calib_batches.empty()) throw InputError(fmt::format("--calib {}: the data set is empty", o.calib));
-  if (pd::quant::quantizable_inputs(program, o.exclude).empty())
-    throw InputError(fmt::format("{}: the model has no conv2d or linear with an f32 weight param to quantize{}", o.model,
-                                 o.exclude.empty() ? "" : " (after --exclude)"));
+  const std::vector<std::string> layers = pd::quant::quantizable_layers(program, o.exclude, o.weight_only);
+  if (layers.empty())
+    throw InputError(fmt::format("{}: the model has no {} with an f32 weight param to quantize{}", o.model,
+                                 o.weight_only ? "linear or matmul" : "conv2d or linear", o.exclude.empty() ? "" : " (after --exclude)"));
 
-  // Calibration: every batch through the f32 model, observing each quantized input.
-  std::vector<std::map<std::string, pd::Tensor>> feeds;
-  for (const auto& b : calib_batches) feeds.push_back({{calib.input, b.x}});
-  const bool tty = isatty(fileno(stderr));
-  if (tty) fmt::print(stderr, "pd-quant: calibrating on {} samples ({} batches)...\n", calib.data.features.shape()[0], feeds.size());
-  const auto observers = pd::quant::calibrate(program, feeds, o.exclude);
-  for (const auto& [name, obs] : observers)
-    if (obs.non_finite() > 0)
-      fmt::print(stderr, "pd-quant: warning: '{}' saw {} NaN or Inf values in calibration; they were left out of its range\n",
-                 name, obs.non_finite());
+  // Quantizes the model with the layers named left in f32.
+  pd::tools::Quantizer quantize;
+  std::map<std::string, pd::quant::Observer> observers;
+  int64_t calib_samples = 0;
+  if (o.weight_only) {
+    quantize = [&](const std::vector<std::string>& kept) {
+      pd::quant::QdqOptions qk = q;
+      qk.exclude.insert(qk.exclude.end(), kept.begin(), kept.end());
+      pd::ir::Program p = program;
+      pd::quant::insert_weight_only(p, qk);
+      return p;
+    };
+  } else {
+    const pd::tools::TestSet calib = pd::tools::load_test_set(program, o.calib, o.samples, "--calib");
+    std::vector<std::map<std::string, pd::Tensor>> feeds;
+    for (const auto& b : batches_of(calib, o.batch)) feeds.push_back({{calib.input, b.x}});
+    if (feeds.empty()) throw InputError(fmt::format("--calib {}: the data set is empty", o.calib));
+    calib_samples = calib.data.features.shape()[0];
+    observers = observe(o, program, feeds, calib_samples);
+    for (const auto& [name, obs] : observers)
+      if (obs.non_finite() > 0)
+        fmt::print(stderr, "pd-quant: warning: '{}' saw {} NaN or Inf values in calibration; they were left out of its range\n",
+                   name, obs.non_finite());
+    quantize = [&](const std::vector<std::string>& kept) {
+      pd::quant::QdqOptions qk = q;
+      qk.exclude.insert(qk.exclude.end(), kept.begin(), kept.end());
+      pd::ir::Program p = program;
+      pd::quant::insert_qdq(p, observers, qk);
+      return p;
+    };
+  }
 
-  pd::ir::Program quantized = program;
-  const int64_t ops_quantized = pd::quant::insert_qdq(quantized, observers, q);
-  std::map<std::string, std::string> metadata;
-  metadata["quantized_by"] = fmt::format("pd-quant --method {} --activations {} --{}{} ({} samples)", o.method, o.activations,
-                                         o.per_tensor ? "per-tensor" : "per-channel", o.reduce_range ? " --reduce-range" : "",
-                                         calib.data.features.shape()[0]);
-  pd::io::save_program(o.out, quantized, metadata);
+  pd::ir::Program quantized;
+  std::vector<std::string> fell_back;
+  std::string accuracy_line, table;
+  double drop = 0;
+  bool met = true;
+  if (o.eval.empty()) {
+    quantized = quantize({});
+  } else {
+    const pd::tools::TestSet eval = pd::tools::load_test_set(program, o.eval, o.eval_limit, "--eval");
+    const pd::tools::Evaluator evaluator(program, eval.input, batches_of(eval, o.batch));
+    pd::tools::Score score;
+    if (o.max_drop >= 0) {
+      pd::tools::BudgetResult r = pd::tools::fit_budget(program, layers, quantize, evaluator, o.max_drop);
+      table = pd::tools::format_budget_table(r, evaluator.f32_accuracy());
+      for (const auto& l : r.layers)
+        if (!l.int8) fell_back.push_back(l.name);
+      quantized = std::move(r.program), score = r.score, met = r.met;
+    } else {
+      quantized = quantize({});
+      score = evaluator.score(quantized, "int8");
+    }
+    drop = evaluator.f32_accuracy() - score.accuracy;
+    accuracy_line = fmt::format("accuracy   f32 {:.4f}, quantized {:.4f} ({:+.4f}) on {} samples\n", evaluator.f32_accuracy(),
+                                score.accuracy, score.accuracy - evaluator.f32_accuracy(), evaluator.samples());
+  }
+  const int64_t ops_quantized = static_cast<int64_t>(layers.size() - fell_back.size());
 
-  fmt::print("quantized  {} conv2d / linear ops: activations {} ({}), weights s8{} per {}\n", ops_quantized, o.activations,
-             o.method, o.reduce_range ? " at 7 bits" : "", o.per_tensor ? "tensor" : "output channel");
-  fmt::print("params     {:.1f} KiB -> {:.1f} KiB\n", file_bytes(pd::io::params_path_for(o.model)) / 1024.0,
-             file_bytes(pd::io::params_path_for(o.out)) / 1024.0);
-  if (o.report) {
+  if (o.weight_only)
+    fmt::print("quantized  {} linear / matmul weights: s8{} per {}, activations f32 (weight-only)\n", ops_quantized,
+               o.reduce_range ? " at 7 bits" : "", o.per_tensor ? "tensor" : "output channel");
+  else
+    fmt::print("quantized  {} conv2d / linear ops: activations {} ({}), weights s8{} per {}\n", ops_quantized, o.activations,
+               o.method, o.reduce_range ? " at 7 bits" : "", o.per_tensor ? "tensor" : "output channel");
+  if (o.report && !o.weight_only) {
     fmt::print("{:<24} {:>12} {:>12} {:>12} {:>10}\n", "activation", "min", "max", "scale", "zero point");
-    for (const auto& [name, obs] : observers) {
+    for (const std::string& name : pd::quant::quantizable_inputs(program, o.exclude)) {
+      const pd::quant::Observer& obs = observers.at(name);
       const pd::quant::QParams p = pd::quant::qparams_for(obs.range(q.method, q.percentile), q.activations);
       fmt::print("{:<24} {:>12.5g} {:>12.5g} {:>12.5g} {:>10}\n", name, obs.min(), obs.max(), p.scale, p.zero_point);
     }
   }
-  if (!o.eval.empty()) {
-    const pd::tools::TestSet eval = pd::tools::load_test_set(program, o.eval, o.eval_limit, "--eval");
-    const std::vector<pd::data::Batch> eval_batches = batches_of(eval, o.batch);
-    const double f32 = accuracy(program, eval.input, eval_batches), int8 = accuracy(quantized, eval.input, eval_batches);
-    fmt::print("accuracy   f32 {:.4f}, quantized {:.4f} ({:+.4f}) on {} samples\n", f32, int8, int8 - f32,
-               eval.data.features.shape()[0]);
+  fmt::print("{}{}", table, accuracy_line);
+  if (!fell_back.empty()) fmt::print("fallback   {} in f32 (--exclude {} does the same)\n", fmt::join(fell_back, ", "), fmt::join(fell_back, ","));
+  if (!o.weight_only) fmt::print("int8 path  {}\n", pd::int8_path_name());
+  if (!met) {
+    fmt::print(stderr, "pd-quant: error: no quantized model meets --max-drop {}: with only the least sensitive layer in int8 the drop is {:.4f}; nothing written\n",
+               o.max_drop, drop);
+    return 1;
   }
-  fmt::print("int8 path  {}\n", pd::int8_path_name());
-  fmt::print("wrote      {} (QDQ form; pd-infer and pd-opt lower it to int8 kernels)\n", o.out);
+
+  std::map<std::string, std::string> metadata;
+  metadata["quantized_by"] =
+      o.weight_only ? fmt::format("pd-quant --weight-only --{}{}", o.per_tensor ? "per-tensor" : "per-channel", o.reduce_range ? " --reduce-range" : "")
+                    : fmt::format("pd-quant --method {} --activations {} --{}{} ({} samples)", o.method, o.activations,
+                                  o.per_tensor ? "per-tensor" : "per-channel", o.reduce_range ? " --reduce-range" : "", calib_samples);
+  if (!fell_back.empty()) metadata["kept_f32"] = fmt::format("{}", fmt::join(fell_back, ","));
+  pd::io::save_program(o.out, quantized, metadata);
+  fmt::print("params     {:.1f} KiB -> {:.1f} KiB\n", file_bytes(pd::io::params_path_for(o.model)) / 1024.0,
+             file_bytes(pd::io::params_path_for(o.out)) / 1024.0);
+  fmt::print("wrote      {} (QDQ form; pd-infer and pd-opt lower it to {} kernels)\n", o.out, o.weight_only ? "weight-only int8" : "int8");
   return 0;
 }
 
@@ -141,7 +241,7 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("model", o.model, "MODEL.pdmodel to quantize (batch norms are folded first, as pd-opt -O2 does)")->required();
   app.add_option("output", o.out, "where to write the quantized model (.pdmodel; its .pdiparams goes next to it)")->required();
-  app.add_option("--calib", o.calib, "a YAML with a model-YAML style data.test source: the calibration samples")->required();
+  app.add_option("--calib", o.calib, "a YAML with a model-YAML style data.test source: the calibration samples (required unless --weight-only)");
   app.add_option("--samples", o.samples, "calibration samples to use (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--batch", o.batch, "batch size for calibration and --eval (default 64)")->check(CLI::PositiveNumber);
   app.add_option("--method", o.method, "activation ranges: minmax, percentile (default), kl, mse");
@@ -154,7 +254,12 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--eval", o.eval, "a YAML with a data.test source: report f32 and quantized accuracy");
   app.add_option("--eval-limit", o.eval_limit, "with --eval: use only the first N samples")->check(CLI::PositiveNumber);
+  app.add_option("--max-drop", o.max_drop,
+                 "with --eval: the accuracy the int8 model may lose (absolute, e.g. 0.005); the most sensitive layers fall back to f32 until it holds, exit 1 if it cannot");
+  app.add_flag("--weight-only", o.weight_only, "quantize only linear / matmul weights (s8, 4x smaller), activations stay f32; no calibration");
   app.add_flag("--report", o.report, "print each activation's observed range, scale and zero point");
+  app.add_option("--cache-dir", o.cache_dir, "where calibration statistics are cached (default $XDG_CACHE_HOME/pd-quant or ~/.cache/pd-quant)");
+  app.add_flag("--no-cache", o.no_cache, "neither read nor write cached calibration statistics");
   app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
   return pd::tools::run_tool("pd-quant", app, argc, argv, [&] {
     try {

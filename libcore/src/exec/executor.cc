@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -145,8 +146,10 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
 
   stats_ = {};
   const auto& ops = program_.ops();
+  if (options_.time_ops) stats_.op_ns.assign(ops.size(), 0);
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Operation& op = ops[k];
+    const auto started = options_.time_ops ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     BoxedInputs boxed;
     boxed.reserve(op.inputs.size());
     for (const auto& s : op.inputs) {
@@ -162,6 +165,8 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
       raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
             op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());
     }
+    if (options_.time_ops)
+      stats_.op_ns[k] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
     PD_CHECK(outs.size() == op.results.size(), ErrorCode::kInternal, "op #{} '{}' returned {} outputs, the program declares {}",
              k, op.type, outs.size(), op.results.size());
     for (size_t r = 0; r < outs.size(); ++r) {

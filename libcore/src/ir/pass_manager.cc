@@ -28,7 +28,8 @@ const std::vector<Entry>& registry() {
       {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
       {"linear_act_fuse", passes::linear_activation_fusion},
-      {"int8_lower", passes::int8_lowering},                {"conv_pool_fuse", passes::conv_pool_fusion},
+      {"int8_lower", passes::int8_lowering},                {"weight_only_lower", passes::weight_only_lowering},
+      {"conv_pool_fuse", passes::conv_pool_fusion},
       {"conv_winograd", passes::conv_winograd},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };

@@ -1,6 +1,6 @@
 // Shape and dtype rules of the quantization ops: quantize_linear / dequantize_linear (per tensor or per
 // channel along an axis, u8 / i8 on the quantized side) and the int8 kernels quantized_conv2d /
-// quantized_linear.
+// quantized_linear, and weight_only_linear.
 #include "pd/ops/shape_rules.h"
 
 #include "pd/core/error.h"
@@ -34,6 +34,17 @@ void check_scalar(const char* op, In t) {
            t.name, shape_str(t.t.shape()));
 }
 
+// A symmetric i8 weight with per-output (axis 0) or per-tensor f32 scales, and an f32 bias.
+void check_int8_weight(const char* op, In weight, In weight_scale, In bias) {
+  check_dtype_is(op, weight, DType::i8, " (symmetric int8 weights)");
+  check_dtype_is(op, weight_scale, DType::f32, "");
+  PD_CHECK(weight_scale.t.dim() == 0 || (weight_scale.t.dim() == 1 && weight.t.dim() > 0 &&
+                                         (weight.t.shape()[0] == -1 || weight_scale.t.shape()[0] == weight.t.shape()[0])),
+           ErrorCode::kShape, "{}: argument '{}' must be 0-D or hold one scale per output channel ([{}]), but received {}",
+           op, weight_scale.name, weight.t.dim() > 0 ? weight.t.shape()[0] : 0, shape_str(weight_scale.t.shape()));
+  if (bias.t.defined()) check_dtype_is(op, bias, DType::f32, "");
+}
+
 // The int8 operands every quantized op shares: x with its 0-D parameters, the i8 weight with per-output
 // (axis 0) or per-tensor scales, an f32 bias, and the requantized output's parameters.
 void check_int8_operands(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
@@ -44,13 +55,7 @@ void check_int8_operands(const char* op, In x, In x_scale, In x_zero_point, In w
   check_scalar(op, x_scale);
   check_dtype_is(op, x_zero_point, x.t.dtype(), " (the dtype of 'x')");
   check_scalar(op, x_zero_point);
-  check_dtype_is(op, weight, DType::i8, " (symmetric int8 weights)");
-  check_dtype_is(op, weight_scale, DType::f32, "");
-  PD_CHECK(weight_scale.t.dim() == 0 || (weight_scale.t.dim() == 1 && weight.t.dim() > 0 &&
-                                         (weight.t.shape()[0] == -1 || weight_scale.t.shape()[0] == weight.t.shape()[0])),
-           ErrorCode::kShape, "{}: argument '{}' must be 0-D or hold one scale per output channel ([{}]), but received {}",
-           op, weight_scale.name, weight.t.dim() > 0 ? weight.t.shape()[0] : 0, shape_str(weight_scale.t.shape()));
-  if (bias.t.defined()) check_dtype_is(op, bias, DType::f32, "");
+  check_int8_weight(op, weight, weight_scale, bias);
   if (out_dtype == DType::f32) return;
   PD_CHECK(int8_dtype(out_dtype), ErrorCode::kDType, "{}: argument 'out_dtype' must be f32, u8 or i8, but received {}", op,
            dtype_name(out_dtype));
@@ -102,6 +107,12 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype) {
   check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  return linear(op, x, weight, bias);
+}
+
+Shape weight_only_linear(const char* op, In x, In weight, In weight_scale, In bias) {
+  check_dtype_is(op, x, DType::f32, "");
+  check_int8_weight(op, weight, weight_scale, bias);
   return linear(op, x, weight, bias);
 }
 

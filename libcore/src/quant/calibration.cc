@@ -46,6 +46,21 @@ Observer::Observer(int bins) : bins_(bins), hist_(static_cast<size_t>(bins), 0) 
   PD_CHECK(bins >= 2 && bins % 2 == 0, ErrorCode::kInvalidArgument, "Observer: bins must be even and >= 2, but received {}", bins);
 }
 
+Observer Observer::restore(const State& s) {
+  int64_t total = 0;
+  bool counts_ok = true;
+  for (int64_t n : s.histogram) counts_ok &= n >= 0, total += n;
+  PD_CHECK(counts_ok && s.histogram.size() >= 2 && s.histogram.size() % 2 == 0 && s.histogram.size() <= (1u << 20) &&
+               std::isfinite(s.limit) && s.limit >= 0 && std::isfinite(s.min) && std::isfinite(s.max) && s.min <= s.max &&
+               s.count >= 0 && s.non_finite >= 0 && total == s.count,
+           ErrorCode::kInvalidArgument, "Observer: the stored statistics are inconsistent ({} bins, {} values counted, {} binned)",
+           s.histogram.size(), s.count, total);
+  Observer o(static_cast<int>(s.histogram.size()));
+  o.hist_ = s.histogram;
+  o.limit_ = s.limit, o.min_ = s.min, o.max_ = s.max, o.count_ = s.count, o.non_finite_ = s.non_finite;
+  return o;
+}
+
 void Observer::grow(double needed) {
   if (limit_ == 0) {  // first non-zero value: zeros counted so far sit in the bins around 0
     limit_ = needed;

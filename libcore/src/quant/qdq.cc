@@ -25,6 +25,35 @@ Tensor zero_points(DType dtype, int64_t n, int32_t value) {
   return ops::cast(z, dtype);
 }
 
+// Replaces weight param `w` by s8 values, scales and zero points (symmetric, per slice along `axis`,
+// or one scale per tensor) and inserts their dequantize_linear at op position `at`; returns its value.
+ir::ValueId insert_weight_dequantize(ir::Program& p, int32_t at, ir::ValueId w, int64_t axis, const QdqOptions& o) {
+  const Tensor wt = p.param(w);  // a handle: set_param and add_param leave the tensor alive
+  std::vector<float> scales = weight_scales(wt, axis, o.reduce_range ? 63 : 127);
+  if (!o.per_channel) scales.assign(scales.size(), *std::max_element(scales.begin(), scales.end()));
+  const auto channels = static_cast<int64_t>(scales.size());
+  const Tensor scale_t = Tensor::from_vector<float>(scales, {channels}), zp_t = zero_points(DType::i8, channels, 0);
+  const std::string wname = p.value(w).name;
+  const ir::ValueId wq = p.add_param(p.unique_name(wname + ".q"), ops::quantize_linear(wt, scale_t, zp_t, axis, DType::i8));
+  const ir::ValueId ws = p.add_param(p.unique_name(wname + ".scale"), scale_t);
+  const ir::ValueId wz = p.add_param(p.unique_name(wname + ".zero_point"), zp_t);
+  return p.insert_op(at, "dequantize_linear", {{wq}, {ws}, {wz}}, {{"axis", axis}})[0];
+}
+
+// For --weight-only: the weight's output-channel axis when `op` is a linear, or a matmul by a 2-D
+// param, whose weight is an f32 param `exclude` does not name; -1 otherwise.
+int64_t weight_only_axis(const ir::Program& p, const ir::Operation& op, const std::vector<std::string>& exclude) {
+  if (op.type != "linear" && op.type != "matmul") return -1;
+  const ir::ValueId w = op.inputs[1][0];
+  const ir::Value& wv = p.value(w);
+  if (wv.kind != ir::ValueKind::Param || wv.type.dtype != DType::f32 || wv.type.shape.size() != 2) return -1;
+  for (const std::string& e : exclude)
+    if (e == op.type || e == p.value(op.results[0]).name || e == wv.name) return -1;
+  if (op.type == "linear") return 0;
+  if (ir::attr_bool(op, "transpose_x")) return -1;
+  return ir::attr_bool(op, "transpose_y") ? 0 : 1;
+}
+
 }  // namespace
 
 std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude) {
@@ -37,14 +66,25 @@ std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vec
   return out;
 }
 
+std::vector<std::string> quantizable_layers(const ir::Program& p, const std::vector<std::string>& exclude, bool weight_only) {
+  std::vector<std::string> out;
+  for (const ir::Operation& op : p.ops())
+    if (weight_only ? weight_only_axis(p, op, exclude) >= 0 : quantizable(p, op, exclude)) {
+      const std::string& w = p.value(op.inputs[1][0]).name;
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    }
+  return out;
+}
+
 std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches,
-                                          const std::vector<std::string>& exclude) {
+                                          const std::vector<std::string>& exclude, const std::function<void()>& on_batch) {
   std::map<std::string, Observer> observers;
   const std::vector<std::string> names = quantizable_inputs(p, exclude);
   exec::Executor exec(p, {.inference = true, .reuse_memory = false});
   for (const auto& batch : batches) {
     exec.run(batch);
     for (const std::string& n : names) observers[n].observe(exec.all_values().at(n));
+    if (on_batch) on_batch();
   }
   return observers;
 }
@@ -72,18 +112,24 @@ int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observ
       i += 2;
     }
     // The weight: s8, symmetric, per output channel (axis 0 of conv2d's and linear's weights).
-    const Tensor wt = p.param(w);  // a handle: set_param and add_param leave the tensor alive
-    std::vector<float> scales = weight_scales(wt, 0, o.reduce_range ? 63 : 127);
-    if (!o.per_channel) scales.assign(scales.size(), *std::max_element(scales.begin(), scales.end()));
-    const auto channels = static_cast<int64_t>(scales.size());
-    const Tensor scale_t = Tensor::from_vector<float>(scales, {channels}), zp_t = zero_points(DType::i8, channels, 0);
-    const std::string wname = p.value(w).name;
-    const ir::ValueId wq = p.add_param(p.unique_name(wname + ".q"), ops::quantize_linear(wt, scale_t, zp_t, 0, DType::i8));
-    const ir::ValueId ws = p.add_param(p.unique_name(wname + ".scale"), scale_t);
-    const ir::ValueId wz = p.add_param(p.unique_name(wname + ".zero_point"), zp_t);
-    const ir::ValueId wdq = p.insert_op(i, "dequantize_linear", {{wq}, {ws}, {wz}}, {{"axis", int64_t{0}}})[0];
+    const ir::ValueId wdq = insert_weight_dequantize(p, i, w, 0, o);
     ++i;
     p.set_input(i, 0, it->second);
+    p.set_input(i, 1, wdq);
+    ++count;
+  }
+  p.compact();  // the f32 weights nothing reads any more
+  ir::verify(p);
+  return count;
+}
+
+int64_t insert_weight_only(ir::Program& p, const QdqOptions& o) {
+  int64_t count = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
+    const int64_t axis = weight_only_axis(p, p.ops()[i], o.exclude);
+    if (axis < 0) continue;
+    const ir::ValueId wdq = insert_weight_dequantize(p, i, p.ops()[i].inputs[1][0], axis, o);
+    ++i;
     p.set_input(i, 1, wdq);
     ++count;
   }

@@ -81,3 +81,10 @@ std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, 
 
 PD_NAIVE_REF(quantized_conv2d) { return quantized("fused_conv2d", in, attrs, true); }
 PD_NAIVE_REF(quantized_linear) { return quantized("fused_linear", in, attrs, false); }
+
+// weight_only_linear: the weight dequantized in double, then the naive fused_linear.
+PD_NAIVE_REF(weight_only_linear) {
+  const pd::Tensor& ws = in[2][0];
+  const pd::Tensor w = dequantized(in[1][0], ws, make(Reals(static_cast<size_t>(numel_of(ws.shape())), 0.0), ws.shape()), 0);
+  return (*pd::test::find_naive("fused_linear"))({in[0], {w}, in[3]}, attrs);
+}

@@ -25,12 +25,14 @@ namespace pd::exec {
 struct ExecOptions {
   bool inference = true;     // NoGradGuard around the run
   bool reuse_memory = true;  // drop every intermediate after its last use
+  bool time_ops = false;     // fill ExecStats::op_ns (one clock read per op)
 };
 
 struct ExecStats {
   int64_t peak_bytes = 0;           // largest total of live intermediate values during the run
   int64_t total_intermediate_bytes = 0;  // the sum over all intermediates (what keeping everything costs)
   int64_t ops_run = 0;
+  std::vector<int64_t> op_ns;  // with ExecOptions::time_ops: each op's wall time, in program order
 };
 
 // The checks run() does on its inputs, for tools that must tell bad input (exit 2) from failures while

@@ -94,6 +94,8 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
                        DType out_dtype);
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype);
+// weight_only_linear: linear's rule on f32 x and an i8 weight with 0-D or per-output scales.
+Shape weight_only_linear(const char* op, In x, In weight, In weight_scale, In bias);
 
 }  // namespace infer
 

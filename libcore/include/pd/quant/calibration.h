@@ -54,6 +54,16 @@ class Observer {
   // distribution (TensorRT's entropy calibration) for `levels` levels.
   Range range(Method m, double percentile = 99.99, int levels = 256) const;
 
+  // Everything the observer has seen, to store and restore it (the statistics cache): restore checks
+  // that the pieces fit together and throws pd::Error when they do not.
+  struct State {
+    std::vector<int64_t> histogram;
+    double limit = 0, min = 0, max = 0;
+    int64_t count = 0, non_finite = 0;
+  };
+  State state() const { return {hist_, limit_, min_, max_, count_, non_finite_}; }
+  static Observer restore(const State& s);
+
  private:
   void grow(double limit);
   double threshold_mse(int levels) const;

@@ -7,6 +7,7 @@
 //   auto observers = pd::quant::calibrate(program, batches);           // runs the model on each batch
 //   pd::quant::insert_qdq(program, observers, {.method = pd::quant::Method::percentile});
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,12 +31,25 @@ struct QdqOptions {
 // that `exclude` (QdqOptions::exclude) does not name.
 std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude = {});
 
-// Runs `p` on every batch (inputs by name) and observes each quantizable input.
+// The quantizable ops themselves (those insert_qdq, or with `weight_only` insert_weight_only, would
+// quantize), by their weight param's name (which `exclude` takes), in program order.
+std::vector<std::string> quantizable_layers(const ir::Program& p, const std::vector<std::string>& exclude = {},
+                                            bool weight_only = false);
+
+// Runs `p` on every batch (inputs by name) and observes each quantizable input; `on_batch`, when set,
+// is called after each batch (progress).
 std::map<std::string, Observer> calibrate(const ir::Program& p, const std::vector<std::map<std::string, Tensor>>& batches,
-                                          const std::vector<std::string>& exclude = {});
+                                          const std::vector<std::string>& exclude = {},
+                                          const std::function<void()>& on_batch = {});
 
 // Inserts the Q/DQ pairs and quantizes the weights (see above); throws pd::Error when an input has no
 // observer or observed no finite value. Returns the number of ops quantized.
 int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observers, const QdqOptions& options = {});
+
+// Weight-only quantization (pd-quant --weight-only): the weights of linear ops, and of matmuls by a
+// 2-D param, become s8 params per output channel with a dequantize_linear in front; activations stay
+// f32, so nothing is calibrated. The weight_only_lower pass turns the pairs into weight_only_linear.
+// Honours per_channel, reduce_range and exclude. Returns the number of ops whose weight was quantized.
+int64_t insert_weight_only(ir::Program& p, const QdqOptions& options = {});
 
 }  // namespace pd::quant

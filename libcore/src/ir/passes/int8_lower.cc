@@ -24,20 +24,10 @@
 
 #include "op_api.h"
 #include "passes.h"
+#include "quant_patterns.h"
 
 namespace pd::ir::passes {
 namespace {
-
-bool is_dequantize(const Program& p, ValueId v) {
-  if (v == kNoValue) return false;
-  const Value& val = p.value(v);
-  return val.kind == ValueKind::OpResult && val.producer >= 0 && p.ops()[val.producer].type == "dequantize_linear";
-}
-
-bool all_zero(const Tensor& t) {
-  const std::vector<double> v = t.to_vector<double>();
-  return std::all_of(v.begin(), v.end(), [](double e) { return e == 0.0; });
-}
 
 // The dequantize_linear producing `v` reads a per-tensor quantized activation.
 bool quantized_activation(const Program& p, ValueId v) {
@@ -45,15 +35,6 @@ bool quantized_activation(const Program& p, ValueId v) {
   const int32_t d = p.value(v).producer;
   const ValueId s = input_of(p, d, 1), z = input_of(p, d, 2);
   return is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
-}
-
-// ... or a symmetric i8 weight, per output channel or per tensor.
-bool quantized_weight(const Program& p, ValueId v) {
-  if (!is_dequantize(p, v)) return false;
-  const int32_t d = p.value(v).producer;
-  const ValueId q = input_of(p, d, 0), s = input_of(p, d, 1), z = input_of(p, d, 2);
-  if (!is_param(p, q) || !is_param(p, s) || !is_param(p, z) || p.value(q).type.dtype != DType::i8) return false;
-  return (p.value(s).type.shape.empty() || attr_int(p.ops()[d], "axis") == 0) && all_zero(p.param(z));
 }
 
 bool is_conv(const std::string& t) { return t == "conv2d" || t == "fused_conv2d"; }
