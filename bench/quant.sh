@@ -17,7 +17,7 @@ PD_QUANT=${PD_QUANT:-build/tools/pd-quant}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 "$PD_OPT" "$RUN/model.pdmodel" "$OUT/f32.pdmodel" -O2 > /dev/null
-"$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" | grep "int8 path"
+"$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" | grep -E "^(int8 path|quantized)"
 "$PD_OPT" "$OUT/q.pdmodel" "$OUT/int8.pdmodel" -O2 > /dev/null
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
