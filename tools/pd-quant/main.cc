@@ -67,9 +67,9 @@ std::string cache_dir(const Options& o) {
 std::map<std::string, pd::quant::Observer> observe(const Options& o, const pd::ir::Program& program,
                                                    const std::vector<std::map<std::string, pd::Tensor>>& feeds, int64_t samples) {
   const std::string dir = cache_dir(o);
-  std::string path;
+  std::string path, key;
   if (!dir.empty()) {
-    const std::string key = pd::quant::stats_key({o.model, pd::io::params_path_for(o.model)}, feeds);
+    key = pd::quant::stats_key({o.model, pd::io::params_path_for(o.model)}, feeds);
     path = dir + "/" + key + ".pdstats";
     std::string why;
     if (auto cached = pd::quant::load_stats(path, key, &why)) {
@@ -82,7 +82,7 @@ std::map<std::string, pd::quant::Observer> observe(const Options& o, const pd::i
   auto observers = pd::quant::calibrate(program, feeds, {}, [&] { progress.step(); });
   if (!path.empty()) {
     try {
-      pd::quant::save_stats(path, observers, pd::quant::stats_key({o.model, pd::io::params_path_for(o.model)}, feeds));
+      pd::quant::save_stats(path, observers, key);
     } catch (const pd::Error& e) {
       fmt::print(stderr, "pd-quant: warning: could not cache the calibration statistics: {}\n", e.what());
       path.clear();
