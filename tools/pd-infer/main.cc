@@ -9,7 +9,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "inputs.h"
+#include "common/inputs.h"
 #include "op_api.h"
 #include "pd/bench/profiler.h"
 #include "pd/core/threads.h"
@@ -39,7 +39,7 @@ std::string resolve_model(const std::string& arg) {
   fs::path p(arg);
   if (fs::is_directory(p)) p /= "model.pdmodel";
   else if (p.extension() == ".pdparams") p.replace_extension(".pdmodel");
-  if (!fs::exists(p)) throw pd::infer::InputError(fmt::format("{}: no such model file", p.string()));
+  if (!fs::exists(p)) throw pd::tools::InputError(fmt::format("{}: no such model file", p.string()));
   return p.string();
 }
 
@@ -85,7 +85,7 @@ int run(const Options& o) {
   try {
     plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower});
   } catch (const pd::Error& e) {
-    throw pd::infer::InputError(e.what());
+    throw pd::tools::InputError(e.what());
   }
   const pd::ir::Program& program = plan.program();
   r.target = plan.target().str();
@@ -101,18 +101,18 @@ int run(const Options& o) {
   std::vector<Tensor> outputs;
 
   if (!o.data.empty()) {
-    if (!o.inputs.empty()) throw pd::infer::InputError("--data and --input cannot be combined");
+    if (!o.inputs.empty()) throw pd::tools::InputError("--data and --input cannot be combined");
     r.source = "data";
     r.batch = o.batch > 0 ? o.batch : 64;
-    pd::infer::TestSet t = pd::infer::load_test_set(program, o.data, o.limit);
+    pd::tools::TestSet t = pd::tools::load_test_set(program, o.data, o.limit);
     pd::data::DataLoader loader(t.data, {.batch_size = r.batch, .shuffle = false}, t.transforms);
     loader.start_epoch(0);
     auto first = loader.next();
-    if (!first) throw pd::infer::InputError(fmt::format("--data {}: the test set is empty", o.data));
+    if (!first) throw pd::tools::InputError(fmt::format("--data {}: the test set is empty", o.data));
     try {
       pd::exec::check_inputs(program, {{t.input, first->x}});
     } catch (const pd::Error& e) {
-      throw pd::infer::InputError(e.what());
+      throw pd::tools::InputError(e.what());
     }
     for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr);
     if (o.profile) profile_runs(exec, {{t.input, first->x}}, o.repeat, r);
@@ -130,15 +130,15 @@ int run(const Options& o) {
     std::map<std::string, Tensor> in;
     if (!o.inputs.empty()) {
       r.source = "npy";
-      in = pd::infer::read_inputs(program, o.inputs);
+      in = pd::tools::read_inputs(program, o.inputs);
     } else {
       r.source = "random";
-      in = pd::infer::random_inputs(program, o.batch > 0 ? o.batch : 1, o.seed);
+      in = pd::tools::random_inputs(program, o.batch > 0 ? o.batch : 1, o.seed);
     }
     try {
       pd::exec::check_inputs(program, in);
     } catch (const pd::Error& e) {
-      throw pd::infer::InputError(e.what());
+      throw pd::tools::InputError(e.what());
     }
     const Tensor& lead = in.begin()->second;
     r.batch = lead.dim() > 0 ? lead.shape()[0] : 1;
@@ -170,7 +170,7 @@ int run(const Options& o) {
       const auto& names = program.output_names();
       auto it = std::find(names.begin(), names.end(), o.compare.substr(0, eq));
       if (it == names.end())
-        throw pd::infer::InputError(fmt::format("--compare: the model has no output '{}' (outputs: {})", o.compare.substr(0, eq),
+        throw pd::tools::InputError(fmt::format("--compare: the model has no output '{}' (outputs: {})", o.compare.substr(0, eq),
                                                 fmt::join(names, ", ")));
       k = static_cast<size_t>(it - names.begin());
       r.compare_file = o.compare.substr(eq + 1);
@@ -179,7 +179,7 @@ int run(const Options& o) {
     try {
       ref = pd::data::read_npy(r.compare_file);
     } catch (const pd::Error& e) {
-      throw pd::infer::InputError(fmt::format("--compare: {}", e.what()));
+      throw pd::tools::InputError(fmt::format("--compare: {}", e.what()));
     }
     r.comparison = pd::infer::compare(outputs[k], ref, o.rtol, o.atol);
     if (r.comparison->shape_differs)
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   }
   try {
     return run(o);
-  } catch (const pd::infer::InputError& e) {
+  } catch (const pd::tools::InputError& e) {
     fmt::print(stderr, "pd-infer: error: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -25,15 +25,6 @@ namespace {
 constexpr char kMagic[8] = {'P', 'D', 'M', 'O', 'D', 'E', 'L', '\0'};
 constexpr size_t kHeader = sizeof(kMagic) + sizeof(uint32_t) + sizeof(uint64_t);
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  PD_CHECK(in.good(), ErrorCode::kIO, "{}: cannot open for reading", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  PD_CHECK(!in.bad(), ErrorCode::kIO, "{}: read failed", path);
-  return s.str();
-}
-
 template <typename T>
 T get_at(const std::string& data, size_t pos) {
   T v;
@@ -49,7 +40,7 @@ void put(std::string& out, T v) {
 }
 
 uint64_t file_checksum(const std::string& path) {
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file_bytes(path);
   return fnv1a64(bytes.data(), bytes.size());
 }
 
@@ -87,7 +78,7 @@ ir::ValueType type_of(const proto::Value& v) {
 
 // Envelope checks, in the order that gives the most useful message for each kind of damage.
 proto::Model read_model(const std::string& path) {
-  const std::string data = read_bytes(path);
+  const std::string data = read_file_bytes(path);
   PD_CHECK(std::memcmp(data.data(), kMagic, std::min(data.size(), sizeof(kMagic))) == 0, ErrorCode::kParse,
            "{}: not a paddle-cpp model file (bad magic); pd-train writes model.pdmodel in its run directory", path);
   PD_CHECK(data.size() >= kHeader, ErrorCode::kParse, "{}: truncated model file ({} bytes, the header alone has {})", path,

@@ -73,7 +73,10 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::string read_file(const std::string& path) {
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   PD_CHECK(fd >= 0, ErrorCode::kIO, "{}: cannot open for reading: {}", path, std::strerror(errno));
   std::string data;
@@ -92,8 +95,6 @@ std::string read_file(const std::string& path) {
   ::close(fd);
   return data;
 }
-
-}  // namespace
 
 uint64_t fnv1a64(const void* data, size_t n, uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -135,7 +136,7 @@ void save_tensors(const std::string& path, const std::map<std::string, Tensor>& 
 }
 
 TensorArchive load_tensors(const std::string& path) {
-  const std::string data = read_file(path);
+  const std::string data = read_file_bytes(path);
   // A short prefix of the magic is a truncated archive; anything else is some other file.
   const size_t head = std::min(data.size(), sizeof(kMagic));
   PD_CHECK(std::memcmp(data.data(), kMagic, head) == 0, ErrorCode::kParse,

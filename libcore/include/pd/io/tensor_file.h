@@ -23,6 +23,8 @@ void save_tensors(const std::string& path, const std::map<std::string, Tensor>& 
                   const std::map<std::string, std::string>& metadata = {});
 TensorArchive load_tensors(const std::string& path);
 
+// The whole file (pd::Error kIO naming the path when it cannot be read).
+std::string read_file_bytes(const std::string& path);
 // Atomically replaces `path` with `bytes` (temp file in the same directory, fsync, rename).
 void write_file_atomic(const std::string& path, const std::string& bytes);
 // 64-bit FNV-1a, the checksum used by the formats of this project.

@@ -94,6 +94,13 @@ class PassManager {
 // A table: pass, ops before/after, removed, fused, folded, time; and a total line.
 std::string format_report(const std::vector<PassStats>& stats);
 
+// Whether constant_fold would fold op `op`: every input a param, not random, not a training batch_norm, not
+// the dequantize_linear of a QDQ weight.
+bool foldable(const Program& p, int32_t op);
+// Runs op `op` now on its inputs, which must all be params, and replaces its results by new params (what
+// constant_fold does; importers fold shape computations with it). Returns the new params, in result order.
+std::vector<ValueId> fold_op(Program& p, int32_t op);
+
 // Helpers passes share.
 bool is_param(const Program& p, ValueId v);
 // How many tensor input slots an op of this type has (its schema's tensor arguments).

@@ -13,39 +13,56 @@ class ConstantFolding final : public Pass {
  public:
   std::string name() const override { return "constant_fold"; }
   std::string doc() const override { return "computes ops whose inputs are all params and stores the results as params"; }
-  bool match(const Program& p, int32_t i) const override {
-    const Operation& op = p.ops()[i];
-    if (op_schema(op.type).random || (op.type == "batch_norm" && attr_bool(op, "training"))) return false;
-    if (op.type == "dequantize_linear") return false;
-    for (const auto& slot : op.inputs)
-      for (ValueId v : slot)
-        if (!is_param(p, v)) return false;
-    return true;
-  }
+  bool match(const Program& p, int32_t i) const override { return foldable(p, i); }
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
-    const Operation op = p.ops()[i];
-    BoxedInputs in;
-    for (const auto& slot : op.inputs) {
-      in.emplace_back();
-      for (ValueId v : slot) in.back().push_back(p.param(v));
-    }
-    std::vector<Tensor> outs;
-    {
-      NoGradGuard no_grad;
-      outs = op_schema(op.type).call(in, op.attrs);
-    }
-    for (size_t k = 0; k < op.results.size(); ++k) {
-      const Value& r = p.value(op.results[k]);
-      // A clone: the result may be a view into an input param that later passes replace.
-      ValueId c = p.add_param(p.unique_name("folded." + op.type + "." + r.name), outs[k].clone());
-      p.replace_uses(op.results[k], c);
-    }
-    p.remove_ops({i});
+    fold_op(p, i);
     ++stats.folded;
   }
 };
 
 }  // namespace
+
+}  // namespace pd::ir::passes
+
+namespace pd::ir {
+
+bool foldable(const Program& p, int32_t i) {
+  const Operation& op = p.ops()[i];
+  if (op_schema(op.type).random || (op.type == "batch_norm" && attr_bool(op, "training"))) return false;
+  if (op.type == "dequantize_linear") return false;
+  for (const auto& slot : op.inputs)
+    for (ValueId v : slot)
+      if (!is_param(p, v)) return false;
+  return true;
+}
+
+std::vector<ValueId> fold_op(Program& p, int32_t i) {
+  const Operation op = p.ops()[i];
+  BoxedInputs in;
+  for (const auto& slot : op.inputs) {
+    in.emplace_back();
+    for (ValueId v : slot) in.back().push_back(p.param(v));
+  }
+  std::vector<Tensor> outs;
+  {
+    NoGradGuard no_grad;
+    outs = op_schema(op.type).call(in, op.attrs);
+  }
+  std::vector<ValueId> params;
+  for (size_t k = 0; k < op.results.size(); ++k) {
+    const Value& r = p.value(op.results[k]);
+    // A clone: the result may be a view into an input param that later passes replace.
+    ValueId c = p.add_param(p.unique_name("folded." + op.type + "." + r.name), outs[k].clone());
+    p.replace_uses(op.results[k], c);
+    params.push_back(c);
+  }
+  p.remove_ops({i});
+  return params;
+}
+
+}  // namespace pd::ir
+
+namespace pd::ir::passes {
 
 std::unique_ptr<Pass> constant_folding() { return std::make_unique<ConstantFolding>(); }
 

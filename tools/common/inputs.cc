@@ -1,4 +1,4 @@
-#include "inputs.h"
+#include "common/inputs.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
 
-namespace pd::infer {
+namespace pd::tools {
 namespace {
 
 template <typename... Args>
@@ -50,4 +50,4 @@ std::map<std::string, Tensor> random_inputs(const ir::Program& p, int64_t batch,
   return out;
 }
 
-}  // namespace pd::infer
+}  // namespace pd::tools

@@ -1,4 +1,4 @@
-// Where pd-infer's inputs come from: .npy files, random data of the declared shapes, or a labelled
+// Where pd-infer's (and pd-convert --verify's) inputs come from: .npy files, random data of the declared shapes, or a labelled
 // test set (common/test_set.h).
 #pragma once
 #include <map>
@@ -8,15 +8,11 @@
 #include "common/test_set.h"
 #include "pd/ir/program.h"
 
-namespace pd::infer {
-
-using tools::InputError;
-using tools::load_test_set;
-using tools::TestSet;
+namespace pd::tools {
 
 // `--input name=file.npy` pairs; names are checked against the program (the message lists its inputs).
 std::map<std::string, Tensor> read_inputs(const ir::Program& p, const std::vector<std::string>& specs);
 // Normal(0, 1) floats, zeros for integer and bool inputs (always valid indices); -1 extents become `batch`.
 std::map<std::string, Tensor> random_inputs(const ir::Program& p, int64_t batch, uint64_t seed);
 
-}  // namespace pd::infer
+}  // namespace pd::tools

@@ -1,0 +1,658 @@
+// THE ONNX import table: one converter per ONNX op type, onto ops of ops.yaml (docs/pd-convert.md lists
+// the mapping). Converters see ONNX semantics through NodeContext (defaults, opset differences) and build
+// with ctx.op(), which folds whatever is known at import time.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "import_context.h"
+#include "onnx_tensor.h"
+
+namespace pd::io::onnx_import {
+namespace {
+
+using ir::ValueId;
+using Ints = std::vector<int64_t>;
+
+int64_t rank_of(NodeContext& c, ValueId v) { return static_cast<int64_t>(c.type(v).shape.size()); }
+
+int64_t norm_axis(NodeContext& c, int64_t axis, int64_t rank) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1)) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return a;
+}
+
+// ---- elementwise ----------------------------------------------------------------------------------
+
+template <const char* Op>
+void unary(NodeContext& c) {
+  c.output(0, c.op(Op, {{c.input(0)}}));
+}
+
+template <const char* Op>
+void binary(NodeContext& c) {
+  c.output(0, c.op(Op, {{c.input(0)}, {c.input(1)}}));
+}
+
+#define PD_NAME(n) constexpr char k_##n[] = #n
+PD_NAME(add); PD_NAME(sub); PD_NAME(mul); PD_NAME(div); PD_NAME(pow); PD_NAME(equal); PD_NAME(greater);
+PD_NAME(less); PD_NAME(relu); PD_NAME(sigmoid); PD_NAME(tanh); PD_NAME(exp); PD_NAME(log); PD_NAME(sqrt);
+PD_NAME(neg); PD_NAME(abs); PD_NAME(erf); PD_NAME(sign); PD_NAME(softsign); PD_NAME(hardswish);
+#undef PD_NAME
+
+void where(NodeContext& c) { c.output(0, c.op("where", {{c.input(0)}, {c.input(1)}, {c.input(2)}})); }
+
+void reciprocal(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const ValueId one = c.param(Tensor::full_scalar(1.0, c.type(x).dtype), "one");
+  c.output(0, c.op("div", {{one}, {x}}));
+}
+
+void leaky_relu(NodeContext& c) {
+  c.output(0, c.op("leaky_relu", {{c.input(0)}}, {{"alpha", c.attr_float("alpha", 0.01)}}));
+}
+
+void hardsigmoid(NodeContext& c) {
+  c.output(0, c.op("hardsigmoid", {{c.input(0)}}, {{"alpha", c.attr_float("alpha", 0.2)}, {"beta", c.attr_float("beta", 0.5)}}));
+}
+
+void softplus(NodeContext& c) { c.output(0, c.op("softplus", {{c.input(0)}})); }
+
+void clip(NodeContext& c) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double lo = c.has_input(1) ? c.constant_scalar(1, "Clip's min") : -inf;
+  const double hi = c.has_input(2) ? c.constant_scalar(2, "Clip's max") : inf;
+  if (lo == 0 && hi == inf) return c.output(0, c.op("relu", {{c.input(0)}}));
+  c.output(0, c.op("clip", {{c.input(0)}}, {{"min", lo}, {"max", hi}}));
+}
+
+// Variadic Sum: a chain of adds.
+void sum_n(NodeContext& c) {
+  ValueId acc = c.input(0);
+  for (int i = 1; i < c.node().input_size(); ++i) acc = c.op("add", {{acc}, {c.input(i)}});
+  c.output(0, acc);
+}
+
+void cast(NodeContext& c) {
+  const DType to = onnx_util::dtype_of(static_cast<int32_t>(c.attr_int("to", 0)), c.where());
+  if (c.is_symbolic(0) && is_integral(to)) return c.output_ints(0, c.ints(0, "input"));
+  c.output(0, c.op("cast", {{c.input(0)}}, {{"dtype", to}}));
+}
+
+void identity(NodeContext& c) {
+  if (c.is_symbolic(0)) return c.output_ints(0, c.ints(0, "input"));
+  c.output(0, c.input(0));
+}
+
+void dropout(NodeContext& c) {
+  if (c.output_used(1)) c.unsupported("Dropout's mask output is used; only inference (an identity) is supported");
+  if (c.has_input(2) && c.constant_scalar(2, "Dropout's training_mode") != 0)
+    c.unsupported("training_mode is true; only inference (an identity) is supported");
+  c.output(0, c.input(0));
+}
+
+// ---- convolution and pooling ----------------------------------------------------------------------
+
+// ONNX pads [h_begin, w_begin, h_end, w_end] (or auto_pad) -> the symmetric padding of our ops, with a pad
+// op in front for whatever is asymmetric (filled with `fill`: 0 for conv, -inf for max pooling).
+Ints spatial_padding(NodeContext& c, ValueId& x, const Ints& kernel, const Ints& strides, const Ints& dilations,
+                     double fill) {
+  Ints pads = c.attr_ints("pads", {0, 0, 0, 0});
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+  else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const Shape& s = c.type(x).shape;
+    for (int d = 0; d < 2; ++d) {
+      const int64_t in = s[2 + d];
+      if (in < 0) c.unsupported("auto_pad SAME needs known spatial extents; give --input-shape NAME=DIMS");
+      const int64_t out = (in + strides[d] - 1) / strides[d];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in);
+      const int64_t small = total / 2, big = total - small;
+      pads[d] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    c.fail(fmt::format("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad));
+  }
+  if (pads.size() != 4) c.unsupported(fmt::format("pads {} (only 2-D spatial ops are supported)", fmt::join(pads, ", ")));
+  const int64_t ph = std::min(pads[0], pads[2]), pw = std::min(pads[1], pads[3]);
+  if (pads[0] != pads[2] || pads[1] != pads[3]) {
+    // F.pad order: last axis first.
+    x = c.op("pad", {{x}}, {{"pads", Ints{pads[1] - pw, pads[3] - pw, pads[0] - ph, pads[2] - ph}}, {"value", fill}});
+  }
+  return {ph, pw};
+}
+
+void conv(NodeContext& c) {
+  ValueId x = c.input(0);
+  const ValueId w = c.input(1);
+  if (rank_of(c, w) != 4) c.unsupported(fmt::format("a {}-D convolution (only 2-D Conv is supported)", rank_of(c, w) - 2));
+  const Shape& ws = c.type(w).shape;
+  const Ints strides = c.attr_ints("strides", {1, 1}), dilations = c.attr_ints("dilations", {1, 1});
+  const Ints padding = spatial_padding(c, x, {ws[2], ws[3]}, strides, dilations, 0.0);
+  std::vector<ValueId> bias;
+  if (c.has_input(2)) bias.push_back(c.input(2));
+  c.output(0, c.op("conv2d", {{x}, {w}, bias},
+                   {{"stride", strides}, {"padding", padding}, {"dilation", dilations}, {"groups", c.attr_int("group", 1)}}));
+}
+
+void max_pool(NodeContext& c) {
+  if (c.output_used(1)) c.unsupported("MaxPool's Indices output is not supported");
+  ValueId x = c.input(0);
+  const Ints kernel = c.attr_ints("kernel_shape");
+  if (kernel.size() != 2) c.unsupported("only 2-D MaxPool is supported");
+  const Ints dilations = c.attr_ints("dilations", {1, 1});
+  if (dilations != Ints{1, 1}) c.unsupported("MaxPool with dilations is not supported");
+  const Ints strides = c.attr_ints("strides", {1, 1});
+  const Ints padding = spatial_padding(c, x, kernel, strides, dilations, -std::numeric_limits<double>::infinity());
+  c.output(0, c.op("max_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
+                                         {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}}));
+}
+
+void average_pool(NodeContext& c) {
+  ValueId x = c.input(0);
+  const Ints kernel = c.attr_ints("kernel_shape");
+  if (kernel.size() != 2) c.unsupported("only 2-D AveragePool is supported");
+  const Ints strides = c.attr_ints("strides", {1, 1});
+  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
+  const ValueId before = x;
+  const Ints padding = spatial_padding(c, x, kernel, strides, {1, 1}, 0.0);
+  if (x != before && !include_pad)
+    c.unsupported("asymmetric pads with count_include_pad=0 (the padded zeros would be counted)");
+  c.output(0, c.op("avg_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
+                                         {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}, {"exclusive", !include_pad}}));
+}
+
+void global_average_pool(NodeContext& c) {
+  const ValueId x = c.input(0);
+  if (rank_of(c, x) != 4) c.unsupported("only 4-D (NCHW) GlobalAveragePool is supported");
+  c.output(0, c.op("adaptive_avg_pool2d", {{x}}, {{"output_size", Ints{1, 1}}}));
+}
+
+void global_max_pool(NodeContext& c) {
+  const ValueId x = c.input(0);
+  if (rank_of(c, x) != 4) c.unsupported("only 4-D (NCHW) GlobalMaxPool is supported");
+  c.output(0, c.op("max", {{x}}, {{"axis", Ints{2, 3}}, {"keepdim", true}}));
+}
+
+void batch_norm(NodeContext& c) {
+  for (size_t i = 1; i < c.num_outputs(); ++i)
+    if (c.output_used(i)) c.unsupported("training-mode BatchNormalization (running statistics outputs) is not supported");
+  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1 is not supported");
+  c.output(0, c.ops("batch_norm", {{c.input(0)}, {c.input(1)}, {c.input(2)}, {c.input(3)}, {c.input(4)}},
+                    {{"epsilon", c.attr_float("epsilon", 1e-5)}, {"momentum", c.attr_float("momentum", 0.9)},
+                     {"training", false}})[0]);
+}
+
+void layer_norm(NodeContext& c) {
+  for (size_t i = 1; i < c.num_outputs(); ++i)
+    if (c.output_used(i)) c.unsupported("LayerNormalization's Mean/InvStdDev outputs are not supported");
+  const ValueId x = c.input(0), scale = c.input(1);
+  const ValueId bias = c.has_input(2) ? c.input(2) : c.param(Tensor::full_scalar(0.0, c.type(scale).dtype), "zero");
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), rank_of(c, x));
+  ValueId b = bias;
+  if (c.type(b).shape != c.type(scale).shape) b = c.op("expand", {{b}}, {{"shape", c.type(scale).shape}});
+  c.output(0, c.ops("layer_norm", {{x}, {scale}, {b}}, {{"begin_norm_axis", axis}, {"epsilon", c.attr_float("epsilon", 1e-5)}})[0]);
+}
+
+// ---- matrix products -------------------------------------------------------------------------------
+
+void gemm(NodeContext& c) {
+  ValueId a = c.input(0), b = c.input(1);
+  const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  if (c.attr_int("transA", 0)) a = c.op("transpose", {{a}}, {{"perm", Ints{1, 0}}});
+  // linear's weight is [out, in]: a transB=1 Gemm (torch's nn.Linear) maps as it is, a transB=0 one
+  // with a constant B has it transposed now.
+  const bool trans_b = c.attr_int("transB", 0) != 0;
+  if (!trans_b && c.is_constant(1)) b = c.op("transpose", {{b}}, {{"perm", Ints{1, 0}}});
+  std::vector<ValueId> bias;
+  ValueId add_after = ir::kNoValue;
+  if (c.has_input(2)) {
+    ValueId cv = c.input(2);
+    if (beta != 1.0) cv = c.op("mul", {{cv}, {c.param(Tensor::full_scalar(beta, c.type(cv).dtype), "beta")}});
+    if (alpha == 1.0 && c.type(cv).shape.size() == 1) bias.push_back(cv);
+    else add_after = cv;
+  }
+  ValueId y = trans_b || c.is_constant(1) ? c.op("linear", {{a}, {b}, bias}) : c.op("matmul", {{a}, {b}});
+  if (alpha != 1.0) y = c.op("mul", {{y}, {c.param(Tensor::full_scalar(alpha, c.type(y).dtype), "alpha")}});
+  if (add_after != ir::kNoValue) y = c.op("add", {{y}, {add_after}});
+  c.output(0, y);
+}
+
+void matmul(NodeContext& c) { c.output(0, c.op("matmul", {{c.input(0)}, {c.input(1)}})); }
+
+// ---- normalisation and reductions ------------------------------------------------------------------
+
+template <const char* Op>
+void softmax_like(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const int64_t rank = rank_of(c, x);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", c.opset() >= 13 ? -1 : 1), rank);
+  // Before opset 13 the op normalised the 2-D view [prod(d < axis), prod(d >= axis)]: the same only for the
+  // last axis.
+  if (c.opset() < 13 && axis != rank - 1)
+    c.unsupported(fmt::format("opset {} {} over the flattened axes {}..{} (re-export at opset 13+)", c.opset(),
+                              c.node().op_type(), axis, rank - 1));
+  c.output(0, c.op(Op, {{x}}, {{"axis", axis}}));
+}
+constexpr char k_softmax[] = "softmax";
+constexpr char k_log_softmax[] = "log_softmax";
+
+Ints reduce_axes(NodeContext& c, bool axes_as_input) {
+  if (axes_as_input) return c.has_input(1) ? c.constant_ints(1, "axes") : Ints{};
+  return c.attr_ints("axes", {});
+}
+
+template <const char* Op, bool AxesInputSince13>
+void reduce(NodeContext& c) {
+  const ValueId x = c.input(0);
+  Ints axes = reduce_axes(c, AxesInputSince13 && c.opset() >= 13);
+  if (axes.empty() && c.attr_int("noop_with_empty_axes", 0)) return c.output(0, x);
+  for (int64_t& a : axes) a = norm_axis(c, a, rank_of(c, x));
+  c.output(0, c.op(Op, {{x}}, {{"axis", axes}, {"keepdim", c.attr_int("keepdims", 1) != 0}}));
+}
+constexpr char k_mean[] = "mean";
+constexpr char k_sum[] = "sum";
+constexpr char k_max[] = "max";
+constexpr char k_min[] = "min";
+
+void arg_max(NodeContext& c) {
+  if (c.attr_int("select_last_index", 0)) c.unsupported("select_last_index=1 is not supported");
+  const ValueId x = c.input(0);
+  c.output(0, c.op("argmax", {{x}}, {{"axis", norm_axis(c, c.attr_int("axis", 0), rank_of(c, x))},
+                                     {"keepdim", c.attr_int("keepdims", 1) != 0}}));
+}
+
+// ---- shapes --------------------------------------------------------------------------------------
+
+void shape(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const Shape& s = c.type(x).shape;
+  const std::vector<std::string> syms = c.dim_symbols(x);
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
+  start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
+  end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
+  SymbolicInts out;
+  for (int64_t d = start; d < end; ++d) {
+    out.values.push_back(s[d] < 0 ? 0 : s[d]);
+    out.symbols.push_back(syms[d]);
+  }
+  c.output_ints(0, out);
+}
+
+void size(NodeContext& c) {
+  const Shape& s = c.input_type(0).shape;
+  if (std::any_of(s.begin(), s.end(), [](int64_t d) { return d < 0; }))
+    c.unsupported("Size of a value with dynamic extents; give --input-shape NAME=DIMS");
+  c.output(0, c.param(Tensor::scalar<int64_t>(shape_numel(s)), "size"));
+}
+
+void constant(NodeContext& c) {
+  Tensor t;
+  if (c.has_attr("value")) t = c.attr_tensor("value");
+  else if (c.has_attr("value_float")) t = Tensor::scalar<float>(static_cast<float>(c.attr_float("value_float", 0)));
+  else if (c.has_attr("value_int")) t = Tensor::scalar<int64_t>(c.attr_int("value_int", 0));
+  else if (c.has_attr("value_ints")) {
+    const Ints v = c.attr_ints("value_ints");
+    t = Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+  } else {
+    c.unsupported("only value, value_float, value_int and value_ints Constants are supported");
+  }
+  c.output(0, c.param(t, c.node().output(0)));
+}
+
+void constant_of_shape(NodeContext& c) {
+  const Ints shape = c.constant_ints(0, "ConstantOfShape's shape");
+  double value = 0;
+  DType dtype = DType::f32;
+  if (c.has_attr("value")) {
+    const Tensor v = c.attr_tensor("value");
+    dtype = v.dtype();
+    value = v.to_vector<double>().at(0);
+  }
+  c.output(0, c.op("full", {}, {{"shape", shape}, {"value", value}, {"dtype", dtype}}));
+}
+
+void range(NodeContext& c) {
+  const Tensor start = c.constant(0, "Range's start");
+  c.output(0, c.op("arange", {}, {{"start", c.constant_scalar(0, "Range's start")}, {"end", c.constant_scalar(1, "Range's limit")},
+                                  {"step", c.constant_scalar(2, "Range's delta")}, {"dtype", start.dtype()}}));
+}
+
+// Resolves an ONNX Reshape target against the input's dynamic extents: a 0 copies the input extent
+// (unless allowzero), extents named by the same symbol cancel out, and what remains unknown must be one
+// extent, which becomes our -1.
+Ints reshape_target(NodeContext& c, ValueId x, SymbolicInts t, bool allowzero) {
+  const Shape& in = c.type(x).shape;
+  const std::vector<std::string> in_syms = c.dim_symbols(x);
+  for (size_t i = 0; i < t.values.size(); ++i)
+    if (t.symbols[i].empty() && t.values[i] == 0 && !allowzero) {
+      if (i >= in.size()) c.fail(fmt::format("shape {} copies extent {} of a rank-{} input", t.str(), i, in.size()));
+      t.values[i] = in[i] < 0 ? 0 : in[i];
+      t.symbols[i] = in_syms[i];
+    }
+  std::vector<std::string> left(in_syms);  // the input's symbols not matched by the target
+  std::erase(left, "");
+  int64_t in_known = 1;
+  for (int64_t d : in) in_known *= d < 0 ? 1 : d;
+  int64_t out_known = 1;
+  std::vector<size_t> unknown, inferred;
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    if (!t.symbols[i].empty()) {
+      auto it = std::find(left.begin(), left.end(), t.symbols[i]);
+      if (it != left.end()) left.erase(it);
+      else c.unsupported(fmt::format("shape {}: extent '{}' is not one of the input's; give --input-shape NAME=DIMS",
+                                     t.str(), t.symbols[i]));
+      unknown.push_back(i);
+    } else if (t.values[i] == -1) {
+      inferred.push_back(i);
+    } else {
+      out_known *= t.values[i];
+    }
+  }
+  Ints out = t.values;
+  for (size_t i : unknown) out[i] = -1;
+  if (inferred.size() > 1) c.fail(fmt::format("shape {} has more than one -1", t.str()));
+  if (!inferred.empty() && !unknown.empty()) {
+    // -1 next to dynamic extents: computable when every input symbol is accounted for.
+    if (!left.empty() || out_known == 0 || in_known % out_known)
+      c.unsupported(fmt::format("shape {} of an input {} cannot be resolved without its dynamic extents; give "
+                                "--input-shape NAME=DIMS", t.str(), shape_str(in)));
+    out[inferred[0]] = in_known / out_known;
+  }
+  if (unknown.size() > 1)
+    c.unsupported(fmt::format("shape {} keeps {} dynamic extents, and reshape takes one; give --input-shape NAME=DIMS",
+                              t.str(), unknown.size()));
+  return out;
+}
+
+void reshape(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const Ints target = reshape_target(c, x, c.ints(1, "Reshape's shape"), c.attr_int("allowzero", 0) != 0);
+  c.output(0, c.op("reshape", {{x}}, {{"shape", target}}));
+}
+
+void flatten(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const int64_t r = rank_of(c, x);
+  int64_t axis = c.attr_int("axis", 1);
+  axis = axis < 0 ? axis + r : axis;
+  if (axis < 0 || axis > r) c.fail(fmt::format("axis {} is out of range for rank {}", axis, r));
+  ValueId y = x;
+  if (axis == 0) y = c.op("unsqueeze", {{c.op("flatten", {{x}}, {{"start_axis", int64_t{0}}, {"stop_axis", int64_t{-1}}})}},
+                          {{"axis", Ints{0}}});
+  else if (axis == r) y = c.op("unsqueeze", {{c.op("flatten", {{x}}, {{"start_axis", int64_t{0}}, {"stop_axis", int64_t{-1}}})}},
+                               {{"axis", Ints{1}}});
+  else {
+    if (axis < r - 1) y = c.op("flatten", {{y}}, {{"start_axis", axis}, {"stop_axis", int64_t{-1}}});
+    if (axis > 1) y = c.op("flatten", {{y}}, {{"start_axis", int64_t{0}}, {"stop_axis", axis - 1}});
+  }
+  c.output(0, y);
+}
+
+void transpose(NodeContext& c) {
+  const ValueId x = c.input(0);
+  Ints perm = c.attr_ints("perm");
+  if (perm.empty())
+    for (int64_t d = rank_of(c, x) - 1; d >= 0; --d) perm.push_back(d);
+  c.output(0, c.op("transpose", {{x}}, {{"perm", perm}}));
+}
+
+Ints axes_arg(NodeContext& c, const char* what) {
+  if (c.opset() >= 13) return c.has_input(1) ? c.constant_ints(1, what) : Ints{};
+  return c.attr_ints("axes", {});
+}
+
+void unsqueeze(NodeContext& c) {
+  const Ints axes = axes_arg(c, "Unsqueeze's axes");
+  if (c.is_symbolic(0)) {
+    SymbolicInts s = c.ints(0, "input");
+    if (!s.scalar || axes != Ints{0}) c.unsupported("Unsqueeze of a shape computation other than scalar -> [1]");
+    s.scalar = false;
+    return c.output_ints(0, s);
+  }
+  c.output(0, c.op("unsqueeze", {{c.input(0)}}, {{"axis", axes}}));
+}
+
+void squeeze(NodeContext& c) {
+  const Ints axes = axes_arg(c, "Squeeze's axes");
+  if (c.is_symbolic(0)) {
+    SymbolicInts s = c.ints(0, "input");
+    if (s.scalar || s.values.size() != 1) c.unsupported("Squeeze of a shape computation other than [1] -> scalar");
+    s.scalar = true;
+    return c.output_ints(0, s);
+  }
+  c.output(0, c.op("squeeze", {{c.input(0)}}, {{"axis", axes}}));
+}
+
+void concat(NodeContext& c) {
+  bool shapes = false;
+  for (int i = 0; i < c.node().input_size(); ++i) shapes = shapes || c.is_symbolic(i);
+  if (shapes) {  // concatenating shape pieces (torch's view(x.size(0), -1))
+    SymbolicInts out;
+    for (int i = 0; i < c.node().input_size(); ++i) {
+      const SymbolicInts s = c.ints(i, "Concat input");
+      out.values.insert(out.values.end(), s.values.begin(), s.values.end());
+      out.symbols.insert(out.symbols.end(), s.symbols.begin(), s.symbols.end());
+    }
+    return c.output_ints(0, out);
+  }
+  std::vector<ValueId> xs;
+  for (int i = 0; i < c.node().input_size(); ++i) xs.push_back(c.input(i));
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, xs[0]));
+  c.output(0, c.op("concat", {xs}, {{"axis", axis}}));
+}
+
+void split(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, x));
+  Ints sections = c.opset() >= 13 ? (c.has_input(1) ? c.constant_ints(1, "Split's split") : Ints{}) : c.attr_ints("split", {});
+  if (sections.empty()) {
+    const int64_t n = static_cast<int64_t>(c.num_outputs()), extent = c.type(x).shape[axis];
+    if (extent < 0) c.unsupported("an equal Split of a dynamic extent; give --input-shape NAME=DIMS");
+    if (extent % n) c.fail(fmt::format("cannot split extent {} into {} equal parts", extent, n));
+    sections.assign(n, extent / n);
+  }
+  const std::vector<ValueId> outs = c.ops("split", {{x}}, {{"sections", sections}, {"axis", axis}});
+  for (size_t i = 0; i < outs.size(); ++i) c.output(i, outs[i]);
+}
+
+void slice(NodeContext& c) {
+  const Ints starts = c.constant_ints(1, "Slice's starts"), ends = c.constant_ints(2, "Slice's ends");
+  Ints axes = c.has_input(3) ? c.constant_ints(3, "Slice's axes") : Ints{};
+  Ints steps = c.has_input(4) ? c.constant_ints(4, "Slice's steps") : Ints{};
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.is_symbolic(0)) {  // a piece of a shape
+    const SymbolicInts s = c.ints(0, "input");
+    const int64_t n = static_cast<int64_t>(s.values.size());
+    if (axes != Ints{0} || (!steps.empty() && steps != Ints{1})) c.unsupported("a strided Slice of a shape computation");
+    const int64_t b = std::clamp<int64_t>(starts[0] < 0 ? starts[0] + n : starts[0], 0, n);
+    const int64_t e = std::clamp<int64_t>(ends[0] < 0 ? ends[0] + n : ends[0], 0, n);
+    SymbolicInts out;
+    for (int64_t i = b; i < e; ++i) {
+      out.values.push_back(s.values[i]);
+      out.symbols.push_back(s.symbols[i]);
+    }
+    return c.output_ints(0, out);
+  }
+  AttrMap attrs{{"axes", axes}, {"starts", starts}, {"ends", ends}};
+  if (!steps.empty()) attrs["steps"] = steps;
+  c.output(0, c.op("slice", {{c.input(0)}}, attrs));
+}
+
+// Gather with constant indices is slicing (a scalar index also drops the axis; a list of indices
+// concatenates one slice per index); a constant table indexed by a run-time tensor is an embedding.
+void gather(NodeContext& c) {
+  const bool const_indices = c.is_constant(1);
+  if (c.is_symbolic(0)) {
+    const SymbolicInts s = c.ints(0, "input");
+    const Tensor idx = c.constant(1, "Gather's indices into a shape computation");
+    if (idx.dim() > 1) c.unsupported("Gather of a shape computation with indices of rank > 1");
+    SymbolicInts out;
+    out.scalar = idx.dim() == 0;
+    const int64_t n = static_cast<int64_t>(s.values.size());
+    for (int64_t i : idx.to_vector<int64_t>()) {
+      const int64_t k = i < 0 ? i + n : i;
+      if (k < 0 || k >= n) c.fail(fmt::format("index {} is out of range for {} entries", i, n));
+      out.values.push_back(s.values[k]);
+      out.symbols.push_back(s.symbols[k]);
+    }
+    return c.output_ints(0, out);
+  }
+  const ValueId data = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, data));
+  if (!const_indices) {
+    if (c.is_constant(0) && axis == 0 && rank_of(c, data) == 2)
+      return c.output(0, c.op("embedding", {{c.input(1)}, {data}}));
+    c.unsupported("Gather with run-time indices other than a row lookup in a constant 2-D table (embedding)");
+  }
+  const Tensor idx = c.constant(1, "Gather's indices");
+  if (idx.dim() > 1) c.unsupported("Gather with constant indices of rank > 1");
+  const int64_t extent = c.type(data).shape[axis];
+  auto take = [&](int64_t i) {
+    if (i < 0 && extent < 0) c.unsupported("a negative Gather index on a dynamic extent");
+    const int64_t k = i < 0 ? i + extent : i;
+    if (k < 0 || (extent >= 0 && k >= extent)) c.fail(fmt::format("index {} is out of range for extent {}", i, extent));
+    return c.op("slice", {{data}}, {{"axes", Ints{axis}}, {"starts", Ints{k}}, {"ends", Ints{k + 1}}});
+  };
+  const Ints indices = idx.to_vector<int64_t>();
+  if (idx.dim() == 0) return c.output(0, c.op("squeeze", {{take(indices[0])}}, {{"axis", Ints{axis}}}));
+  std::vector<ValueId> parts;
+  for (int64_t i : indices) parts.push_back(take(i));
+  c.output(0, parts.size() == 1 ? parts[0] : c.op("concat", {parts}, {{"axis", axis}}));
+}
+
+void expand(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const SymbolicInts t = c.ints(1, "Expand's shape");
+  const Shape& in = c.type(x).shape;
+  const std::vector<std::string> in_syms = c.dim_symbols(x);
+  const size_t r = std::max(in.size(), t.values.size());
+  Ints out(r);
+  for (size_t i = 0; i < r; ++i) {  // bidirectional broadcasting, aligned at the last axis
+    const ptrdiff_t xi = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - in.size());
+    const ptrdiff_t ti = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - t.values.size());
+    if (ti < 0) {  // the target is shorter: x keeps its extent
+      out[i] = -1;
+      continue;
+    }
+    if (!t.symbols[ti].empty()) {
+      if (xi >= 0 && in_syms[xi] == t.symbols[ti]) {
+        out[i] = -1;
+        continue;
+      }
+      c.unsupported(fmt::format("Expand to {} with a dynamic extent the input does not have; give --input-shape "
+                                "NAME=DIMS", t.str()));
+    }
+    const int64_t td = t.values[ti];
+    out[i] = td != 1 ? td : (xi >= 0 ? -1 : 1);  // a 1 keeps x's extent
+  }
+  c.output(0, c.op("expand", {{x}}, {{"shape", out}}));
+}
+
+void pad(NodeContext& c) {
+  const std::string mode = c.attr_string("mode", "constant");
+  if (mode != "constant") c.unsupported(fmt::format("Pad mode '{}' (only constant)", mode));
+  const Ints pads = c.constant_ints(1, "Pad's pads");
+  const double value = c.has_input(2) ? c.constant_scalar(2, "Pad's constant_value") : 0.0;
+  const ValueId x = c.input(0);
+  const size_t r = static_cast<size_t>(rank_of(c, x));
+  if (pads.size() != 2 * r) c.fail(fmt::format("{} pads for rank {}", pads.size(), r));
+  Ints ours;  // F.pad order: last axis first, [begin, end]
+  for (size_t d = r; d-- > 0;) {
+    ours.push_back(pads[d]);
+    ours.push_back(pads[d + r]);
+  }
+  c.output(0, c.op("pad", {{x}}, {{"pads", ours}, {"value", value}}));
+}
+
+// ---- the table ------------------------------------------------------------------------------------
+
+const std::map<std::string, Converter>& table() {
+  static const std::map<std::string, Converter> t = {
+      {"Abs", unary<k_abs>},
+      {"Add", binary<k_add>},
+      {"ArgMax", arg_max},
+      {"AveragePool", average_pool},
+      {"BatchNormalization", batch_norm},
+      {"Cast", cast},
+      {"Clip", clip},
+      {"Concat", concat},
+      {"Constant", constant},
+      {"ConstantOfShape", constant_of_shape},
+      {"Conv", conv},
+      {"Div", binary<k_div>},
+      {"Dropout", dropout},
+      {"Equal", binary<k_equal>},
+      {"Erf", unary<k_erf>},
+      {"Exp", unary<k_exp>},
+      {"Expand", expand},
+      {"Flatten", flatten},
+      {"Gather", gather},
+      {"Gemm", gemm},
+      {"GlobalAveragePool", global_average_pool},
+      {"GlobalMaxPool", global_max_pool},
+      {"Greater", binary<k_greater>},
+      {"HardSigmoid", hardsigmoid},
+      {"HardSwish", unary<k_hardswish>},
+      {"Identity", identity},
+      {"LayerNormalization", layer_norm},
+      {"LeakyRelu", leaky_relu},
+      {"Less", binary<k_less>},
+      {"Log", unary<k_log>},
+      {"LogSoftmax", softmax_like<k_log_softmax>},
+      {"MatMul", matmul},
+      {"MaxPool", max_pool},
+      {"Mul", binary<k_mul>},
+      {"Neg", unary<k_neg>},
+      {"Pad", pad},
+      {"Pow", binary<k_pow>},
+      {"Range", range},
+      {"Reciprocal", reciprocal},
+      {"ReduceMax", reduce<k_max, false>},
+      {"ReduceMean", reduce<k_mean, false>},
+      {"ReduceMin", reduce<k_min, false>},
+      {"ReduceSum", reduce<k_sum, true>},
+      {"Relu", unary<k_relu>},
+      {"Reshape", reshape},
+      {"Shape", shape},
+      {"Sigmoid", unary<k_sigmoid>},
+      {"Sign", unary<k_sign>},
+      {"Size", size},
+      {"Slice", slice},
+      {"Softmax", softmax_like<k_softmax>},
+      {"Softplus", softplus},
+      {"Softsign", unary<k_softsign>},
+      {"Split", split},
+      {"Sqrt", unary<k_sqrt>},
+      {"Squeeze", squeeze},
+      {"Sub", binary<k_sub>},
+      {"Sum", sum_n},
+      {"Tanh", unary<k_tanh>},
+      {"Transpose", transpose},
+      {"Unsqueeze", unsqueeze},
+      {"Where", where},
+  };
+  return t;
+}
+
+}  // namespace
+
+const Converter* find_converter(const std::string& onnx_type) {
+  auto it = table().find(onnx_type);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> supported_onnx_ops() {
+  std::vector<std::string> out;
+  for (const auto& [name, fn] : table()) out.push_back(name);
+  return out;
+}
+
+}  // namespace pd::io::onnx_import

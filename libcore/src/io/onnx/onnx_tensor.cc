@@ -1,0 +1,127 @@
+#include "onnx_tensor.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "pd/io/tensor_file.h"
+
+namespace pd::io::onnx_util {
+namespace {
+
+using TP = onnx::TensorProto;
+
+// The typed repeated field an element type uses when raw_data is absent (ONNX's TensorProto rules).
+template <typename Dst, typename Field>
+void copy_field(const Field& f, Tensor& t) {
+  Dst* d = t.data<Dst>();
+  for (int i = 0; i < f.size(); ++i) d[i] = static_cast<Dst>(f.Get(i));
+}
+
+std::string external_bytes(const TP& t, const std::string& model_dir, const std::string& where) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  PD_CHECK(!location.empty(), ErrorCode::kParse, "{}: external data without a location", where);
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(model_dir) / location;
+  PD_CHECK(fs::exists(file), ErrorCode::kIO, "{}: external data file '{}' is missing (looked for {})", where, location,
+           file.string());
+  const std::string all = read_file_bytes(file.string());
+  PD_CHECK(offset >= 0 && static_cast<size_t>(offset) <= all.size(), ErrorCode::kParse,
+           "{}: external data offset {} is past the end of '{}' ({} bytes)", where, offset, location, all.size());
+  const size_t n = length < 0 ? all.size() - offset : static_cast<size_t>(length);
+  PD_CHECK(offset + n <= all.size(), ErrorCode::kParse, "{}: external data [{}, {}) is past the end of '{}' ({} bytes)",
+           where, offset, offset + n, location, all.size());
+  return all.substr(offset, n);
+}
+
+}  // namespace
+
+DType dtype_of(int32_t onnx_type, const std::string& where) {
+  switch (onnx_type) {
+    case TP::FLOAT: return DType::f32;
+    case TP::DOUBLE: return DType::f64;
+    case TP::FLOAT16: return DType::f16;
+    case TP::BFLOAT16: return DType::bf16;
+    case TP::INT8: return DType::i8;
+    case TP::UINT8: return DType::u8;
+    case TP::INT32: return DType::i32;
+    case TP::INT64: return DType::i64;
+    case TP::BOOL: return DType::boolean;
+    default: break;
+  }
+  const std::string name = TP::DataType_IsValid(onnx_type) ? TP::DataType_Name(static_cast<TP::DataType>(onnx_type))
+                                                           : std::to_string(onnx_type);
+  raise(ErrorCode::kNotImplemented, "{}: element type {} has no paddle-cpp dtype (supported: float, double, float16, "
+        "bfloat16, int8, uint8, int32, int64, bool)", where, name);
+}
+
+int32_t onnx_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return TP::FLOAT;
+    case DType::f64: return TP::DOUBLE;
+    case DType::f16: return TP::FLOAT16;
+    case DType::bf16: return TP::BFLOAT16;
+    case DType::i8: return TP::INT8;
+    case DType::u8: return TP::UINT8;
+    case DType::i32: return TP::INT32;
+    case DType::i64: return TP::INT64;
+    case DType::boolean: return TP::BOOL;
+  }
+  return TP::UNDEFINED;
+}
+
+Tensor to_tensor(const TP& t, const std::string& model_dir, const std::string& where) {
+  const DType dtype = dtype_of(t.data_type(), where);
+  Shape shape;
+  for (int64_t d : t.dims()) {
+    PD_CHECK(d >= 0, ErrorCode::kParse, "{}: negative extent {} in dims", where, d);
+    shape.push_back(d);
+  }
+  Tensor out = Tensor::empty(shape, dtype);
+  const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(dtype);
+  const bool external = t.data_location() == TP::EXTERNAL;
+  if (external || t.has_raw_data()) {
+    const std::string raw = external ? external_bytes(t, model_dir, where) : t.raw_data();
+    PD_CHECK(raw.size() == bytes, ErrorCode::kParse, "{}: {} bytes of data for dims {} of {} ({} bytes expected)", where,
+             raw.size(), shape_str(shape), dtype_name(dtype), bytes);
+    if (bytes) std::memcpy(out.raw_data(), raw.data(), bytes);
+    return out;
+  }
+  auto check_count = [&](int64_t n) {
+    PD_CHECK(n == out.numel(), ErrorCode::kParse, "{}: {} values for dims {} ({} expected)", where, n, shape_str(shape),
+             out.numel());
+  };
+  switch (dtype) {
+    case DType::f32: check_count(t.float_data_size()); copy_field<float>(t.float_data(), out); break;
+    case DType::f64: check_count(t.double_data_size()); copy_field<double>(t.double_data(), out); break;
+    case DType::i64: check_count(t.int64_data_size()); copy_field<int64_t>(t.int64_data(), out); break;
+    case DType::i32: check_count(t.int32_data_size()); copy_field<int32_t>(t.int32_data(), out); break;
+    case DType::i8: check_count(t.int32_data_size()); copy_field<int8_t>(t.int32_data(), out); break;
+    case DType::u8: check_count(t.int32_data_size()); copy_field<uint8_t>(t.int32_data(), out); break;
+    case DType::boolean: check_count(t.int32_data_size()); copy_field<bool>(t.int32_data(), out); break;
+    case DType::f16:
+    case DType::bf16: {  // the 16-bit patterns sit in int32_data
+      check_count(t.int32_data_size());
+      auto* d = static_cast<uint16_t*>(out.raw_data());
+      for (int i = 0; i < t.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(t.int32_data(i));
+      break;
+    }
+  }
+  return out;
+}
+
+void from_tensor(const Tensor& t, const std::string& name, TP* out) {
+  const Tensor c = t.contiguous();
+  out->set_name(name);
+  out->set_data_type(onnx_type_of(c.dtype()));
+  for (int64_t d : c.shape()) out->add_dims(d);
+  out->set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.numel() * dtype_size(c.dtype())));
+}
+
+}  // namespace pd::io::onnx_util

@@ -1,0 +1,261 @@
+// pd-convert IN OUT: move models between this toolchain's format and ONNX (docs/pd-convert.md). IN's
+// format is told by its bytes, OUT's by its extension.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/inputs.h"
+#include "common/tool_main.h"
+#include "pd/data/readers.h"
+#include "pd/exec/executor.h"
+#include "pd/io/model_file.h"
+#include "pd/io/model_format.h"
+#include "pd/io/onnx.h"
+#include "verify.h"
+
+namespace fs = std::filesystem;
+using pd::io::ModelFormat;
+
+namespace {
+
+struct Options {
+  std::string in, out;
+  std::vector<std::string> input_shapes, inputs, references;
+  int opset = 13;
+  bool verify = false, report = false;
+  std::string python;
+  double atol = 1e-4, rtol = 1e-3;
+  int64_t batch = 2;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) { pd::raise(pd::ErrorCode::kInvalidArgument, "{}", msg); }
+
+// "input=1x3x224x224"
+std::map<std::string, pd::Shape> parse_input_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, pd::Shape> out;
+  for (const std::string& s : specs) {
+    const size_t eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      usage_error(fmt::format("--input-shape '{}': expected NAME=DIMS, e.g. input=1x3x224x224", s));
+    pd::Shape shape;
+    std::string dims = s.substr(eq + 1);
+    size_t pos = 0;
+    while (pos <= dims.size()) {
+      const size_t x = std::min(dims.find('x', pos), dims.size());
+      const std::string d = dims.substr(pos, x - pos);
+      char* end = nullptr;
+      const long long v = std::strtoll(d.c_str(), &end, 10);
+      if (d.empty() || *end || v < 1)
+        usage_error(fmt::format("--input-shape '{}': extent '{}' is not a positive integer (DIMS is like 1x3x224x224)", s, d));
+      shape.push_back(v);
+      pos = x + 1;
+    }
+    out[s.substr(0, eq)] = shape;
+  }
+  return out;
+}
+
+ModelFormat output_format(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".onnx") return ModelFormat::Onnx;
+  if (ext == ".pdmodel") return ModelFormat::PdModel;
+  usage_error(fmt::format("{}: the output's format follows its extension, and '{}' is neither .onnx nor .pdmodel", path,
+                          ext.empty() ? "(none)" : ext));
+}
+
+std::string count_list(const std::map<std::string, int64_t>& counts) {
+  std::vector<std::pair<int64_t, std::string>> v;
+  for (const auto& [k, n] : counts) v.emplace_back(-n, k);
+  std::sort(v.begin(), v.end());
+  std::vector<std::string> parts;
+  for (const auto& [n, k] : v) parts.push_back(fmt::format("{} x{}", k, -n));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void print_report(const pd::ir::Program& p, ModelFormat from, const pd::io::OnnxImportReport& r, double seconds) {
+  if (from == ModelFormat::Onnx)
+    fmt::print("source: ONNX opset {}, IR version {}, producer '{}', {} nodes: {}\n", r.opset, r.ir_version, r.producer,
+               r.nodes, count_list(r.node_types));
+  else
+    fmt::print("source: {}\n", pd::io::model_format_name(from));
+  std::map<std::string, int64_t> ops;
+  for (const auto& op : p.ops()) ++ops[op.type];
+  int64_t values = 0, bytes = 0;
+  for (const auto& [name, t] : p.params()) {
+    values += t.numel();
+    bytes += t.numel() * static_cast<int64_t>(pd::dtype_size(t.dtype()));
+  }
+  fmt::print("program: {} ops: {}\n", p.ops().size(), count_list(ops));
+  fmt::print("params: {} tensors, {} values ({:.1f} MiB); {} nodes folded at import\n", p.params().size(), values,
+             bytes / 1048576.0, r.folded);
+  fmt::print("inputs: {}\n", pd::exec::describe_inputs(p));
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < p.outputs().size(); ++i)
+    outs.push_back(fmt::format("{}: {}", p.output_names()[i], p.value(p.outputs()[i]).type.str()));
+  fmt::print("outputs: {}\nconverted in {:.3f} s\n", fmt::join(outs, ", "), seconds);
+}
+
+std::vector<std::pair<std::string, pd::Tensor>> read_references(const pd::ir::Program& p, const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, pd::Tensor>> out;
+  for (const std::string& s : specs) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) usage_error(fmt::format("--reference '{}': expected OUTPUT=FILE.npy", s));
+    const std::string name = s.substr(0, eq);
+    if (std::find(p.output_names().begin(), p.output_names().end(), name) == p.output_names().end())
+      usage_error(fmt::format("--reference '{}': the model has no output '{}' (outputs: {})", s, name,
+                              fmt::join(p.output_names(), ", ")));
+    out.emplace_back(name, pd::data::read_npy(s.substr(eq + 1)));
+  }
+  return out;
+}
+
+// Prints one line per output; true when all are within tolerance.
+bool print_diffs(const char* against, const std::vector<pd::converter::OutputDiff>& diffs) {
+  bool ok = true;
+  for (const auto& d : diffs) {
+    ok = ok && d.ok;
+    if (!d.shape_ok) {
+      fmt::print("verify vs {}: {}: MISMATCH: {}\n", against, d.name, d.note);
+      continue;
+    }
+    std::string argmax = d.argmax_agree >= 0 ? fmt::format(", argmax agrees {}/{}", d.argmax_agree, d.rows) : "";
+    fmt::print("verify vs {}: {}: max abs {:.3g}, max rel {:.3g}{} -> {}\n", against, d.name, d.max_abs, d.max_rel, argmax,
+               d.ok ? "ok" : "BEYOND TOLERANCE");
+  }
+  return ok;
+}
+
+// The verify step: returns the exit code (0 within tolerance, 1 beyond it or when nothing could check).
+int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, const std::string& onnx_file) {
+  std::map<std::string, pd::Tensor> in =
+      o.inputs.empty() ? pd::tools::random_inputs(ours, o.batch, 0) : pd::tools::read_inputs(ours, o.inputs);
+  pd::exec::ExecPlan plan = pd::exec::compile(ours);
+  const std::vector<pd::Tensor> got = pd::exec::Executor(plan).run(in);
+  bool ok = true, checked = false;
+  if (!o.references.empty()) {
+    ok = print_diffs("--reference", pd::converter::compare_outputs(ours, got, read_references(ours, o.references), o.atol, o.rtol)) && ok;
+    checked = true;
+  }
+  if (!onnx_file.empty()) {
+    std::vector<std::pair<std::string, pd::Tensor>> ref;
+    std::string why;
+    if (pd::converter::run_onnxruntime(o.python, onnx_file, in, &ref, &why)) {
+      ok = print_diffs("onnxruntime", pd::converter::compare_outputs(ours, got, ref, o.atol, o.rtol)) && ok;
+      checked = true;
+    } else {
+      fmt::print("verify: onnxruntime not available: {}\n", why);
+    }
+  }
+  if (from == ModelFormat::PdModel && !onnx_file.empty()) {
+    // Round trip: the exported file imported again must compute exactly what the source did.
+    pd::ir::Program back = pd::io::import_onnx(onnx_file);
+    pd::exec::ExecPlan back_plan = pd::exec::compile(back);
+    const std::vector<pd::Tensor> again = pd::exec::Executor(back_plan).run(in);
+    std::vector<std::pair<std::string, pd::Tensor>> ref;
+    for (size_t i = 0; i < again.size(); ++i) ref.emplace_back(back.output_names()[i], again[i]);
+    ok = print_diffs("re-import (round trip)", pd::converter::compare_outputs(ours, got, ref, 0, 0)) && ok;
+    checked = true;
+  }
+  if (!checked) {
+    fmt::print(stderr, "pd-convert: error: --verify found nothing to compare with: install onnxruntime for the python "
+                       "given by --python, or give expected outputs with --reference OUTPUT=FILE.npy\n");
+    return 1;
+  }
+  fmt::print("verify: {} (atol {}, rtol {}, {} input{})\n", ok ? "PASS" : "FAIL", o.atol, o.rtol,
+             o.inputs.empty() ? "random" : "given", o.inputs.size() == 1 ? "" : "s");
+  return ok ? 0 : 1;
+}
+
+int run(const Options& o) {
+  if (!fs::exists(o.in)) usage_error(fmt::format("{}: no such file", o.in));
+  const ModelFormat to = output_format(o.out);
+  std::error_code ec;
+  if (fs::exists(o.out) && fs::equivalent(o.in, o.out, ec))
+    usage_error(fmt::format("{}: the output is the input file; write the conversion elsewhere", o.out));
+  std::string what;
+  const ModelFormat from = pd::io::detect_model_format(o.in, &what);
+  if (from == ModelFormat::Unknown) usage_error(fmt::format("{}: not a model this tool reads: {}", o.in, what));
+  if (from == ModelFormat::PaddleProgramDesc || from == ModelFormat::PaddlePir)
+    pd::raise(pd::ErrorCode::kNotImplemented, "{}: {} import is not implemented yet (ONNX and paddle-cpp models are)", o.in,
+              pd::io::model_format_name(from));
+  if (!o.input_shapes.empty() && from != ModelFormat::Onnx)
+    usage_error("--input-shape applies to ONNX sources (a paddle-cpp model's inputs are already typed)");
+
+  const auto start = std::chrono::steady_clock::now();
+  pd::io::OnnxImportReport report;
+  pd::ir::Program program;
+  if (from == ModelFormat::Onnx) {
+    pd::io::OnnxImportOptions opt;
+    opt.input_shapes = parse_input_shapes(o.input_shapes);
+    program = pd::io::import_onnx(o.in, opt, &report);
+  } else {
+    program = pd::io::load_program(o.in);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.report) print_report(program, from, report, seconds);
+
+  if (to == ModelFormat::PdModel) {
+    if (o.verify) {
+      const int rc = verify(o, program, from, from == ModelFormat::Onnx ? o.in : "");
+      if (rc) {
+        fmt::print(stderr, "pd-convert: error: the converted model does not match its source; nothing was written\n");
+        return rc;
+      }
+    }
+    pd::io::save_program(o.out, program, {{"converted_from", o.in}, {"source_format", pd::io::model_format_name(from)}});
+  } else {
+    // Exported next to OUT first, so that a model failing --verify never replaces what OUT held.
+    const std::string staging = o.verify ? o.out + ".verify.onnx" : o.out;
+    pd::io::OnnxExportOptions opt;
+    opt.opset = o.opset;
+    opt.producer_version = "pd-convert";
+    pd::io::export_onnx(program, staging, opt);
+    if (o.verify) {
+      int rc = 1;
+      try {
+        rc = verify(o, program, from, staging);
+      } catch (...) {
+        fs::remove(staging, ec);
+        throw;
+      }
+      if (rc) {
+        fs::remove(staging, ec);
+        fmt::print(stderr, "pd-convert: error: the exported model does not match its source; nothing was written\n");
+        return rc;
+      }
+      fs::rename(staging, o.out);
+    }
+  }
+  fmt::print("pd-convert: wrote {} ({})\n", o.out, pd::io::model_format_name(to));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pd-convert: convert models between paddle-cpp and ONNX (docs/pd-convert.md)", "pd-convert"};
+  Options o;
+  const char* py = std::getenv("PD_PYTHON");
+  o.python = py && *py ? py : "python3";
+  app.add_option("input", o.in, "the model to convert: ONNX or paddle-cpp .pdmodel (told by its content)")->required();
+  app.add_option("output", o.out, "where to write: .onnx or .pdmodel (its .pdiparams goes next to it)")->required();
+  app.add_option("--input-shape", o.input_shapes, "fix an ONNX input's extents, NAME=1x3x224x224 (repeatable); shape "
+                 "computations on them fold at import");
+  app.add_option("--opset", o.opset, "ONNX opset to export at (11-17, default 13)");
+  app.add_flag("--verify", o.verify, "run the converted model and the source on the same inputs and compare "
+               "(onnxruntime through --python for ONNX); exit 1 and write nothing beyond tolerance");
+  app.add_option("--input", o.inputs, "--verify input NAME=FILE.npy (repeatable; default random)");
+  app.add_option("--reference", o.references, "--verify expected output OUTPUT=FILE.npy (repeatable), for when no "
+                 "runtime of the source is installed");
+  app.add_option("--batch", o.batch, "--verify: the extent of dynamic dims in random inputs (default 2)")->check(CLI::PositiveNumber);
+  app.add_option("--atol", o.atol, "--verify absolute tolerance (default 1e-4)")->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", o.rtol, "--verify relative tolerance (default 1e-3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--python", o.python, "the python with onnxruntime for --verify (default $PD_PYTHON or python3)");
+  app.add_flag("--report", o.report, "print what the source holds and what it became: node and op counts, params, "
+               "inputs, outputs, time");
+  return pd::tools::run_tool("pd-convert", app, argc, argv, [&] { return run(o); });
+}

@@ -1,0 +1,140 @@
+#include "verify.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "pd/data/readers.h"
+#include "pd/io/tensor_file.h"
+
+namespace pd::converter {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reads the manifest of input files, runs the model, writes out_K.npy and a manifest of output names.
+// Exit 3 when onnxruntime (or numpy) cannot be imported.
+constexpr const char* kRunner = R"PY(
+import sys, os
+try:
+    import numpy as np
+    import onnxruntime as ort
+except Exception as e:
+    print("cannot import onnxruntime/numpy: %s" % e, file=sys.stderr)
+    sys.exit(3)
+model, d = sys.argv[1], sys.argv[2]
+feeds = {}
+with open(os.path.join(d, "inputs.txt")) as f:
+    for line in f.read().splitlines():
+        name, path = line.split("\t")
+        feeds[name] = np.load(path)
+so = ort.SessionOptions()
+so.intra_op_num_threads = 2
+sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+outs = sess.run(None, feeds)
+with open(os.path.join(d, "outputs.txt"), "w") as f:
+    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
+        np.save(os.path.join(d, "out_%d.npy" % k), np.ascontiguousarray(v))
+        f.write(o.name + "\n")
+)PY";
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+bool run_onnxruntime(const std::string& python, const std::string& onnx_path, const std::map<std::string, Tensor>& inputs,
+                     std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("pd-convert-verify-{}", ::getpid());
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  std::string manifest;
+  int k = 0;
+  for (const auto& [name, t] : inputs) {
+    const std::string file = (dir / fmt::format("in_{}.npy", k++)).string();
+    data::write_npy(file, t);
+    manifest += name + "\t" + file + "\n";
+  }
+  io::write_file_atomic((dir / "inputs.txt").string(), manifest);
+  io::write_file_atomic((dir / "runner.py").string(), kRunner);
+  const std::string log = (dir / "log.txt").string();
+  const std::string cmd = fmt::format("{} {} {} {} > {} 2>&1", quote(python), quote((dir / "runner.py").string()),
+                                      quote(fs::absolute(onnx_path).string()), quote(dir.string()), quote(log));
+  const int status = std::system(cmd.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::string text;
+  if (fs::exists(log)) text = io::read_file_bytes(log);
+  if (code == 127 || code == 3) {
+    *why = code == 127 ? fmt::format("'{}' was not found", python)
+                       : fmt::format("onnxruntime is not importable by '{}' (pip install onnxruntime numpy, or give --python)", python);
+    return false;
+  }
+  PD_CHECK(code == 0, ErrorCode::kInternal, "onnxruntime failed on {} (exit {}):\n{}", onnx_path, code, text);
+  std::ifstream names(dir / "outputs.txt");
+  std::string name;
+  k = 0;
+  while (std::getline(names, name)) outputs->emplace_back(name, data::read_npy((dir / fmt::format("out_{}.npy", k++)).string()));
+  return true;
+}
+
+std::vector<OutputDiff> compare_outputs(const ir::Program& p, const std::vector<Tensor>& ours,
+                                        const std::vector<std::pair<std::string, Tensor>>& reference, double atol,
+                                        double rtol) {
+  std::vector<OutputDiff> out;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    OutputDiff d;
+    d.name = p.output_names()[i];
+    const Tensor* ref = nullptr;
+    for (const auto& [n, t] : reference)
+      if (n == d.name) ref = &t;
+    if (!ref && reference.size() == ours.size()) ref = &reference[i].second;  // renamed: match by position
+    if (!ref) {
+      d.shape_ok = d.ok = false;
+      d.note = "no reference output of this name";
+      out.push_back(d);
+      continue;
+    }
+    if (ref->shape() != ours[i].shape()) {
+      d.shape_ok = d.ok = false;
+      d.note = fmt::format("shape {} here, {} in the reference", shape_str(ours[i].shape()), shape_str(ref->shape()));
+      out.push_back(d);
+      continue;
+    }
+    const std::vector<double> a = ours[i].to_vector<double>(), b = ref->to_vector<double>();
+    for (size_t k = 0; k < a.size(); ++k) {
+      const double diff = std::abs(a[k] - b[k]);
+      if (std::isnan(a[k]) != std::isnan(b[k])) d.max_abs = INFINITY, d.ok = false;
+      if (std::isnan(diff)) continue;
+      d.ok = d.ok && diff <= atol + rtol * std::abs(b[k]);
+      d.max_abs = std::max(d.max_abs, diff);
+      d.max_rel = std::max(d.max_rel, diff / (std::abs(b[k]) + 1e-6));
+    }
+    if (ours[i].dim() == 2 && is_floating(ours[i].dtype()) && ours[i].shape()[1] > 1) {
+      const int64_t rows = ours[i].shape()[0], cols = ours[i].shape()[1];
+      d.rows = rows;
+      d.argmax_agree = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        auto am = [&](const std::vector<double>& v) {
+          return std::max_element(v.begin() + r * cols, v.begin() + (r + 1) * cols) - v.begin();
+        };
+        d.argmax_agree += am(a) == am(b);
+      }
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace pd::converter

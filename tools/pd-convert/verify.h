@@ -1,0 +1,34 @@
+// pd-convert --verify: run the converted program and the source in its own runtime (onnxruntime through
+// python3 for ONNX, our executor for our own models) on the same inputs and compare every output.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pd/core/tensor.h"
+#include "pd/ir/program.h"
+
+namespace pd::converter {
+
+struct OutputDiff {
+  std::string name;
+  double max_abs = 0, max_rel = 0;
+  int64_t argmax_agree = -1, rows = 0;  // for 2-D float outputs (classifier logits); -1 otherwise
+  bool shape_ok = true;
+  bool ok = true;  // every element within atol + rtol * |reference|
+  std::string note;
+};
+
+// Outputs of an ONNX model run by onnxruntime in `python`, in the model's output order with their names.
+// Returns false (and says why in `why`) when python or onnxruntime is not available; throws pd::Error when
+// onnxruntime runs and fails.
+bool run_onnxruntime(const std::string& python, const std::string& onnx_path, const std::map<std::string, Tensor>& inputs,
+                     std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why);
+
+// Per output of `ours` (by name, in program order): the largest |a - b| and |a - b| / (|b| + 1e-6) against
+// `reference`, and whether row argmaxes agree.
+std::vector<OutputDiff> compare_outputs(const ir::Program& p, const std::vector<Tensor>& ours,
+                                        const std::vector<std::pair<std::string, Tensor>>& reference, double atol,
+                                        double rtol);
+
+}  // namespace pd::converter
