@@ -130,7 +130,8 @@ bool print_diffs(const char* against, const std::vector<pd::converter::OutputDif
 }
 
 // The verify step: returns the exit code (0 within tolerance, 1 beyond it or when nothing could check).
-int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, const std::string& onnx_file) {
+int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, const std::string& onnx_file,
+           const pd::io::OnnxExportReport* exported = nullptr) {
   std::map<std::string, pd::Tensor> in =
       o.inputs.empty() ? pd::tools::random_inputs(ours, o.batch, 0) : pd::tools::read_inputs(ours, o.inputs);
   pd::exec::ExecPlan plan = pd::exec::compile(ours);
@@ -151,13 +152,17 @@ int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, cons
     }
   }
   if (from == ModelFormat::PdModel && !onnx_file.empty()) {
-    // Round trip: the exported file imported again must compute exactly what the source did.
+    // Round trip: the exported file imported again must compute exactly what the source did, unless ops
+    // were written as several nodes (then within tolerance, and said so).
+    const bool exact = !exported || exported->decomposed.empty();
+    if (!exact) fmt::print("verify: round trip within tolerance, not bitwise: decomposed for ONNX: {}\n", count_list(exported->decomposed));
     pd::ir::Program back = pd::io::import_onnx(onnx_file);
     pd::exec::ExecPlan back_plan = pd::exec::compile(back);
     const std::vector<pd::Tensor> again = pd::exec::Executor(back_plan).run(in);
     std::vector<std::pair<std::string, pd::Tensor>> ref;
     for (size_t i = 0; i < again.size(); ++i) ref.emplace_back(back.output_names()[i], again[i]);
-    ok = print_diffs("re-import (round trip)", pd::converter::compare_outputs(ours, got, ref, 0, 0)) && ok;
+    ok = print_diffs(exact ? "re-import (round trip, bitwise)" : "re-import (round trip)",
+                     pd::converter::compare_outputs(ours, got, ref, exact ? 0 : o.atol, exact ? 0 : o.rtol)) && ok;
     checked = true;
   }
   if (!checked) {
@@ -202,7 +207,7 @@ int run(const Options& o) {
     if (o.verify) {
       const int rc = verify(o, program, from, from == ModelFormat::Onnx ? o.in : "");
       if (rc) {
-        fmt::print(stderr, "pd-convert: error: the converted model does not match its source; nothing was written\n");
+        fmt::print(stderr, "pd-convert: --verify failed; nothing was written\n");
         return rc;
       }
     }
@@ -213,18 +218,19 @@ int run(const Options& o) {
     pd::io::OnnxExportOptions opt;
     opt.opset = o.opset;
     opt.producer_version = "pd-convert";
-    pd::io::export_onnx(program, staging, opt);
+    pd::io::OnnxExportReport exported;
+    pd::io::export_onnx(program, staging, opt, &exported);
     if (o.verify) {
       int rc = 1;
       try {
-        rc = verify(o, program, from, staging);
+        rc = verify(o, program, from, staging, &exported);
       } catch (...) {
         fs::remove(staging, ec);
         throw;
       }
       if (rc) {
         fs::remove(staging, ec);
-        fmt::print(stderr, "pd-convert: error: the exported model does not match its source; nothing was written\n");
+        fmt::print(stderr, "pd-convert: --verify failed; nothing was written\n");
         return rc;
       }
       fs::rename(staging, o.out);

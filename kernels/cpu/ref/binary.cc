@@ -1,5 +1,7 @@
-// Elementwise arithmetic with NumPy broadcasting: add sub mul div pow.
+// Elementwise arithmetic with NumPy broadcasting: add sub mul div pow remainder.
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "cpu/common/elementwise.h"
 #include "kernels.h"
@@ -33,6 +35,22 @@ void pow(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out
   binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(std::pow(a, b)); });
 }
 
+// Floored modulo (the result takes y's sign); x mod 0 is NaN for floats and 0 for integers, never a trap.
+template <typename T>
+void remainder(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T>(x, y, out, [](T a, T b) -> T {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b == T(0)) return std::numeric_limits<T>::quiet_NaN();
+      const T r = std::fmod(a, b);
+      return r != T(0) && ((r < T(0)) != (b < T(0))) ? r + b : r;
+    } else {
+      if (b == T(0)) return T(0);
+      const T r = static_cast<T>(a % b);
+      return r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(r + b) : r;
+    }
+  });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(add, reference, float, double, int32_t, int64_t)
@@ -40,3 +58,4 @@ PD_INSTANTIATE_KERNELS(sub, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(mul, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(div, reference, float, double)
 PD_INSTANTIATE_KERNELS(pow, reference, float, double)
+PD_INSTANTIATE_KERNELS(remainder, reference, float, double, int32_t, int64_t)

@@ -41,10 +41,17 @@ struct OnnxExportOptions {
   std::string producer_version;  // written as producer_version next to producer "paddle-cpp"
 };
 
+struct OnnxExportReport {
+  // Ops written as several ONNX nodes (gelu as Erf arithmetic, layer_norm before opset 17, ...): a model
+  // re-imported from the file computes these with other kernels, equal within rounding, not bitwise.
+  std::map<std::string, int64_t> decomposed;
+};
+
 // Writes `program` atomically as an ONNX model (initializers keep the param names, inputs and outputs
 // keep theirs, -1 extents become symbolic dims: "batch" for the leading one). The result passes
 // onnx::checker and full shape inference before it is written. Lowered programs and ops without an ONNX
 // form are refused with the list of them.
-void export_onnx(const ir::Program& program, const std::string& path, const OnnxExportOptions& options = {});
+void export_onnx(const ir::Program& program, const std::string& path, const OnnxExportOptions& options = {},
+                 OnnxExportReport* report = nullptr);
 
 }  // namespace pd::io

@@ -127,7 +127,8 @@ void check_exportable(const ir::Program& p, int opset) {
 
 }  // namespace
 
-void export_onnx(const ir::Program& p, const std::string& path, const OnnxExportOptions& options) {
+void export_onnx(const ir::Program& p, const std::string& path, const OnnxExportOptions& options,
+                 OnnxExportReport* report) {
   check_exportable(p, options.opset);
   onnx::ModelProto model;
   model.set_ir_version(options.opset <= 14 ? 7 : 8);  // what onnxruntime pairs with these opsets
@@ -143,6 +144,7 @@ void export_onnx(const ir::Program& p, const std::string& path, const OnnxExport
   for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
     onnx_export::ExportContext ctx(p, i, options.opset, g);
     (*onnx_export::find_exporter(p.ops()[i].type))(ctx);
+    if (report && ctx.was_decomposed()) ++report->decomposed[p.ops()[i].type];
   }
   for (size_t k = 0; k < p.outputs().size(); ++k) {
     const ir::Value& v = p.value(p.outputs()[k]);

@@ -39,12 +39,16 @@ class ExportContext {
   std::string scalar(double value, DType dtype, const std::string& hint);
 
   [[noreturn]] void refuse(const std::string& why) const;
+  // Marks the op as written in several nodes (OnnxExportReport::decomposed).
+  void decomposed() { decomposed_ = true; }
+  bool was_decomposed() const { return decomposed_; }
 
  private:
   const ir::Program& p_;
   const ir::Operation& op_;
   int opset_;
   onnx::GraphProto* graph_;
+  bool decomposed_ = false;
 };
 
 void set_attr(onnx::NodeProto* n, const std::string& name, int64_t v);

@@ -29,6 +29,7 @@ PD_ONNX(Softsign); PD_ONNX(Equal); PD_ONNX(Greater); PD_ONNX(Less); PD_ONNX(Wher
 #undef PD_ONNX
 
 void rsqrt(ExportContext& c) {
+  c.decomposed();
   const std::string s = c.tmp("sqrt");
   c.node("Sqrt", {c.in(0)}, {s});
   c.node("Reciprocal", {s}, {c.out()});
@@ -36,6 +37,7 @@ void rsqrt(ExportContext& c) {
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the form torch.onnx writes before opset 20's Gelu.
 void gelu(ExportContext& c) {
+  c.decomposed();
   const DType t = c.in_type(0).dtype;
   const std::string scaled = c.tmp("scaled"), e = c.tmp("erf"), one_plus = c.tmp("one_plus"), half_x = c.tmp("half_x");
   c.node("Mul", {c.in(0), c.scalar(0.70710678118654752440, t, "rsqrt2")}, {scaled});
@@ -46,6 +48,7 @@ void gelu(ExportContext& c) {
 }
 
 void silu(ExportContext& c) {
+  c.decomposed();
   const std::string s = c.tmp("sigmoid");
   c.node("Sigmoid", {c.in(0)}, {s});
   c.node("Mul", {c.in(0), s}, {c.out()});
@@ -71,6 +74,7 @@ void hardsigmoid(ExportContext& c) {
 
 void hardswish(ExportContext& c) {
   if (c.opset() >= 14) return void(c.node("HardSwish", {c.in(0)}, {c.out()}));
+  c.decomposed();
   const std::string g = c.tmp("gate");
   auto* n = c.node("HardSigmoid", {c.in(0)}, {g});
   set_attr(n, "alpha", 1.0 / 6.0);
@@ -138,6 +142,7 @@ void layer_norm(ExportContext& c) {
     set_attr(n, "epsilon", c.attr_float("epsilon"));
     return;
   }
+  c.decomposed();
   Ints axes;
   for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
   const DType t = c.in_type(0).dtype;
@@ -176,6 +181,7 @@ void linear(ExportContext& c) {
     set_attr(c.node("Gemm", in, {c.out()}), "transB", int64_t{1});
     return;
   }
+  c.decomposed();
   const std::string wt = c.tmp("weight_t"), prod = c.in(2).empty() ? c.out() : c.tmp("matmul");
   set_attr(c.node("Transpose", {c.in(1)}, {wt}), "perm", Ints{1, 0});
   c.node("MatMul", {c.in(0), wt}, {prod});

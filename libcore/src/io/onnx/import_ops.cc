@@ -44,6 +44,11 @@ PD_NAME(less); PD_NAME(relu); PD_NAME(sigmoid); PD_NAME(tanh); PD_NAME(exp); PD_
 PD_NAME(neg); PD_NAME(abs); PD_NAME(erf); PD_NAME(sign); PD_NAME(softsign); PD_NAME(hardswish);
 #undef PD_NAME
 
+void mod(NodeContext& c) {
+  if (c.attr_int("fmod", 0)) c.unsupported("Mod with fmod=1 (C fmod, the dividend's sign) is not supported; fmod=0 is");
+  c.output(0, c.op("remainder", {{c.input(0)}, {c.input(1)}}));
+}
+
 void where(NodeContext& c) { c.output(0, c.op("where", {{c.input(0)}, {c.input(1)}, {c.input(2)}})); }
 
 void reciprocal(NodeContext& c) {
@@ -609,6 +614,7 @@ const std::map<std::string, Converter>& table() {
       {"LogSoftmax", softmax_like<k_log_softmax>},
       {"MatMul", matmul},
       {"MaxPool", max_pool},
+      {"Mod", mod},
       {"Mul", binary<k_mul>},
       {"Neg", unary<k_neg>},
       {"Pad", pad},

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Writes the ONNX fixtures of tests/cli/pd_convert_test.sh: small models exported by torch.onnx (the
+TorchScript exporter, as users' opset 13-17 files are made), each with an input and onnxruntime's output
+as .npy, and hand-made broken models for the error paths. Needs torch, onnx and onnxruntime:
+
+    PY=$(bash ../shared/peers/torch2_venv.sh) && $PY tests/data/onnx/make_fixtures.py
+
+The files are committed so that CI needs none of these packages.
+"""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+torch.manual_seed(0)
+
+
+class ConvNet(nn.Module):
+    """LeNet-size: conv + bn, relu6, max pool (ceil mode), avg pool, dropout, and torch's
+    view(x.size(0), -1) flatten, whose Shape/Gather/Unsqueeze/Concat subgraph keeps the batch dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.bn1 = nn.BatchNorm2d(6)
+        self.conv2 = nn.Conv2d(6, 16, 3, stride=1, padding=1, bias=False)
+        self.fc1 = nn.Linear(16 * 4 * 4, 32)
+        self.fc2 = nn.Linear(32, 10)
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu6(self.bn1(self.conv1(x))), 3, 2, ceil_mode=True)
+        x = F.avg_pool2d(torch.sigmoid(self.conv2(x)), 2)
+        x = F.leaky_relu(x, 0.1)
+        x = F.adaptive_avg_pool2d(x, 4)
+        x = x.view(x.size(0), -1)
+        return F.log_softmax(self.fc2(self.drop(torch.tanh(self.fc1(x)))), dim=1)
+
+
+class MobileBlock(nn.Module):
+    """MobileNetV3-style: depthwise conv, squeeze-excitation (global pool, hardsigmoid, mul), hardswish,
+    a residual add, and an asymmetric padding Conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Conv2d(8, 16, 1)
+        self.bn = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.se1 = nn.Conv2d(16, 4, 1)
+        self.se2 = nn.Conv2d(4, 16, 1)
+        self.project = nn.Conv2d(16, 8, 1)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = F.hardswish(self.bn(self.expand(x)))
+        y = F.hardswish(self.dw(y))
+        s = F.hardsigmoid(self.se2(F.relu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+        y = self.project(y * s) + x
+        y = F.pad(y, (0, 1, 0, 1))
+        y = torch.flatten(F.adaptive_avg_pool2d(y, 1), 1)
+        return F.softmax(self.head(y), dim=-1)
+
+
+class DenseFire(nn.Module):
+    """DenseNet / SqueezeNet pieces: channel concat of branches, silu, gelu (erf), a split, reductions."""
+
+    def __init__(self):
+        super().__init__()
+        self.squeeze = nn.Conv2d(4, 4, 1)
+        self.e1 = nn.Conv2d(4, 6, 1)
+        self.e3 = nn.Conv2d(4, 6, 3, padding=1)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        s = F.silu(self.squeeze(x))
+        y = torch.cat([F.relu(self.e1(s)), F.gelu(self.e3(s))], 1)
+        a, b = torch.split(y, [5, 7], dim=1)
+        y = torch.cat([b, a], 1)
+        y = y.mean(dim=(2, 3)) + y.amax(dim=(2, 3)) * 0.5
+        return self.fc(y)
+
+
+class Encoder(nn.Module):
+    """A BERT-style encoder: token embedding + positions, two torch TransformerEncoder layers, a CLS head."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(50, 16)
+        self.pos = nn.Parameter(torch.randn(1, 8, 16) * 0.1)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        h = self.enc(self.tok(ids) + self.pos)
+        return self.head(self.norm(h)[:, 0])
+
+
+def randomize_bn(m):
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.5, 0.5)
+            mod.running_var.uniform_(0.5, 1.5)
+            mod.weight.data.uniform_(0.5, 1.5)
+            mod.bias.data.uniform_(-0.2, 0.2)
+
+
+def export(name, model, x, opset, dynamic_batch=True, input_name="input"):
+    model.eval()
+    randomize_bn(model)
+    path = os.path.join(HERE, name + ".onnx")
+    axes = {input_name: {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None
+    # Constant folding off keeps BatchNormalization, Identity and the shape subgraphs, as users'
+    # files often have them.
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=[input_name], output_names=["output"],
+                      dynamic_axes=axes, do_constant_folding=False, dynamo=False)
+    onnx.checker.check_model(onnx.load(path))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feed = x.numpy()
+    out = sess.run(None, {input_name: feed})[0]
+    np.save(os.path.join(HERE, name + ".input.npy"), feed)
+    np.save(os.path.join(HERE, name + ".output.npy"), out)
+    ops = sorted({n.op_type for n in onnx.load(path).graph.node})
+    print(f"{name}: opset {opset}, {os.path.getsize(path)} bytes, ops {ops}")
+
+
+def broken():
+    """Models every importer must refuse with a clear message."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    # Op types we do not have (one custom domain), several nodes each.
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu0"),
+             helper.make_node("Celu", ["a"], ["b"], name="celu0"),
+             helper.make_node("Celu", ["b"], ["c"], name="celu1"),
+             helper.make_node("Mish", ["c"], ["d"], name="mish0"),
+             helper.make_node("FusedGemm", ["d"], ["y"], name="fused0", domain="com.microsoft")]
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_unsupported.onnx"))
+    # An opset newer than the range.
+    m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    onnx.save(m, os.path.join(HERE, "bad_opset.onnx"))
+    # An initializer whose bytes do not match its dims.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4], np.ones(4, np.float32).tobytes(), raw=True)
+    w.raw_data = np.ones(3, np.float32).tobytes()
+    m = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [w]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_initializer.onnx"))
+    # External data in a file that is not there.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4], np.ones(4, np.float32).tobytes(), raw=True)
+    w.data_location = TensorProto.EXTERNAL
+    w.ClearField("raw_data")
+    e = w.external_data.add()
+    e.key, e.value = "location", "weights.bin"
+    m = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [w]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_external.onnx"))
+    # A node reading a value nothing defines.
+    m = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "ghost"], ["y"])], "g", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_undefined.onnx"))
+    # Shapes that do not fit: a [1, 4] input into a Gemm with a [3, 5] weight.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [3, 5], np.ones(15, np.float32))
+    m = helper.make_model(helper.make_graph([helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)], "g", [x], [y], [w]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_shapes.onnx"))
+    print("broken models written")
+
+
+if __name__ == "__main__":
+    export("convnet", ConvNet(), torch.randn(3, 1, 32, 32), 13)
+    export("mobile_block", MobileBlock(), torch.randn(2, 8, 9, 9), 14)
+    export("dense_fire", DenseFire(), torch.randn(2, 4, 7, 7), 11)
+    export("encoder", Encoder(), torch.randint(0, 50, (2, 8)), 17, dynamic_batch=False, input_name="ids")
+    broken()
