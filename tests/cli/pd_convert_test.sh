@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End-to-end checks of pd-convert: the committed torch.onnx fixtures (tests/data/onnx, made by
+# make_fixtures.py) import and match onnxruntime's saved outputs within 1e-4 with identical argmax, run
+# at other batch sizes, and pd-infer runs them; a model pd-train wrote exports to ONNX at opsets 11-17
+# and comes back bit-identical; with onnxruntime installed ($PD_PYTHON), --verify also runs it. Bad input
+# (truncated or unknown files, unsupported ops listed in full, opset out of range, a short initializer,
+# missing external data, undefined values, shapes that do not fit, bad flags) exits 2 and writes nothing.
+source "$(dirname "$0")/common.sh"
+PD_TRAIN=$1
+PD_CONVERT=$2
+PD_INFER=$3
+PD_OPT=$4
+DATA=$HERE/../data/onnx
+NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
+
+# 1. Every fixture imports and matches onnxruntime's saved output.
+for m in convnet mobile_block dense_fire encoder; do
+  input=input; [ $m = encoder ] && input=ids
+  out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
+        --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "$m: exit $rc: $out"
+  grep -q "verify vs --reference: output: .*argmax agrees \([0-9]*\)/\1 -> ok" <<< "$out" || fail "$m: no match: $out"
+  grep -q "^source: ONNX opset" <<< "$out" || fail "$m: --report: $out"
+  [ -s "$WORK/$m.pdiparams" ] || fail "$m: no params file written"
+done
+# The conv net's batch is dynamic through its Shape/Gather/Concat/Reshape subgraph: it runs at batch 7.
+out=$("$PD_INFER" "$WORK/convnet.pdmodel" --batch 7 --repeat 1 --output-dir "$WORK/out7" 2>&1) || fail "pd-infer on the imported conv net: $out"
+[ "$(od -An -c -N 80 "$WORK/out7/output.npy" | tr -d ' \n' | grep -o "(7,10)")" = "(7,10)" ] || fail "the imported conv net did not give a (7, 10) output: $out"
+# --input-shape fixes the batch: every shape computation folds.
+out=$("$PD_CONVERT" "$DATA/convnet.onnx" "$WORK/convnet_b3.pdmodel" --input-shape input=3x1x32x32 --report 2>&1) || fail "--input-shape: $out"
+grep -q "inputs: input: f32\[3, 1, 32, 32\]" <<< "$out" || fail "--input-shape not applied: $out"
+grep -q "Shape\|Gather" <<< "$(grep '^program' <<< "$out")" && fail "shape ops left after folding: $out"
+
+# 2. Export of a pd-train model: opsets 11, 13, 17, round trip bitwise.
+"$PD_TRAIN" "$HERE/tiny_mlp.yaml" --out "$WORK/mlp" --limit 256 --epochs 1 --threads 1 --quiet || fail "training the MLP exited with $?"
+for opset in 11 13 17; do
+  out=$("$PD_CONVERT" "$WORK/mlp/model.pdmodel" "$WORK/mlp_$opset.onnx" --opset $opset --verify "${NO_ORT[@]}" 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "export at opset $opset: exit $rc: $out"
+  grep -q "re-import (round trip, bitwise): .*max abs 0, " <<< "$out" || fail "opset $opset round trip not bitwise: $out"
+done
+# The imported fixtures export again (layer_norm decomposed before opset 17 is said so).
+out=$("$PD_CONVERT" "$WORK/encoder.pdmodel" "$WORK/encoder_13.onnx" --opset 13 --verify "${NO_ORT[@]}" 2>&1) || fail "encoder re-export: $out"
+grep -q "decomposed for ONNX: layer_norm" <<< "$out" || fail "the decomposition is not reported: $out"
+out=$("$PD_CONVERT" "$WORK/encoder.pdmodel" "$WORK/encoder_17.onnx" --opset 17 --verify "${NO_ORT[@]}" 2>&1) || fail "encoder at 17: $out"
+grep -q "bitwise): .*max abs 0, " <<< "$out" || fail "encoder at opset 17 not bitwise: $out"
+
+# 3. onnxruntime, when the python given by $PD_PYTHON has it.
+if [ -n "${PD_PYTHON:-}" ] && "$PD_PYTHON" -c "import onnxruntime" 2>/dev/null; then
+  out=$("$PD_CONVERT" "$DATA/convnet.onnx" "$WORK/c.pdmodel" --verify --batch 5 --python "$PD_PYTHON" 2>&1) || fail "vs onnxruntime: $out"
+  grep -q "verify vs onnxruntime: output: .* -> ok" <<< "$out" || fail "onnxruntime not compared: $out"
+  out=$("$PD_CONVERT" "$WORK/mlp/model.pdmodel" "$WORK/m.onnx" --verify --python "$PD_PYTHON" 2>&1) || fail "export vs onnxruntime: $out"
+  grep -q "verify vs onnxruntime: .* -> ok" <<< "$out" || fail "exported model not run by onnxruntime: $out"
+else
+  echo "note: onnxruntime not found through \$PD_PYTHON; its comparisons were skipped"
+fi
+# Nothing to compare with: exit 1, nothing written.
+out=$("$PD_CONVERT" "$DATA/dense_fire.onnx" "$WORK/none.pdmodel" --verify "${NO_ORT[@]}" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "found nothing to compare with" <<< "$out" || fail "--verify with no reference: $rc $out"
+[ -e "$WORK/none.pdmodel" ] && fail "--verify without a reference wrote the model"
+# A wrong reference: exit 1 naming the output, nothing written.
+"$PD_CONVERT" "$DATA/dense_fire.onnx" "$WORK/ok.pdmodel" >/dev/null 2>&1 || fail "plain import failed"
+out=$("$PD_CONVERT" "$DATA/dense_fire.onnx" "$WORK/wrong.pdmodel" --verify "${NO_ORT[@]}" --input "input=$DATA/dense_fire.input.npy" \
+      --reference "output=$DATA/convnet.output.npy" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "output: MISMATCH" <<< "$out" || fail "a wrong reference: $rc $out"
+[ -e "$WORK/wrong.pdmodel" ] && fail "a failed --verify wrote the model"
+
+# 4. Bad input: exit 2 with the reason, nothing written.
+expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN in the message
+  local pattern=$1; shift
+  out=$("$PD_CONVERT" "$@" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "$pattern" <<< "$out" || fail "pd-convert $*: expected exit 2 with '$pattern', got $rc: $out"
+}
+head -c 2000 "$DATA/convnet.onnx" > "$WORK/truncated.onnx"
+expect_error "truncated or corrupted" "$WORK/truncated.onnx" "$WORK/t.pdmodel"
+printf 'hello world, not a model' > "$WORK/text.onnx"
+expect_error "not a model this tool reads" "$WORK/text.onnx" "$WORK/t.pdmodel"
+expect_error "Celu x2 (first: celu0, celu1)" "$DATA/bad_unsupported.onnx" "$WORK/t.pdmodel"
+expect_error "com.microsoft::FusedGemm x1" "$DATA/bad_unsupported.onnx" "$WORK/t.pdmodel"
+expect_error "Mish x1" "$DATA/bad_unsupported.onnx" "$WORK/t.pdmodel"
+expect_error "opset 19 is out of the supported range 11-17" "$DATA/bad_opset.onnx" "$WORK/t.pdmodel"
+expect_error "12 bytes of data for dims \[4\]" "$DATA/bad_initializer.onnx" "$WORK/t.pdmodel"
+expect_error "weights.bin" "$DATA/bad_external.onnx" "$WORK/t.pdmodel"
+expect_error "ghost" "$DATA/bad_undefined.onnx" "$WORK/t.pdmodel"
+expect_error "Gemm.*differ in dimension 1: (3) vs (4)" "$DATA/bad_shapes.onnx" "$WORK/t.pdmodel"
+expect_error "neither .onnx nor .pdmodel" "$DATA/convnet.onnx" "$WORK/t.txt"
+expect_error "no input 'image'" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape image=1x1x32x32
+expect_error "not a positive integer" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape input=1xax32x32
+expect_error "out of the supported range" "$WORK/mlp/model.pdmodel" "$WORK/t.onnx" --opset 9
+expect_error "the output is the input file" "$DATA/convnet.onnx" "$DATA/convnet.onnx"
+expect_error "no such file" "$WORK/missing.onnx" "$WORK/t.pdmodel"
+ls "$WORK"/t.* >/dev/null 2>&1 && fail "a refused conversion wrote $(ls "$WORK"/t.*)"
+# A lowered model is refused by export with the way out.
+"$PD_OPT" "$WORK/mlp/model.pdmodel" "$WORK/lowered.pdmodel" --target host >/dev/null 2>&1 || fail "pd-opt --target host failed"
+expect_error "export the portable model" "$WORK/lowered.pdmodel" "$WORK/t.onnx"
+exit $((fails > 0))
