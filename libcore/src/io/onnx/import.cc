@@ -56,7 +56,10 @@ class Importer {
       if (initializer_names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
       known_[in.name()].id = program_.add_input(in.name(), value_type(in, "graph input"));
     }
-    for (const onnx::NodeProto& node : g.node()) convert(node);
+    for (const onnx::NodeProto& node : g.node()) {
+      for (const std::string& out : node.output()) producers_[out] = &node;
+      convert(node);
+    }
     for (const onnx::ValueInfoProto& out : g.output()) {
       auto it = known_.find(out.name());
       PD_CHECK(it != known_.end() && it->second.id != ir::kNoValue, ErrorCode::kParse,
@@ -130,6 +133,9 @@ class Importer {
   std::map<std::string, Known> known_;
   std::map<std::string, std::vector<std::string>> symbols_;  // ONNX value name -> dim_param per axis
 
+ public:
+  std::map<std::string, const onnx::NodeProto*> producers_;  // ONNX value name -> the node computing it
+
 
  public:
   void set_opset(int o) { opset_ = o; }
@@ -154,9 +160,18 @@ bool NodeContext::has_input(size_t i) const {
   return static_cast<int>(i) < node_.input_size() && !node_.input(static_cast<int>(i)).empty();
 }
 
+const onnx::NodeProto* NodeContext::producer(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  auto it = im_.producers_.find(node_.input(static_cast<int>(i)));
+  return it == im_.producers_.end() ? nullptr : it->second;
+}
+
 ir::ValueId NodeContext::input(size_t i) const {
   if (!has_input(i)) fail(fmt::format("input {} is missing", i));
-  const std::string& name = node_.input(static_cast<int>(i));
+  return value(node_.input(static_cast<int>(i)));
+}
+
+ir::ValueId NodeContext::value(const std::string& name) const {
   auto it = im_.known().find(name);
   if (it == im_.known().end()) fail(fmt::format("input '{}' is not defined before this node", name));
   if (it->second.id == ir::kNoValue)

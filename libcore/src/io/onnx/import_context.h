@@ -45,6 +45,11 @@ class NodeContext {
   // Known or symbolic integers (shape computations); throws when neither.
   SymbolicInts ints(size_t i, const char* what) const;
   bool is_symbolic(size_t i) const;
+  // The ONNX node that computed input i (nullptr for graph inputs and initializers): for patterns such as
+  // MatMul(x, Transpose(W)), which is linear(x, W).
+  const onnx::NodeProto* producer(size_t i) const;
+  // The program value of an ONNX value by name (throws when unknown or symbolic).
+  ir::ValueId value(const std::string& onnx_name) const;
   // Per dim of a program value: "" where the extent is known, else its symbol (ONNX dim_param, or a name
   // made unique per value and axis).
   std::vector<std::string> dim_symbols(ir::ValueId v) const;

@@ -228,7 +228,19 @@ void gemm(NodeContext& c) {
   c.output(0, y);
 }
 
-void matmul(NodeContext& c) { c.output(0, c.op("matmul", {{c.input(0)}, {c.input(1)}})); }
+// MatMul by a transposed constant matrix is linear with that matrix as its [out, in] weight (how torch
+// writes nn.Linear on 3-D inputs without constant folding, and how we export linear): the param keeps its
+// name, and linear's kernels run.
+void matmul(NodeContext& c) {
+  const onnx::NodeProto* t = c.producer(1);
+  if (t && t->op_type() == "Transpose" && c.is_constant(1) && c.type(c.input(1)).shape.size() == 2) {
+    bool swaps = true;  // the default perm of a 2-D Transpose, or [1, 0] spelled out
+    for (const auto& a : t->attribute())
+      if (a.name() == "perm") swaps = a.ints_size() == 2 && a.ints(0) == 1 && a.ints(1) == 0;
+    if (swaps) return c.output(0, c.op("linear", {{c.input(0)}, {c.value(t->input(0))}, {}}));
+  }
+  c.output(0, c.op("matmul", {{c.input(0)}, {c.input(1)}}));
+}
 
 // ---- normalisation and reductions ------------------------------------------------------------------
 
