@@ -181,7 +181,7 @@ void linear(ExportContext& c) {
     set_attr(c.node("Gemm", in, {c.out()}), "transB", int64_t{1});
     return;
   }
-  c.decomposed();
+  // Transpose + MatMul, which the importer reads back as linear on the same param.
   const std::string wt = c.tmp("weight_t"), prod = c.in(2).empty() ? c.out() : c.tmp("matmul");
   set_attr(c.node("Transpose", {c.in(1)}, {wt}), "perm", Ints{1, 0});
   c.node("MatMul", {c.in(0), wt}, {prod});
