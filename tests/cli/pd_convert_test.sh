@@ -92,4 +92,18 @@ ls "$WORK"/t.* >/dev/null 2>&1 && fail "a refused conversion wrote $(ls "$WORK"/
 # A lowered model is refused by export with the way out.
 "$PD_OPT" "$WORK/mlp/model.pdmodel" "$WORK/lowered.pdmodel" --target host >/dev/null 2>&1 || fail "pd-opt --target host failed"
 expect_error "export the portable model" "$WORK/lowered.pdmodel" "$WORK/t.onnx"
+
+# 5. Damaged files never crash: truncations and byte changes over the graph and the weights exit 0-2.
+size=$(stat -c %s "$DATA/convnet.onnx")
+for i in $(seq 1 25); do
+  for off in $(( (i * 7919) % size )) $(( (i * 67) % 2000 )); do
+    head -c "$off" "$DATA/convnet.onnx" > "$WORK/cut.onnx"
+    cp "$DATA/convnet.onnx" "$WORK/flip.onnx"
+    printf "\\x$(printf %02x $(( (i * 37 + off) % 256 )))" | dd of="$WORK/flip.onnx" bs=1 seek="$off" conv=notrunc 2>/dev/null
+    for f in cut flip; do
+      "$PD_CONVERT" "$WORK/$f.onnx" "$WORK/$f.pdmodel" > "$WORK/damaged.log" 2>&1; rc=$?
+      [ $rc -le 2 ] || fail "$f.onnx damaged at byte $off: exit $rc (a crash): $(tail -3 "$WORK/damaged.log")"
+    done
+  done
+done
 exit $((fails > 0))

@@ -1,8 +1,10 @@
 #include "onnx_tensor.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "pd/io/tensor_file.h"
 
@@ -79,35 +81,40 @@ int32_t onnx_type_of(DType t) {
 Tensor to_tensor(const TP& t, const std::string& model_dir, const std::string& where) {
   const DType dtype = dtype_of(t.data_type(), where);
   Shape shape;
+  int64_t numel = 1;
   for (int64_t d : t.dims()) {
     PD_CHECK(d >= 0, ErrorCode::kParse, "{}: negative extent {} in dims", where, d);
+    // A corrupted file can claim any extent: refuse products past 2^48 elements before allocating.
+    PD_CHECK(d == 0 || numel <= (int64_t{1} << 48) / d, ErrorCode::kParse, "{}: dims {} hold too many elements", where,
+             fmt::format("{}", fmt::join(t.dims(), "x")));
+    numel *= d;
     shape.push_back(d);
   }
-  Tensor out = Tensor::empty(shape, dtype);
-  const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(dtype);
+  const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
   const bool external = t.data_location() == TP::EXTERNAL;
   if (external || t.has_raw_data()) {
     const std::string raw = external ? external_bytes(t, model_dir, where) : t.raw_data();
     PD_CHECK(raw.size() == bytes, ErrorCode::kParse, "{}: {} bytes of data for dims {} of {} ({} bytes expected)", where,
              raw.size(), shape_str(shape), dtype_name(dtype), bytes);
+    Tensor out = Tensor::empty(shape, dtype);
     if (bytes) std::memcpy(out.raw_data(), raw.data(), bytes);
     return out;
   }
-  auto check_count = [&](int64_t n) {
-    PD_CHECK(n == out.numel(), ErrorCode::kParse, "{}: {} values for dims {} ({} expected)", where, n, shape_str(shape),
-             out.numel());
-  };
+  // Typed fields: the value count must match before anything is allocated.
+  const int64_t count = dtype == DType::f32 ? t.float_data_size() : dtype == DType::f64 ? t.double_data_size()
+                        : dtype == DType::i64 ? t.int64_data_size() : t.int32_data_size();
+  PD_CHECK(count == numel, ErrorCode::kParse, "{}: {} values for dims {} ({} expected)", where, count, shape_str(shape), numel);
+  Tensor out = Tensor::empty(shape, dtype);
   switch (dtype) {
-    case DType::f32: check_count(t.float_data_size()); copy_field<float>(t.float_data(), out); break;
-    case DType::f64: check_count(t.double_data_size()); copy_field<double>(t.double_data(), out); break;
-    case DType::i64: check_count(t.int64_data_size()); copy_field<int64_t>(t.int64_data(), out); break;
-    case DType::i32: check_count(t.int32_data_size()); copy_field<int32_t>(t.int32_data(), out); break;
-    case DType::i8: check_count(t.int32_data_size()); copy_field<int8_t>(t.int32_data(), out); break;
-    case DType::u8: check_count(t.int32_data_size()); copy_field<uint8_t>(t.int32_data(), out); break;
-    case DType::boolean: check_count(t.int32_data_size()); copy_field<bool>(t.int32_data(), out); break;
+    case DType::f32: copy_field<float>(t.float_data(), out); break;
+    case DType::f64: copy_field<double>(t.double_data(), out); break;
+    case DType::i64: copy_field<int64_t>(t.int64_data(), out); break;
+    case DType::i32: copy_field<int32_t>(t.int32_data(), out); break;
+    case DType::i8: copy_field<int8_t>(t.int32_data(), out); break;
+    case DType::u8: copy_field<uint8_t>(t.int32_data(), out); break;
+    case DType::boolean: copy_field<bool>(t.int32_data(), out); break;
     case DType::f16:
     case DType::bf16: {  // the 16-bit patterns sit in int32_data
-      check_count(t.int32_data_size());
       auto* d = static_cast<uint16_t*>(out.raw_data());
       for (int i = 0; i < t.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(t.int32_data(i));
       break;
