@@ -1,0 +1,317 @@
+// The shape, constant and data-movement converters of the ONNX import table (import_ops.cc): what
+// ONNX computes on shapes is computed here at import time, with dynamic extents carried as symbols.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "import_converters.h"
+
+namespace pd::io::onnx_import {
+namespace {
+
+// Resolves an ONNX Reshape target against the input's dynamic extents: a 0 copies the input extent
+// (unless allowzero), extents named by the same symbol cancel out, and what remains unknown must be one
+// extent, which becomes our -1.
+Ints reshape_target(NodeContext& c, ValueId x, SymbolicInts t, bool allowzero) {
+  const Shape& in = c.type(x).shape;
+  const std::vector<std::string> in_syms = c.dim_symbols(x);
+  for (size_t i = 0; i < t.values.size(); ++i)
+    if (t.symbols[i].empty() && t.values[i] == 0 && !allowzero) {
+      if (i >= in.size()) c.fail(fmt::format("shape {} copies extent {} of a rank-{} input", t.str(), i, in.size()));
+      t.values[i] = in[i] < 0 ? 0 : in[i];
+      t.symbols[i] = in_syms[i];
+    }
+  std::vector<std::string> left(in_syms);  // the input's symbols not matched by the target
+  std::erase(left, "");
+  int64_t in_known = 1;
+  for (int64_t d : in) in_known *= d < 0 ? 1 : d;
+  int64_t out_known = 1;
+  std::vector<size_t> unknown, inferred;
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    if (!t.symbols[i].empty()) {
+      auto it = std::find(left.begin(), left.end(), t.symbols[i]);
+      if (it != left.end()) left.erase(it);
+      else c.unsupported(fmt::format("shape {}: extent '{}' is not one of the input's; give --input-shape NAME=DIMS",
+                                     t.str(), t.symbols[i]));
+      unknown.push_back(i);
+    } else if (t.values[i] == -1) {
+      inferred.push_back(i);
+    } else {
+      out_known *= t.values[i];
+    }
+  }
+  Ints out = t.values;
+  for (size_t i : unknown) out[i] = -1;
+  if (inferred.size() > 1) c.fail(fmt::format("shape {} has more than one -1", t.str()));
+  if (!inferred.empty() && !unknown.empty()) {
+    // -1 next to dynamic extents: computable when every input symbol is accounted for.
+    if (!left.empty() || out_known == 0 || in_known % out_known)
+      c.unsupported(fmt::format("shape {} of an input {} cannot be resolved without its dynamic extents; give "
+                                "--input-shape NAME=DIMS", t.str(), shape_str(in)));
+    out[inferred[0]] = in_known / out_known;
+  }
+  if (unknown.size() > 1)
+    c.unsupported(fmt::format("shape {} keeps {} dynamic extents, and reshape takes one; give --input-shape NAME=DIMS",
+                              t.str(), unknown.size()));
+  return out;
+}
+
+Ints axes_arg(NodeContext& c, const char* what) {
+  if (c.opset() >= 13) return c.has_input(1) ? c.constant_ints(1, what) : Ints{};
+  return c.attr_ints("axes", {});
+}
+
+}  // namespace
+void shape(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const Shape& s = c.type(x).shape;
+  const std::vector<std::string> syms = c.dim_symbols(x);
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
+  start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
+  end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
+  SymbolicInts out;
+  for (int64_t d = start; d < end; ++d) {
+    out.values.push_back(s[d] < 0 ? 0 : s[d]);
+    out.symbols.push_back(syms[d]);
+  }
+  c.output_ints(0, out);
+}
+
+void size(NodeContext& c) {
+  const Shape& s = c.input_type(0).shape;
+  if (std::any_of(s.begin(), s.end(), [](int64_t d) { return d < 0; }))
+    c.unsupported("Size of a value with dynamic extents; give --input-shape NAME=DIMS");
+  c.output(0, c.param(Tensor::scalar<int64_t>(shape_numel(s)), "size"));
+}
+
+void constant(NodeContext& c) {
+  Tensor t;
+  if (c.has_attr("value")) t = c.attr_tensor("value");
+  else if (c.has_attr("value_float")) t = Tensor::scalar<float>(static_cast<float>(c.attr_float("value_float", 0)));
+  else if (c.has_attr("value_int")) t = Tensor::scalar<int64_t>(c.attr_int("value_int", 0));
+  else if (c.has_attr("value_ints")) {
+    const Ints v = c.attr_ints("value_ints");
+    t = Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+  } else {
+    c.unsupported("only value, value_float, value_int and value_ints Constants are supported");
+  }
+  c.output(0, c.param(t, c.node().output(0)));
+}
+
+void constant_of_shape(NodeContext& c) {
+  const Ints shape = c.constant_ints(0, "ConstantOfShape's shape");
+  double value = 0;
+  DType dtype = DType::f32;
+  if (c.has_attr("value")) {
+    const Tensor v = c.attr_tensor("value");
+    dtype = v.dtype();
+    value = v.to_vector<double>().at(0);
+  }
+  c.output(0, c.op("full", {}, {{"shape", shape}, {"value", value}, {"dtype", dtype}}));
+}
+
+void range(NodeContext& c) {
+  const Tensor start = c.constant(0, "Range's start");
+  c.output(0, c.op("arange", {}, {{"start", c.constant_scalar(0, "Range's start")}, {"end", c.constant_scalar(1, "Range's limit")},
+                                  {"step", c.constant_scalar(2, "Range's delta")}, {"dtype", start.dtype()}}));
+}
+
+void reshape(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const Ints target = reshape_target(c, x, c.ints(1, "Reshape's shape"), c.attr_int("allowzero", 0) != 0);
+  c.output(0, c.op("reshape", {{x}}, {{"shape", target}}));
+}
+
+void flatten(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const int64_t r = rank_of(c, x);
+  int64_t axis = c.attr_int("axis", 1);
+  axis = axis < 0 ? axis + r : axis;
+  if (axis < 0 || axis > r) c.fail(fmt::format("axis {} is out of range for rank {}", axis, r));
+  ValueId y = x;
+  if (axis == 0) y = c.op("unsqueeze", {{c.op("flatten", {{x}}, {{"start_axis", int64_t{0}}, {"stop_axis", int64_t{-1}}})}},
+                          {{"axis", Ints{0}}});
+  else if (axis == r) y = c.op("unsqueeze", {{c.op("flatten", {{x}}, {{"start_axis", int64_t{0}}, {"stop_axis", int64_t{-1}}})}},
+                               {{"axis", Ints{1}}});
+  else {
+    if (axis < r - 1) y = c.op("flatten", {{y}}, {{"start_axis", axis}, {"stop_axis", int64_t{-1}}});
+    if (axis > 1) y = c.op("flatten", {{y}}, {{"start_axis", int64_t{0}}, {"stop_axis", axis - 1}});
+  }
+  c.output(0, y);
+}
+
+void transpose(NodeContext& c) {
+  const ValueId x = c.input(0);
+  Ints perm = c.attr_ints("perm");
+  if (perm.empty())
+    for (int64_t d = rank_of(c, x) - 1; d >= 0; --d) perm.push_back(d);
+  c.output(0, c.op("transpose", {{x}}, {{"perm", perm}}));
+}
+
+void unsqueeze(NodeContext& c) {
+  const Ints axes = axes_arg(c, "Unsqueeze's axes");
+  if (c.is_symbolic(0)) {
+    SymbolicInts s = c.ints(0, "input");
+    if (!s.scalar || axes != Ints{0}) c.unsupported("Unsqueeze of a shape computation other than scalar -> [1]");
+    s.scalar = false;
+    return c.output_ints(0, s);
+  }
+  c.output(0, c.op("unsqueeze", {{c.input(0)}}, {{"axis", axes}}));
+}
+
+void squeeze(NodeContext& c) {
+  const Ints axes = axes_arg(c, "Squeeze's axes");
+  if (c.is_symbolic(0)) {
+    SymbolicInts s = c.ints(0, "input");
+    if (s.scalar || s.values.size() != 1) c.unsupported("Squeeze of a shape computation other than [1] -> scalar");
+    s.scalar = true;
+    return c.output_ints(0, s);
+  }
+  c.output(0, c.op("squeeze", {{c.input(0)}}, {{"axis", axes}}));
+}
+
+void concat(NodeContext& c) {
+  bool shapes = false;
+  for (int i = 0; i < c.node().input_size(); ++i) shapes = shapes || c.is_symbolic(i);
+  if (shapes) {  // concatenating shape pieces (torch's view(x.size(0), -1))
+    SymbolicInts out;
+    for (int i = 0; i < c.node().input_size(); ++i) {
+      const SymbolicInts s = c.ints(i, "Concat input");
+      out.values.insert(out.values.end(), s.values.begin(), s.values.end());
+      out.symbols.insert(out.symbols.end(), s.symbols.begin(), s.symbols.end());
+    }
+    return c.output_ints(0, out);
+  }
+  std::vector<ValueId> xs;
+  for (int i = 0; i < c.node().input_size(); ++i) xs.push_back(c.input(i));
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, xs[0]));
+  c.output(0, c.op("concat", {xs}, {{"axis", axis}}));
+}
+
+void split(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, x));
+  Ints sections = c.opset() >= 13 ? (c.has_input(1) ? c.constant_ints(1, "Split's split") : Ints{}) : c.attr_ints("split", {});
+  if (sections.empty()) {
+    const int64_t n = static_cast<int64_t>(c.num_outputs()), extent = c.type(x).shape[axis];
+    if (extent < 0) c.unsupported("an equal Split of a dynamic extent; give --input-shape NAME=DIMS");
+    if (extent % n) c.fail(fmt::format("cannot split extent {} into {} equal parts", extent, n));
+    sections.assign(n, extent / n);
+  }
+  const std::vector<ValueId> outs = c.ops("split", {{x}}, {{"sections", sections}, {"axis", axis}});
+  for (size_t i = 0; i < outs.size(); ++i) c.output(i, outs[i]);
+}
+
+void slice(NodeContext& c) {
+  const Ints starts = c.constant_ints(1, "Slice's starts"), ends = c.constant_ints(2, "Slice's ends");
+  Ints axes = c.has_input(3) ? c.constant_ints(3, "Slice's axes") : Ints{};
+  Ints steps = c.has_input(4) ? c.constant_ints(4, "Slice's steps") : Ints{};
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.is_symbolic(0)) {  // a piece of a shape
+    const SymbolicInts s = c.ints(0, "input");
+    const int64_t n = static_cast<int64_t>(s.values.size());
+    if (axes != Ints{0} || (!steps.empty() && steps != Ints{1})) c.unsupported("a strided Slice of a shape computation");
+    const int64_t b = std::clamp<int64_t>(starts[0] < 0 ? starts[0] + n : starts[0], 0, n);
+    const int64_t e = std::clamp<int64_t>(ends[0] < 0 ? ends[0] + n : ends[0], 0, n);
+    SymbolicInts out;
+    for (int64_t i = b; i < e; ++i) {
+      out.values.push_back(s.values[i]);
+      out.symbols.push_back(s.symbols[i]);
+    }
+    return c.output_ints(0, out);
+  }
+  AttrMap attrs{{"axes", axes}, {"starts", starts}, {"ends", ends}};
+  if (!steps.empty()) attrs["steps"] = steps;
+  c.output(0, c.op("slice", {{c.input(0)}}, attrs));
+}
+
+// Gather with constant indices is slicing (a scalar index also drops the axis; a list of indices
+// concatenates one slice per index); a constant table indexed by a run-time tensor is an embedding.
+void gather(NodeContext& c) {
+  const bool const_indices = c.is_constant(1);
+  if (c.is_symbolic(0)) {
+    const SymbolicInts s = c.ints(0, "input");
+    const Tensor idx = c.constant(1, "Gather's indices into a shape computation");
+    if (idx.dim() > 1) c.unsupported("Gather of a shape computation with indices of rank > 1");
+    SymbolicInts out;
+    out.scalar = idx.dim() == 0;
+    const int64_t n = static_cast<int64_t>(s.values.size());
+    for (int64_t i : idx.to_vector<int64_t>()) {
+      const int64_t k = i < 0 ? i + n : i;
+      if (k < 0 || k >= n) c.fail(fmt::format("index {} is out of range for {} entries", i, n));
+      out.values.push_back(s.values[k]);
+      out.symbols.push_back(s.symbols[k]);
+    }
+    return c.output_ints(0, out);
+  }
+  const ValueId data = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, data));
+  if (!const_indices) {
+    if (c.is_constant(0) && axis == 0 && rank_of(c, data) == 2)
+      return c.output(0, c.op("embedding", {{c.input(1)}, {data}}));
+    c.unsupported("Gather with run-time indices other than a row lookup in a constant 2-D table (embedding)");
+  }
+  const Tensor idx = c.constant(1, "Gather's indices");
+  if (idx.dim() > 1) c.unsupported("Gather with constant indices of rank > 1");
+  const int64_t extent = c.type(data).shape[axis];
+  auto take = [&](int64_t i) {
+    if (i < 0 && extent < 0) c.unsupported("a negative Gather index on a dynamic extent");
+    const int64_t k = i < 0 ? i + extent : i;
+    if (k < 0 || (extent >= 0 && k >= extent)) c.fail(fmt::format("index {} is out of range for extent {}", i, extent));
+    return c.op("slice", {{data}}, {{"axes", Ints{axis}}, {"starts", Ints{k}}, {"ends", Ints{k + 1}}});
+  };
+  const Ints indices = idx.to_vector<int64_t>();
+  if (idx.dim() == 0) return c.output(0, c.op("squeeze", {{take(indices[0])}}, {{"axis", Ints{axis}}}));
+  std::vector<ValueId> parts;
+  for (int64_t i : indices) parts.push_back(take(i));
+  c.output(0, parts.size() == 1 ? parts[0] : c.op("concat", {parts}, {{"axis", axis}}));
+}
+
+void expand(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const SymbolicInts t = c.ints(1, "Expand's shape");
+  const Shape& in = c.type(x).shape;
+  const std::vector<std::string> in_syms = c.dim_symbols(x);
+  const size_t r = std::max(in.size(), t.values.size());
+  Ints out(r);
+  for (size_t i = 0; i < r; ++i) {  // bidirectional broadcasting, aligned at the last axis
+    const ptrdiff_t xi = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - in.size());
+    const ptrdiff_t ti = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - t.values.size());
+    if (ti < 0) {  // the target is shorter: x keeps its extent
+      out[i] = -1;
+      continue;
+    }
+    if (!t.symbols[ti].empty()) {
+      if (xi >= 0 && in_syms[xi] == t.symbols[ti]) {
+        out[i] = -1;
+        continue;
+      }
+      c.unsupported(fmt::format("Expand to {} with a dynamic extent the input does not have; give --input-shape "
+                                "NAME=DIMS", t.str()));
+    }
+    const int64_t td = t.values[ti];
+    out[i] = td != 1 ? td : (xi >= 0 ? -1 : 1);  // a 1 keeps x's extent
+  }
+  c.output(0, c.op("expand", {{x}}, {{"shape", out}}));
+}
+
+void pad(NodeContext& c) {
+  const std::string mode = c.attr_string("mode", "constant");
+  if (mode != "constant") c.unsupported(fmt::format("Pad mode '{}' (only constant)", mode));
+  const Ints pads = c.constant_ints(1, "Pad's pads");
+  const double value = c.has_input(2) ? c.constant_scalar(2, "Pad's constant_value") : 0.0;
+  const ValueId x = c.input(0);
+  const size_t r = static_cast<size_t>(rank_of(c, x));
+  if (pads.size() != 2 * r) c.fail(fmt::format("{} pads for rank {}", pads.size(), r));
+  Ints ours;  // F.pad order: last axis first, [begin, end]
+  for (size_t d = r; d-- > 0;) {
+    ours.push_back(pads[d]);
+    ours.push_back(pads[d + r]);
+  }
+  c.output(0, c.op("pad", {{x}}, {{"pads", ours}, {"value", value}}));
+}
+
+}  // namespace pd::io::onnx_import
