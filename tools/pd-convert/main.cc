@@ -15,6 +15,7 @@
 #include "pd/io/model_file.h"
 #include "pd/io/model_format.h"
 #include "pd/io/onnx.h"
+#include "pd/io/paddle.h"
 #include "verify.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +28,7 @@ struct Options {
   std::vector<std::string> input_shapes, inputs, references;
   int opset = 13;
   bool verify = false, report = false;
-  std::string python;
+  std::string python, params;
   double atol = 1e-4, rtol = 1e-3;
   int64_t batch = 2;
 };
@@ -76,10 +77,15 @@ std::string count_list(const std::map<std::string, int64_t>& counts) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-void print_report(const pd::ir::Program& p, ModelFormat from, const pd::io::OnnxImportReport& r, double seconds) {
+void print_report(const pd::ir::Program& p, ModelFormat from, const pd::io::OnnxImportReport& r,
+                  const pd::io::PaddleImportReport& pr, double seconds) {
   if (from == ModelFormat::Onnx)
     fmt::print("source: ONNX opset {}, IR version {}, producer '{}', {} nodes: {}\n", r.opset, r.ir_version, r.producer,
                r.nodes, count_list(r.node_types));
+  else if (!pr.format.empty())
+    fmt::print("source: PaddlePaddle {} (version {}), {} ops: {}\nparams file: {}; {} bias adds taken into conv2d/linear\n",
+               pr.format, pr.version, pr.ops, count_list(pr.op_types), pr.params_path.empty() ? "(none)" : pr.params_path,
+               pr.fused);
   else
     fmt::print("source: {}\n", pd::io::model_format_name(from));
   std::map<std::string, int64_t> ops;
@@ -91,7 +97,7 @@ void print_report(const pd::ir::Program& p, ModelFormat from, const pd::io::Onnx
   }
   fmt::print("program: {} ops: {}\n", p.ops().size(), count_list(ops));
   fmt::print("params: {} tensors, {} values ({:.1f} MiB); {} nodes folded at import\n", p.params().size(), values,
-             bytes / 1048576.0, r.folded);
+             bytes / 1048576.0, r.folded + pr.folded);
   fmt::print("inputs: {}\n", pd::exec::describe_inputs(p));
   std::vector<std::string> outs;
   for (size_t i = 0; i < p.outputs().size(); ++i)
@@ -130,7 +136,8 @@ bool print_diffs(const char* against, const std::vector<pd::converter::OutputDif
 }
 
 // The verify step: returns the exit code (0 within tolerance, 1 beyond it or when nothing could check).
-int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, const std::string& onnx_file,
+// `source` runs the source (or, for our own models, the exported ONNX file) in its own runtime.
+int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, const pd::converter::SourceRuntime* source,
            const pd::io::OnnxExportReport* exported = nullptr) {
   std::map<std::string, pd::Tensor> in =
       o.inputs.empty() ? pd::tools::random_inputs(ours, o.batch, 0) : pd::tools::read_inputs(ours, o.inputs);
@@ -141,22 +148,23 @@ int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, cons
     ok = print_diffs("--reference", pd::converter::compare_outputs(ours, got, read_references(ours, o.references), o.atol, o.rtol)) && ok;
     checked = true;
   }
-  if (!onnx_file.empty()) {
+  if (source) {
+    const char* runtime = source->kind == pd::converter::SourceRuntime::Paddle ? "paddle" : "onnxruntime";
     std::vector<std::pair<std::string, pd::Tensor>> ref;
     std::string why;
-    if (pd::converter::run_onnxruntime(o.python, onnx_file, in, &ref, &why)) {
-      ok = print_diffs("onnxruntime", pd::converter::compare_outputs(ours, got, ref, o.atol, o.rtol)) && ok;
+    if (pd::converter::run_source_runtime(*source, in, &ref, &why)) {
+      ok = print_diffs(runtime, pd::converter::compare_outputs(ours, got, ref, o.atol, o.rtol)) && ok;
       checked = true;
     } else {
-      fmt::print("verify: onnxruntime not available: {}\n", why);
+      fmt::print("verify: {} not available: {}\n", runtime, why);
     }
   }
-  if (from == ModelFormat::PdModel && !onnx_file.empty()) {
+  if (from == ModelFormat::PdModel && source) {
     // Round trip: the exported file imported again must compute exactly what the source did, unless ops
     // were written as several nodes (then within tolerance, and said so).
     const bool exact = !exported || exported->decomposed.empty();
     if (!exact) fmt::print("verify: round trip within tolerance, not bitwise: decomposed for ONNX: {}\n", count_list(exported->decomposed));
-    pd::ir::Program back = pd::io::import_onnx(onnx_file);
+    pd::ir::Program back = pd::io::import_onnx(source->model_path);
     pd::exec::ExecPlan back_plan = pd::exec::compile(back);
     const std::vector<pd::Tensor> again = pd::exec::Executor(back_plan).run(in);
     std::vector<std::pair<std::string, pd::Tensor>> ref;
@@ -166,8 +174,9 @@ int verify(const Options& o, const pd::ir::Program& ours, ModelFormat from, cons
     checked = true;
   }
   if (!checked) {
-    fmt::print(stderr, "pd-convert: error: --verify found nothing to compare with: install onnxruntime for the python "
-                       "given by --python, or give expected outputs with --reference OUTPUT=FILE.npy\n");
+    fmt::print(stderr, "pd-convert: error: --verify found nothing to compare with: install the source's runtime "
+                       "(onnxruntime or paddlepaddle) for the python given by --python, or give expected outputs with "
+                       "--reference OUTPUT=FILE.npy\n");
     return 1;
   }
   fmt::print("verify: {} (atol {}, rtol {}, {} input{})\n", ok ? "PASS" : "FAIL", o.atol, o.rtol,
@@ -184,28 +193,35 @@ int run(const Options& o) {
   std::string what;
   const ModelFormat from = pd::io::detect_model_format(o.in, &what);
   if (from == ModelFormat::Unknown) usage_error(fmt::format("{}: not a model this tool reads: {}", o.in, what));
-  if (from == ModelFormat::PaddleProgramDesc || from == ModelFormat::PaddlePir)
-    pd::raise(pd::ErrorCode::kNotImplemented, "{}: {} import is not implemented yet (ONNX and paddle-cpp models are)", o.in,
-              pd::io::model_format_name(from));
-  if (!o.input_shapes.empty() && from != ModelFormat::Onnx)
-    usage_error("--input-shape applies to ONNX sources (a paddle-cpp model's inputs are already typed)");
+  const bool paddle = from == ModelFormat::PaddleProgramDesc || from == ModelFormat::PaddlePir;
+  if (!o.input_shapes.empty() && from == ModelFormat::PdModel)
+    usage_error("--input-shape applies to ONNX and PaddlePaddle sources (a paddle-cpp model's inputs are already typed)");
+  if (!o.params.empty() && !paddle) usage_error("--params applies to PaddlePaddle sources (their .pdiparams file)");
 
   const auto start = std::chrono::steady_clock::now();
   pd::io::OnnxImportReport report;
+  pd::io::PaddleImportReport paddle_report;
   pd::ir::Program program;
+  pd::converter::SourceRuntime source{pd::converter::SourceRuntime::Onnxruntime, o.python, o.in, ""};
   if (from == ModelFormat::Onnx) {
     pd::io::OnnxImportOptions opt;
     opt.input_shapes = parse_input_shapes(o.input_shapes);
     program = pd::io::import_onnx(o.in, opt, &report);
+  } else if (paddle) {
+    pd::io::PaddleImportOptions opt;
+    opt.input_shapes = parse_input_shapes(o.input_shapes);
+    opt.params_path = o.params;
+    program = pd::io::import_paddle(o.in, opt, &paddle_report);
+    source = {pd::converter::SourceRuntime::Paddle, o.python, o.in, paddle_report.params_path};
   } else {
     program = pd::io::load_program(o.in);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.report) print_report(program, from, report, seconds);
+  if (o.report) print_report(program, from, report, paddle_report, seconds);
 
   if (to == ModelFormat::PdModel) {
     if (o.verify) {
-      const int rc = verify(o, program, from, from == ModelFormat::Onnx ? o.in : "");
+      const int rc = verify(o, program, from, from == ModelFormat::PdModel ? nullptr : &source);
       if (rc) {
         fmt::print(stderr, "pd-convert: --verify failed; nothing was written\n");
         return rc;
@@ -223,7 +239,9 @@ int run(const Options& o) {
     if (o.verify) {
       int rc = 1;
       try {
-        rc = verify(o, program, from, staging, &exported);
+        // our own model: the exported file runs in onnxruntime; an imported one: the source in its runtime
+        pd::converter::SourceRuntime exported_rt{pd::converter::SourceRuntime::Onnxruntime, o.python, staging, ""};
+        rc = verify(o, program, from, from == ModelFormat::PdModel ? &exported_rt : &source, &exported);
       } catch (...) {
         fs::remove(staging, ec);
         throw;
@@ -243,24 +261,26 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"pd-convert: convert models between paddle-cpp and ONNX (docs/pd-convert.md)", "pd-convert"};
+  CLI::App app{"pd-convert: convert ONNX and PaddlePaddle models to paddle-cpp and back to ONNX (docs/pd-convert.md)", "pd-convert"};
   Options o;
   const char* py = std::getenv("PD_PYTHON");
   o.python = py && *py ? py : "python3";
-  app.add_option("input", o.in, "the model to convert: ONNX or paddle-cpp .pdmodel (told by its content)")->required();
+  app.add_option("input", o.in, "the model to convert: ONNX, PaddlePaddle 2.x .pdmodel / 3.x .json, or paddle-cpp "
+                 ".pdmodel (told by its content)")->required();
   app.add_option("output", o.out, "where to write: .onnx or .pdmodel (its .pdiparams goes next to it)")->required();
-  app.add_option("--input-shape", o.input_shapes, "fix an ONNX input's extents, NAME=1x3x224x224 (repeatable); shape "
-                 "computations on them fold at import");
+  app.add_option("--input-shape", o.input_shapes, "fix an ONNX or Paddle input's extents, NAME=1x3x224x224 "
+                 "(repeatable); shape computations on them fold at import");
+  app.add_option("--params", o.params, "a PaddlePaddle model's parameters (default: its path with .pdiparams)");
   app.add_option("--opset", o.opset, "ONNX opset to export at (11-17, default 13)");
   app.add_flag("--verify", o.verify, "run the converted model and the source on the same inputs and compare "
-               "(onnxruntime through --python for ONNX); exit 1 and write nothing beyond tolerance");
+               "(onnxruntime or paddle through --python); exit 1 and write nothing beyond tolerance");
   app.add_option("--input", o.inputs, "--verify input NAME=FILE.npy (repeatable; default random)");
   app.add_option("--reference", o.references, "--verify expected output OUTPUT=FILE.npy (repeatable), for when no "
                  "runtime of the source is installed");
   app.add_option("--batch", o.batch, "--verify: the extent of dynamic dims in random inputs (default 2)")->check(CLI::PositiveNumber);
   app.add_option("--atol", o.atol, "--verify absolute tolerance (default 1e-4)")->check(CLI::NonNegativeNumber);
   app.add_option("--rtol", o.rtol, "--verify relative tolerance (default 1e-3)")->check(CLI::NonNegativeNumber);
-  app.add_option("--python", o.python, "the python with onnxruntime for --verify (default $PD_PYTHON or python3)");
+  app.add_option("--python", o.python, "the python with onnxruntime or paddle for --verify (default $PD_PYTHON or python3)");
   app.add_flag("--report", o.report, "print what the source holds and what it became: node and op counts, params, "
                "inputs, outputs, time");
   return pd::tools::run_tool("pd-convert", app, argc, argv, [&] { return run(o); });

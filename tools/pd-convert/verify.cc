@@ -15,10 +15,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Reads the manifest of input files, runs the model, writes out_K.npy and a manifest of output names.
-// Exit 3 when onnxruntime (or numpy) cannot be imported.
-constexpr const char* kRunner = R"PY(
+// Each runner reads the manifest of input files (inputs.txt), runs the model, and writes out_K.npy and a
+// manifest of output names (outputs.txt). Exit 3 when its runtime (or numpy) cannot be imported.
+constexpr const char* kManifestIo = R"PY(
 import sys, os
+def read_feeds(d):
+    import numpy as np
+    feeds = {}
+    with open(os.path.join(d, "inputs.txt")) as f:
+        for line in f.read().splitlines():
+            name, path = line.split("\t")
+            feeds[name] = np.load(path)
+    return feeds
+def write_outputs(d, named):
+    import numpy as np
+    with open(os.path.join(d, "outputs.txt"), "w") as f:
+        for k, (name, v) in enumerate(named):
+            np.save(os.path.join(d, "out_%d.npy" % k), np.ascontiguousarray(v))
+            f.write(name + "\n")
+)PY";
+
+constexpr const char* kOnnxRunner = R"PY(
 try:
     import numpy as np
     import onnxruntime as ort
@@ -26,19 +43,32 @@ except Exception as e:
     print("cannot import onnxruntime/numpy: %s" % e, file=sys.stderr)
     sys.exit(3)
 model, d = sys.argv[1], sys.argv[2]
-feeds = {}
-with open(os.path.join(d, "inputs.txt")) as f:
-    for line in f.read().splitlines():
-        name, path = line.split("\t")
-        feeds[name] = np.load(path)
 so = ort.SessionOptions()
 so.intra_op_num_threads = 2
 sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-outs = sess.run(None, feeds)
-with open(os.path.join(d, "outputs.txt"), "w") as f:
-    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
-        np.save(os.path.join(d, "out_%d.npy" % k), np.ascontiguousarray(v))
-        f.write(o.name + "\n")
+outs = sess.run(None, read_feeds(d))
+write_outputs(d, [(o.name, v) for o, v in zip(sess.get_outputs(), outs)])
+)PY";
+
+constexpr const char* kPaddleRunner = R"PY(
+try:
+    import numpy as np
+    import paddle
+    import paddle.inference as pi
+except Exception as e:
+    print("cannot import paddle/numpy: %s" % e, file=sys.stderr)
+    sys.exit(3)
+model, d, params = sys.argv[1], sys.argv[2], sys.argv[3]
+config = pi.Config(model, params)
+config.disable_gpu()
+config.set_cpu_math_library_num_threads(2)
+config.disable_glog_info()
+pred = pi.create_predictor(config)
+feeds = read_feeds(d)
+for name in pred.get_input_names():
+    pred.get_input_handle(name).copy_from_cpu(feeds[name])
+pred.run()
+write_outputs(d, [(n, pred.get_output_handle(n).copy_to_cpu()) for n in pred.get_output_names()])
 )PY";
 
 std::string quote(const std::string& s) {
@@ -49,8 +79,10 @@ std::string quote(const std::string& s) {
 
 }  // namespace
 
-bool run_onnxruntime(const std::string& python, const std::string& onnx_path, const std::map<std::string, Tensor>& inputs,
-                     std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why) {
+bool run_source_runtime(const SourceRuntime& rt, const std::map<std::string, Tensor>& inputs,
+                        std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why) {
+  const bool paddle = rt.kind == SourceRuntime::Paddle;
+  const char* name = paddle ? "paddle" : "onnxruntime";
   const fs::path dir = fs::temp_directory_path() / fmt::format("pd-convert-verify-{}", ::getpid());
   fs::create_directories(dir);
   struct Cleanup {
@@ -62,30 +94,34 @@ bool run_onnxruntime(const std::string& python, const std::string& onnx_path, co
   } cleanup{dir};
   std::string manifest;
   int k = 0;
-  for (const auto& [name, t] : inputs) {
+  for (const auto& [in_name, t] : inputs) {
     const std::string file = (dir / fmt::format("in_{}.npy", k++)).string();
     data::write_npy(file, t);
-    manifest += name + "\t" + file + "\n";
+    manifest += in_name + "\t" + file + "\n";
   }
   io::write_file_atomic((dir / "inputs.txt").string(), manifest);
-  io::write_file_atomic((dir / "runner.py").string(), kRunner);
+  io::write_file_atomic((dir / "runner.py").string(), std::string(kManifestIo) + (paddle ? kPaddleRunner : kOnnxRunner));
   const std::string log = (dir / "log.txt").string();
-  const std::string cmd = fmt::format("{} {} {} {} > {} 2>&1", quote(python), quote((dir / "runner.py").string()),
-                                      quote(fs::absolute(onnx_path).string()), quote(dir.string()), quote(log));
+  std::string cmd = fmt::format("{} {} {} {}", quote(rt.python), quote((dir / "runner.py").string()),
+                                quote(fs::absolute(rt.model_path).string()), quote(dir.string()));
+  if (paddle) cmd += " " + quote(fs::absolute(rt.params_path).string());
+  cmd += " > " + quote(log) + " 2>&1";
   const int status = std::system(cmd.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::string text;
   if (fs::exists(log)) text = io::read_file_bytes(log);
   if (code == 127 || code == 3) {
-    *why = code == 127 ? fmt::format("'{}' was not found", python)
-                       : fmt::format("onnxruntime is not importable by '{}' (pip install onnxruntime numpy, or give --python)", python);
+    *why = code == 127 ? fmt::format("'{}' was not found", rt.python)
+                       : fmt::format("{} is not importable by '{}' (pip install {} numpy, or give --python)", name,
+                                     rt.python, paddle ? "paddlepaddle" : "onnxruntime");
     return false;
   }
-  PD_CHECK(code == 0, ErrorCode::kInternal, "onnxruntime failed on {} (exit {}):\n{}", onnx_path, code, text);
+  PD_CHECK(code == 0, ErrorCode::kInternal, "{} failed on {} (exit {}):\n{}", name, rt.model_path, code, text);
   std::ifstream names(dir / "outputs.txt");
-  std::string name;
+  std::string out_name;
   k = 0;
-  while (std::getline(names, name)) outputs->emplace_back(name, data::read_npy((dir / fmt::format("out_{}.npy", k++)).string()));
+  while (std::getline(names, out_name))
+    outputs->emplace_back(out_name, data::read_npy((dir / fmt::format("out_{}.npy", k++)).string()));
   return true;
 }
 

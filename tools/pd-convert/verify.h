@@ -1,5 +1,5 @@
-// pd-convert --verify: run the converted program and the source in its own runtime (onnxruntime through
-// python3 for ONNX, our executor for our own models) on the same inputs and compare every output.
+// pd-convert --verify: run the converted program and the source in its own runtime (onnxruntime or paddle
+// through python3, our executor for our own models) on the same inputs and compare every output.
 #pragma once
 #include <map>
 #include <string>
@@ -19,11 +19,18 @@ struct OutputDiff {
   std::string note;
 };
 
-// Outputs of an ONNX model run by onnxruntime in `python`, in the model's output order with their names.
-// Returns false (and says why in `why`) when python or onnxruntime is not available; throws pd::Error when
-// onnxruntime runs and fails.
-bool run_onnxruntime(const std::string& python, const std::string& onnx_path, const std::map<std::string, Tensor>& inputs,
-                     std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why);
+// The source model in its own runtime, run through `python`: onnxruntime for ONNX, paddle.inference for
+// PaddlePaddle programs (2.x .pdmodel or 3.x .json with their .pdiparams).
+struct SourceRuntime {
+  enum Kind { Onnxruntime, Paddle } kind = Onnxruntime;
+  std::string python, model_path, params_path;
+};
+
+// Outputs of the source model in its runtime, in the model's output order with their names. Returns false
+// (and says why in `why`) when python or the runtime is not available; throws pd::Error when the runtime
+// runs and fails.
+bool run_source_runtime(const SourceRuntime& rt, const std::map<std::string, Tensor>& inputs,
+                        std::vector<std::pair<std::string, Tensor>>* outputs, std::string* why);
 
 // Per output of `ours` (by name, in program order): the largest |a - b| and |a - b| / (|b| + 1e-6) against
 // `reference`, and whether row argmaxes agree.
