@@ -265,7 +265,8 @@ void check_supported(const PaddleGraph& g, const std::string& path) {
     std::vector<std::string> first(where.begin(), where.begin() + std::min<size_t>(3, where.size()));
     lines.push_back(fmt::format("  {} x{} (first: {})", type, where.size(), fmt::join(first, "; ")));
   }
-  raise(ErrorCode::kNotImplemented, "{}: {} op type{} this toolchain cannot map yet:\n{}\nsupported: {}", path,
+  raise(ErrorCode::kNotImplemented, "{}: {} op type{} this toolchain cannot map yet:\n{}\nsupported (ProgramDesc names; PIR's map onto them, "
+        "docs/pd-convert.md): {}", path,
         missing.size(), missing.size() == 1 ? "" : "s", fmt::join(lines, "\n"), fmt::join(supported_paddle_ops(), ", "));
 }
 

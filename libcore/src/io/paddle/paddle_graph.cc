@@ -10,6 +10,8 @@ std::string PaddleOp::where() const {
     auto it = outputs.find(slot);
     if (it != outputs.end() && !it->second.empty()) return fmt::format("op #{} {} (-> {})", index, type, it->second[0]);
   }
+  for (const auto& [slot, names] : outputs)
+    if (!names.empty()) return fmt::format("op #{} {} (-> {})", index, type, names[0]);
   return fmt::format("op #{} {}", index, type);
 }
 
