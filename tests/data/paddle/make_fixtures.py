@@ -24,8 +24,8 @@ np.random.seed(0)
 
 
 class LeNet(nn.Layer):
-    """LeNet-size: conv2d, depthwise conv, pool2d (max/avg), relu/hardswish/sigmoid, concat, scale,
-    flatten, matmul_v2 + elementwise_add (nn.Linear), dropout (inference mode), softmax."""
+    """LeNet-size: conv2d, depthwise conv, pool2d (max/avg), relu/hardswish/sigmoid, concat, split,
+    scale, flatten, matmul_v2 + elementwise_add (nn.Linear), dropout (inference mode), softmax."""
 
     def __init__(self):
         super().__init__()
@@ -39,6 +39,8 @@ class LeNet(nn.Layer):
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2, 2)
         x = paddle.concat([x, F.hardswish(self.dw(x))], axis=1)
+        a, b = paddle.split(x, [4, -1], axis=1)  # shufflenet-style channel regrouping
+        x = paddle.concat([b, a], axis=1)
         x = F.avg_pool2d(F.sigmoid(self.conv2(x)), 2, 2)
         x = paddle.flatten(x, 1) * 2.0 + 0.5
         x = self.drop(F.relu(self.fc1(x)))

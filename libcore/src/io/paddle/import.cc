@@ -246,6 +246,13 @@ ir::ValueId OpContext::scalar(double v, DType dtype) {
   return param(Tensor::full_scalar(v, dtype), (named ? it->second[0] : op_.type) + ".const");
 }
 
+void OpContext::outs(const std::string& slot, const std::vector<ir::ValueId>& vs) {
+  auto it = op_.outputs.find(slot);
+  if (it == op_.outputs.end() || it->second.size() != vs.size())
+    fail(fmt::format("output '{}' has {} variables for {} results", slot, it == op_.outputs.end() ? 0 : it->second.size(), vs.size()));
+  for (size_t k = 0; k < vs.size(); ++k) im_.bind(it->second[k], vs[k], *this);
+}
+
 void OpContext::count_fused() { ++im_.fused(); }
 
 void OpContext::out(const std::string& slot, ir::ValueId v) {

@@ -55,6 +55,7 @@ class OpContext {
   ir::ValueId param(const Tensor& t, const std::string& name);
   ir::ValueId scalar(double v, DType dtype);  // a 0-D constant, named after the op's output
   void out(const std::string& slot, ir::ValueId v);
+  void outs(const std::string& slot, const std::vector<ir::ValueId>& vs);  // a list output (split)
   void count_fused();  // a bias add taken into the op before it (PaddleImportReport::fused)
   ir::Program& program() const;
 

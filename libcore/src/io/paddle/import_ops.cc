@@ -378,6 +378,28 @@ void slice(OpContext& c) {
   c.out("Out", out);
 }
 
+// Into `num` equal parts, or sections (one of them -1: the rest) along axis.
+void split(OpContext& c) {
+  if (c.has("AxisTensor") || c.has("SectionsTensorList")) c.unsupported("axis or sections computed at run time");
+  const ValueId x = c.in("X");
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, x));
+  const int64_t extent = c.type(x).shape[static_cast<size_t>(axis)];
+  if (extent < 0) c.unsupported("splitting an extent known only at run time");
+  Ints sections = c.attr_ints("sections");
+  const int64_t num = c.attr_int("num", 0);
+  if (sections.empty()) {
+    if (num <= 0 || extent % num) c.fail(fmt::format("cannot split extent {} into {} equal parts", extent, num));
+    sections.assign(static_cast<size_t>(num), extent / num);
+  }
+  int64_t known = 0, unknown = 0;
+  for (int64_t s : sections) s < 0 ? ++unknown : known += s;
+  for (int64_t& s : sections)
+    if (s < 0) s = extent - known;
+  if (unknown > 1 || known > extent || (unknown == 0 && known != extent))
+    c.fail(fmt::format("sections {} do not split extent {}", c.attr_ints("sections"), extent));
+  c.outs("Out", c.ops("split", {{x}}, {{"sections", sections}, {"axis", axis}}));
+}
+
 void lookup_table_v2(OpContext& c) {
   c.out("Out", c.op("embedding", {{c.in("Ids")}, {c.in("W")}}, {{"padding_idx", c.attr_int("padding_idx", -1)}}));
 }
@@ -465,6 +487,7 @@ constexpr Entry kTable[] = {
     {"silu", unary<kSilu>},
     {"slice", slice},
     {"softmax", softmax_like<kSoftmax>},
+    {"split", split},
     {"sqrt", unary<kSqrt>},
     {"squeeze2", squeeze2},
     {"swish", swish},
@@ -516,6 +539,8 @@ const std::vector<PirOpName>& pir_rows() {
       {"silu", "silu", {"X"}, {"Out"}, {}},
       {"slice", "slice", {"Input", "@starts", "@ends"}, {"Out"}, {}},
       {"softmax", "softmax", {"X"}, {"Out"}, {}},
+      {"split", "split", {"X", "@sections", "@axis"}, {"Out"}, {}},
+      {"split_with_num", "split", {"X", "@axis"}, {"Out"}, {}},
       {"sqrt", "sqrt", {"X"}, {"Out"}, {}},
       {"squeeze", "squeeze2", {"X", "@axes"}, {"Out", "XShape"}, {}},
       {"subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {}},
@@ -531,6 +556,10 @@ const std::vector<PirOpName>& pir_rows() {
 }  // namespace
 
 const Converter* find_converter(const std::string& type) {
+  static const bool sorted = std::is_sorted(std::begin(kTable), std::end(kTable), [](const Entry& a, const Entry& b) {
+    return std::string(a.type) < b.type;
+  });
+  PD_CHECK(sorted, ErrorCode::kInternal, "the Paddle converter table is not sorted by op type");
   auto it = std::lower_bound(std::begin(kTable), std::end(kTable), type,
                              [](const Entry& e, const std::string& t) { return e.type < t; });
   return it != std::end(kTable) && it->type == type ? &it->fn : nullptr;

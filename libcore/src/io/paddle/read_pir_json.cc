@@ -169,6 +169,17 @@ class PirReader {
       return;
     }
     if (type == "full" || type == "full_int_array") return read_constant(type, op, out_ids);
+    if (full == "0.split") {  // builtin split: unpacks the vector an op (split, unbind) returned
+      auto v = vectors_.find(in_ids.size() == 1 ? in_ids[0] : -1);
+      if (v == vectors_.end()) bad("builtin split of a value that is not an op's vector result");
+      std::vector<std::string>& names = g_.ops[v->second.first].outputs[v->second.second];
+      names.clear();
+      for (size_t k = 0; k < out_ids.size(); ++k) {
+        names.push_back(name_of(out_ids[k]));
+        read_type(names.back(), outs.at(k));
+      }
+      return;
+    }
 
     const PirOpName* row = find_pir_op(type);
     PaddleOp p;
@@ -195,6 +206,7 @@ class PirReader {
       const std::string name = name_of(out_ids[k]);
       p.outputs[slot] = {name};
       read_type(name, outs.at(k));
+      if (outs.at(k).contains("TT") && outs.at(k).at("TT").at("#") == "0.t_vec") vectors_[out_ids[k]] = {g_.ops.size(), slot};
     }
     g_.ops.push_back(std::move(p));
   }
@@ -254,6 +266,7 @@ class PirReader {
   std::map<int64_t, std::string> names_;                 // value number -> name (params, inputs)
   std::map<int64_t, std::vector<std::string>> lists_;    // combine results
   std::map<int64_t, AttrValue> const_attrs_;             // full / full_int_array results as attributes
+  std::map<int64_t, std::pair<size_t, std::string>> vectors_;  // vector results: op index in g_.ops, slot
 };
 
 }  // namespace
