@@ -99,6 +99,29 @@ TEST_CASE("model file: save and load give the same program, params and results",
   CHECK(pd::io::params_path_for("a/b/model.pdmodel") == "a/b/model.pdiparams");
 }
 
+// pd-opt -O2 on an imported DenseNet wrote a file that did not load: while loading, an automatic name of
+// one batch_norm result took the saved name of another.
+TEST_CASE("model file: multi-result ops keep saved names that automatic names would take", "[modelfile]") {
+  TempDir dir;
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 2, 3, 3}});
+  auto a = p.add_op("relu", {{x}})[0];
+  p.rename(a, "670");
+  auto b = p.add_op("relu", {{a}})[0];
+  p.rename(b, "4");
+  auto c = p.add_op("relu", {{b}})[0];
+  p.rename(c, "5");
+  auto ones = p.add_param("bn.scale", pd::ops::full({2}, 1.0)), zeros = p.add_param("bn.bias", pd::ops::full({2}, 0.0));
+  auto bn = p.add_op("batch_norm", {{c}, {ones}, {zeros}, {zeros}, {ones}}, {{"training", false}});
+  REQUIRE(bn.size() == 3);
+  for (size_t r = 0; r < bn.size(); ++r) p.rename(bn[r], "tmp" + std::to_string(r));  // "6" is one's automatic name
+  for (size_t r = 0; r < bn.size(); ++r) p.rename(bn[r], std::to_string(6 + r));
+  p.mark_output(bn[0], "y");
+  pd::io::save_program(dir / "m.pdmodel", p);
+  ir::Program q = pd::io::load_program(dir / "m.pdmodel");
+  CHECK(ir::print(q) == ir::print(p));
+}
+
 TEST_CASE("model file: damaged files are refused with a message", "[modelfile]") {
   TempDir dir;
   const std::string path = dir / "m.pdmodel";

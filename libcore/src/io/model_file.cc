@@ -167,13 +167,15 @@ ir::Program build(const proto::Model& m, const std::map<std::string, Tensor>& pa
       std::vector<ir::ValueType> types;
       for (uint32_t r : op.results()) types.push_back(type_of(m.values(static_cast<int>(r))));
       const auto results = p.add_op_typed(op.type(), inputs, attrs, types);
+      // Keep the saved names, so that a loaded program prints as the saved one did. Two steps, so that an
+      // automatic name of one result (batch_norm's "6") never blocks the saved name of another.
+      auto saved_name = [&](size_t r) -> const std::string& { return m.values(static_cast<int>(op.results(static_cast<int>(r)))).name(); };
       for (size_t r = 0; r < results.size(); ++r) {
-        const uint32_t file_id = op.results(static_cast<int>(r));
-        id[file_id] = results[r];
-        // Keep the saved names, so that a loaded program prints as the saved one did.
-        const std::string& name = m.values(static_cast<int>(file_id)).name();
-        if (!name.empty() && p.value(results[r]).name != name) p.rename(results[r], name);
+        id[op.results(static_cast<int>(r))] = results[r];
+        if (results.size() > 1 && !saved_name(r).empty()) p.rename(results[r], p.unique_name(fmt::format("\x01{}", r)));
       }
+      for (size_t r = 0; r < results.size(); ++r)
+        if (!saved_name(r).empty() && p.value(results[r]).name != saved_name(r)) p.rename(results[r], saved_name(r));
     }
   };
   for (int i = 0; i < n; ++i) ensure(static_cast<size_t>(i));

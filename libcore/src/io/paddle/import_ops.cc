@@ -1,27 +1,16 @@
-// THE table of PaddlePaddle ops (ProgramDesc names; PIR names are translated by the rows at the end):
-// each converter builds ops of ops.yaml. docs/pd-convert.md lists the mapping.
+// THE table of PaddlePaddle ops (ProgramDesc names; PIR names are translated by pir_op_names.cc): each
+// converter builds ops of ops.yaml. docs/pd-convert.md lists the mapping.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "import_context.h"
+#include "import_converters.h"
 #include "op_api.h"
 
 namespace pd::io::paddle_import {
 namespace {
-
-using ir::ValueId;
-using Ints = std::vector<int64_t>;
-
-int64_t rank_of(OpContext& c, ValueId v) { return static_cast<int64_t>(c.type(v).shape.size()); }
-
-int64_t norm_axis(OpContext& c, int64_t axis, int64_t rank, const char* what = "axis") {
-  const int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= std::max<int64_t>(rank, 1)) c.fail(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
-  return a;
-}
 
 void require_nchw(OpContext& c) {
   for (const char* key : {"data_format", "data_layout"}) {
@@ -289,117 +278,6 @@ void softmax_like(OpContext& c) {
 }
 constexpr char kSoftmax[] = "softmax", kLogSoftmax[] = "log_softmax";
 
-// reshape: 0 copies the input's extent, -1 is inferred. Paddle's declared result shape settles the
-// batch extent when the input has one unknown extent.
-void reshape2(OpContext& c) {
-  if (c.has("Shape") || c.has("ShapeTensor")) c.unsupported("a shape computed at run time (Shape/ShapeTensor inputs)");
-  const ValueId x = c.in("X");
-  const Shape& in = c.type(x).shape;
-  Ints shape = c.attr_ints("shape");
-  int64_t unknown = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) {
-      if (d >= in.size()) c.fail(fmt::format("shape {}: 0 at axis {} copies an extent the input (rank {}) lacks", shape, d, in.size()));
-      shape[d] = in[d];
-    }
-    unknown += shape[d] < 0;
-  }
-  if (unknown > 1) c.unsupported(fmt::format("reshape of {} to {}: more than one extent unknown until run time; give "
-                                             "--input-shape NAME=DIMS", c.type(x).str(), shape));
-  c.out("Out", c.op("reshape", {{x}}, {{"shape", shape}}));
-}
-
-void transpose2(OpContext& c) { c.out("Out", c.op("transpose", {{c.in("X")}}, {{"perm", c.attr_ints("axis")}})); }
-
-void flatten_range(OpContext& c) {
-  c.out("Out", c.op("flatten", {{c.in("X")}}, {{"start_axis", c.attr_int("start_axis", 1)}, {"stop_axis", c.attr_int("stop_axis", -1)}}));
-}
-void flatten2(OpContext& c) {  // [prod(dims < axis), prod(dims >= axis)]
-  const ValueId x = c.in("X");
-  const int64_t axis = c.attr_int("axis", 1);
-  ValueId v = c.op("flatten", {{x}}, {{"start_axis", axis}, {"stop_axis", int64_t{-1}}});
-  if (axis == 0) return c.out("Out", c.op("unsqueeze", {{v}}, {{"axis", Ints{0}}}));
-  c.out("Out", c.op("flatten", {{v}}, {{"start_axis", int64_t{0}}, {"stop_axis", axis - 1}}));
-}
-
-// Paddle inserts the axes one after another (a negative axis counts in the rank reached so far); ours
-// names positions in the result.
-void unsqueeze2(OpContext& c) {
-  if (c.has("AxesTensor") || c.has("AxesTensorList")) c.unsupported("axes computed at run time");
-  const ValueId x = c.in("X");
-  std::vector<bool> inserted(static_cast<size_t>(rank_of(c, x)), false);
-  for (int64_t a : c.attr_ints("axes")) {
-    const auto r = static_cast<int64_t>(inserted.size());
-    const int64_t pos = a < 0 ? a + r + 1 : a;
-    if (pos < 0 || pos > r) c.fail(fmt::format("axis {} is out of range for rank {}", a, r));
-    inserted.insert(inserted.begin() + pos, true);
-  }
-  Ints axes;
-  for (size_t d = 0; d < inserted.size(); ++d)
-    if (inserted[d]) axes.push_back(static_cast<int64_t>(d));
-  c.out("Out", c.op("unsqueeze", {{x}}, {{"axis", axes}}));
-}
-
-void squeeze2(OpContext& c) {
-  const ValueId x = c.in("X");
-  Ints axes;
-  for (int64_t a : c.attr_ints("axes")) {
-    const int64_t n = norm_axis(c, a, rank_of(c, x));
-    if (c.type(x).shape[static_cast<size_t>(n)] == 1) axes.push_back(n);  // Paddle skips axes not of extent 1
-  }
-  if (axes.empty() && !c.attr_ints("axes").empty()) return c.out("Out", x);
-  c.out("Out", c.op("squeeze", {{x}}, {{"axis", axes}}));
-}
-
-void concat(OpContext& c) {
-  if (c.has("AxisTensor")) c.unsupported("an axis computed at run time");
-  const std::vector<ValueId> xs = c.ins("X");
-  if (xs.empty()) c.fail("no inputs");
-  c.out("Out", c.op("concat", {xs}, {{"axis", norm_axis(c, c.attr_int("axis", 0), rank_of(c, xs[0]))}}));
-}
-
-void slice(OpContext& c) {
-  for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"})
-    if (c.has(s)) c.unsupported(fmt::format("bounds computed at run time ({})", s));
-  const ValueId x = c.in("Input");
-  const int64_t rank = rank_of(c, x);
-  Ints axes = c.attr_ints("axes"), starts = c.attr_ints("starts"), ends = c.attr_ints("ends");
-  if (axes.size() != starts.size() || axes.size() != ends.size())
-    c.fail(fmt::format("axes {}, starts {}, ends {} differ in length", axes, starts, ends));
-  for (int64_t& a : axes) a = norm_axis(c, a, rank);
-  ValueId out = c.op("slice", {{x}}, {{"axes", axes}, {"starts", starts}, {"ends", ends}});
-  Ints decrease = c.attr_ints("decrease_axis");
-  for (int64_t& a : decrease) a = norm_axis(c, a, rank, "decrease_axis");
-  if (!decrease.empty() && static_cast<int64_t>(decrease.size()) == rank) {
-    out = c.op("reshape", {{out}}, {{"shape", Ints{}}});  // every axis removed: a 0-D result
-  } else if (!decrease.empty()) {
-    out = c.op("squeeze", {{out}}, {{"axis", decrease}});
-  }
-  c.out("Out", out);
-}
-
-// Into `num` equal parts, or sections (one of them -1: the rest) along axis.
-void split(OpContext& c) {
-  if (c.has("AxisTensor") || c.has("SectionsTensorList")) c.unsupported("axis or sections computed at run time");
-  const ValueId x = c.in("X");
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, x));
-  const int64_t extent = c.type(x).shape[static_cast<size_t>(axis)];
-  if (extent < 0) c.unsupported("splitting an extent known only at run time");
-  Ints sections = c.attr_ints("sections");
-  const int64_t num = c.attr_int("num", 0);
-  if (sections.empty()) {
-    if (num <= 0 || extent % num) c.fail(fmt::format("cannot split extent {} into {} equal parts", extent, num));
-    sections.assign(static_cast<size_t>(num), extent / num);
-  }
-  int64_t known = 0, unknown = 0;
-  for (int64_t s : sections) s < 0 ? ++unknown : known += s;
-  for (int64_t& s : sections)
-    if (s < 0) s = extent - known;
-  if (unknown > 1 || known > extent || (unknown == 0 && known != extent))
-    c.fail(fmt::format("sections {} do not split extent {}", c.attr_ints("sections"), extent));
-  c.outs("Out", c.ops("split", {{x}}, {{"sections", sections}, {"axis", axis}}));
-}
-
 void lookup_table_v2(OpContext& c) {
   c.out("Out", c.op("embedding", {{c.in("Ids")}, {c.in("W")}}, {{"padding_idx", c.attr_int("padding_idx", -1)}}));
 }
@@ -412,29 +290,6 @@ void reduce(OpContext& c) {
   c.out("Out", c.op(Op, {{x}}, {{"axis", axes}, {"keepdim", c.attr_bool("keep_dim", false)}}));
 }
 constexpr char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min";
-
-void assign(OpContext& c) { c.out("Out", c.in("X")); }
-
-DType dtype_attr(OpContext& c, const char* name) {
-  const std::string where = fmt::format("{}: attribute {}", c.where(), name);
-  const AttrMap& a = c.op().attrs;
-  auto it = a.find(name);
-  if (it == a.end()) c.fail(fmt::format("attribute '{}' is missing", name));
-  if (auto* s = std::get_if<std::string>(&it->second)) return dtype_of_pir_type(*s, where);
-  return dtype_of_var_type(static_cast<int>(c.attr_int(name, 5)), where);
-}
-
-void cast(OpContext& c) { c.out("Out", c.op("cast", {{c.in("X")}}, {{"dtype", dtype_attr(c, "out_dtype")}})); }
-
-void fill_constant(OpContext& c) {
-  if (c.has("ShapeTensor") || c.has("ShapeTensorList") || c.has("ValueTensor")) c.unsupported("a shape or value computed at run time");
-  const Ints shape = c.attr_ints("shape");
-  for (int64_t e : shape)
-    if (e < 0 || e > (int64_t{1} << 24)) c.fail(fmt::format("shape {}", shape));
-  const std::string str = c.attr_string("str_value", "");
-  const double v = str.empty() ? c.attr_float("value", 0.0) : std::strtod(str.c_str(), nullptr);
-  c.out("Out", c.param(ops::full(shape, v, dtype_attr(c, "dtype")), "fill_constant"));
-}
 
 struct Entry {
   const char* type;
@@ -496,63 +351,6 @@ constexpr Entry kTable[] = {
     {"unsqueeze2", unsqueeze2},
 };
 
-// PIR op names -> ProgramDesc's, with the slots of their positional inputs and outputs.
-const std::vector<PirOpName>& pir_rows() {
-  static const std::vector<PirOpName> rows = {
-      {"abs", "abs", {"X"}, {"Out"}, {}},
-      {"add", "elementwise_add", {"X", "Y"}, {"Out"}, {}},
-      {"assign", "assign", {"X"}, {"Out"}, {}},
-      {"batch_norm", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"}, {"Y"}, {}},
-      {"batch_norm_", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"}, {"Y"}, {}},
-      {"cast", "cast", {"X"}, {"Out"}, {{"dtype", "out_dtype"}}},
-      {"clip", "clip", {"X", "@min", "@max"}, {"Out"}, {}},
-      {"concat", "concat", {"X", "@axis"}, {"Out"}, {}},
-      {"conv2d", "conv2d", {"Input", "Filter"}, {"Output"}, {}},
-      {"depthwise_conv2d", "depthwise_conv2d", {"Input", "Filter"}, {"Output"}, {}},
-      {"divide", "elementwise_div", {"X", "Y"}, {"Out"}, {}},
-      {"dropout", "dropout", {"X", "Seed", "@dropout_prob"}, {"Out", "Mask"}, {{"mode", "dropout_implementation"}}},
-      {"elementwise_pow", "elementwise_pow", {"X", "Y"}, {"Out"}, {}},
-      {"embedding", "lookup_table_v2", {"Ids", "W"}, {"Out"}, {}},
-      {"erf", "erf", {"X"}, {"Out"}, {}},
-      {"exp", "exp", {"X"}, {"Out"}, {}},
-      {"flatten", "flatten_contiguous_range", {"X"}, {"Out"}, {}},
-      {"gelu", "gelu", {"X"}, {"Out"}, {}},
-      {"hardsigmoid", "hard_sigmoid", {"X"}, {"Out"}, {}},
-      {"hardswish", "hard_swish", {"X"}, {"Out"}, {}},
-      {"layer_norm", "layer_norm", {"X", "Scale", "Bias"}, {"Y", "Mean", "Variance"}, {}},
-      {"leaky_relu", "leaky_relu", {"X"}, {"Out"}, {{"negative_slope", "alpha"}}},
-      {"log", "log", {"X"}, {"Out"}, {}},
-      {"log_softmax", "log_softmax", {"X"}, {"Out"}, {}},
-      {"matmul", "matmul_v2", {"X", "Y"}, {"Out"}, {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}},
-      {"max", "reduce_max", {"X", "@dim"}, {"Out"}, {{"keepdim", "keep_dim"}}},
-      {"mean", "reduce_mean", {"X", "@dim"}, {"Out"}, {{"keepdim", "keep_dim"}}},
-      {"min", "reduce_min", {"X", "@dim"}, {"Out"}, {{"keepdim", "keep_dim"}}},
-      {"multiply", "elementwise_mul", {"X", "Y"}, {"Out"}, {}},
-      {"pool2d", "pool2d", {"X", "@ksize"}, {"Out"}, {}},
-      {"pow", "elementwise_pow", {"X", "Y"}, {"Out"}, {}},
-      {"relu", "relu", {"X"}, {"Out"}, {}},
-      {"relu6", "relu6", {"X"}, {"Out"}, {}},
-      {"reshape", "reshape2", {"X", "@shape"}, {"Out", "XShape"}, {}},
-      {"rsqrt", "rsqrt", {"X"}, {"Out"}, {}},
-      {"scale", "scale", {"X", "@scale"}, {"Out"}, {}},
-      {"sigmoid", "sigmoid", {"X"}, {"Out"}, {}},
-      {"silu", "silu", {"X"}, {"Out"}, {}},
-      {"slice", "slice", {"Input", "@starts", "@ends"}, {"Out"}, {}},
-      {"softmax", "softmax", {"X"}, {"Out"}, {}},
-      {"split", "split", {"X", "@sections", "@axis"}, {"Out"}, {}},
-      {"split_with_num", "split", {"X", "@axis"}, {"Out"}, {}},
-      {"sqrt", "sqrt", {"X"}, {"Out"}, {}},
-      {"squeeze", "squeeze2", {"X", "@axes"}, {"Out", "XShape"}, {}},
-      {"subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {}},
-      {"sum", "reduce_sum", {"X", "@dim"}, {"Out"}, {{"keepdim", "keep_dim"}}},
-      {"swish", "swish", {"X"}, {"Out"}, {}},
-      {"tanh", "tanh", {"X"}, {"Out"}, {}},
-      {"transpose", "transpose2", {"X"}, {"Out"}, {{"perm", "axis"}}},
-      {"unsqueeze", "unsqueeze2", {"X", "@axes"}, {"Out", "XShape"}, {}},
-  };
-  return rows;
-}
-
 }  // namespace
 
 const Converter* find_converter(const std::string& type) {
@@ -569,12 +367,6 @@ std::vector<std::string> supported_paddle_ops() {
   std::vector<std::string> out;
   for (const Entry& e : kTable) out.push_back(e.type);
   return out;
-}
-
-const PirOpName* find_pir_op(const std::string& pir_type) {
-  for (const PirOpName& row : pir_rows())
-    if (row.pir == pir_type) return &row;
-  return nullptr;
 }
 
 }  // namespace pd::io::paddle_import
