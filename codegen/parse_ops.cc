@@ -393,6 +393,9 @@ OpDef parse_op(const YAML::Node& node, const std::string& category) {
   bool seen_default = false;
   for (const auto& a : op.args) {
     if (!names.insert(a.name).second) fail(node["args"], fmt::format("duplicate argument '{}'", a.name));
+    // Names the generated op API uses for its own locals.
+    static const std::set<std::string> reserved = {"kernel", "run_kernel", "place", "kdt", "kOp", "node", "observed", "output_nr"};
+    if (reserved.count(a.name)) fail(node["args"], fmt::format("argument name '{}' is reserved by the generated code", a.name));
     if (a.default_cpp) seen_default = true;
     else if (seen_default) fail(node["args"], fmt::format("argument '{}' has no default but follows one that has", a.name));
   }

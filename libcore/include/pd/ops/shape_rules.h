@@ -41,6 +41,13 @@ Shape reduce(const char* op, In x, const std::vector<int64_t>& axis, bool keepdi
 Shape reduce_nonempty(const char* op, In x, const std::vector<int64_t>& axis, bool keepdim);
 Shape sum_to(const char* op, In x, const std::vector<int64_t>& shape);
 Shape matmul(const char* op, In x, In y, bool transpose_x, bool transpose_y);
+// scaled_dot_product_attention: q [N, H, Lq, E], k [N, Hk, Lk, E], v [N, Hk, Lk, Ev] with Hk dividing H
+// (grouped-query attention), mask (bool, or additive of q's dtype) broadcastable to [N, H, Lq, Lk].
+// attention: the output [N, H, Lq, Ev]; attention_lse: the row log-sum-exp [N, H, Lq]; attention_grad:
+// q's shape once grad has the output's.
+Shape attention(const char* op, In q, In k, In v, In mask);
+Shape attention_lse(const char* op, In q, In k, In v, In mask);
+Shape attention_grad(const char* op, In q, In k, In v, In mask, In grad);
 Shape linear(const char* op, In x, In weight, In bias);
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);

@@ -1,0 +1,236 @@
+// scaled_dot_product_attention on the CPU, streaming over key blocks as FlashAttention does: each
+// block of query rows keeps a running row maximum, row sum and output accumulator, so the scores of one
+// [query block, key block] tile are all that is ever held (O(L) memory per head, not O(L^2)). Backward
+// recomputes each tile's weights from the saved row log-sum-exp instead of storing them. The tiles'
+// products run on Eigen's GEMM; the exponentials on Eigen's vectorised exp.
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+
+#include "cpu/common/parallel.h"
+#include "kernels.h"
+#include "pd/kernels/attention_dropout.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyBlock = 128;
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ConstMap = Eigen::Map<const RowMat<T>>;
+template <typename T>
+using MutMap = Eigen::Map<RowMat<T>>;
+
+enum class MaskKind { kNone, kBool, kAdditive };
+
+struct Geometry {
+  int64_t N = 0, H = 0, Hk = 0, Lq = 0, Lk = 0, E = 0, Ev = 0;
+  double scale = 1, dropout = 0;
+  bool causal = false;
+  uint64_t seed = 0;
+  MaskKind mask_kind = MaskKind::kNone;
+  const void* mask = nullptr;
+  int64_t mask_stride[4] = {0, 0, 0, 0};  // element strides over [N, H, Lq, Lk]; 0 where broadcast
+
+  int64_t group() const { return H / Hk; }
+};
+
+Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p,
+                  bool is_causal, double scale, int64_t seed) {
+  PD_CHECK(dropout_p >= 0 && dropout_p < 1, ErrorCode::kInvalidArgument, "{}: argument 'dropout_p' must be in [0, 1), but received {}",
+           op, dropout_p);
+  Geometry g;
+  g.N = q.shape()[0];
+  g.H = q.shape()[1];
+  g.Lq = q.shape()[2];
+  g.E = q.shape()[3];
+  g.Hk = k.shape()[1];
+  g.Lk = k.shape()[2];
+  g.Ev = v.shape()[3];
+  g.scale = scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(g.E));
+  g.dropout = dropout_p;
+  g.causal = is_causal;
+  g.seed = static_cast<uint64_t>(seed);
+  if (mask.defined()) {
+    g.mask_kind = mask.dtype() == DType::boolean ? MaskKind::kBool : MaskKind::kAdditive;
+    g.mask = mask.raw_data();
+    const Shape& ms = mask.shape();
+    int64_t stride = 1;
+    for (int64_t d = static_cast<int64_t>(ms.size()) - 1; d >= 0; --d) {
+      const int64_t axis = 4 - static_cast<int64_t>(ms.size()) + d;
+      g.mask_stride[axis] = ms[d] == 1 ? 0 : stride;
+      stride *= ms[d];
+    }
+  }
+  return g;
+}
+
+// Adds the mask and the causal limit to a tile of scores: query rows i0.., key columns j0...
+template <typename T>
+void mask_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j0, RowMat<T>& s) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const int64_t rows = s.rows(), cols = s.cols();
+  if (g.mask_kind != MaskKind::kNone) {
+    const int64_t* st = g.mask_stride;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t base = n * st[0] + h * st[1] + (i0 + r) * st[2] + j0 * st[3];
+      T* row = s.data() + r * cols;
+      if (g.mask_kind == MaskKind::kBool) {
+        const bool* m = static_cast<const bool*>(g.mask) + base;
+        for (int64_t c = 0; c < cols; ++c)
+          if (!m[c * st[3]]) row[c] = neg_inf;
+      } else {
+        const T* m = static_cast<const T*>(g.mask) + base;
+        for (int64_t c = 0; c < cols; ++c) row[c] += m[c * st[3]];
+      }
+    }
+  }
+  if (g.causal)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c) s(r, c) = neg_inf;
+}
+
+// The dropout factors of a tile: 1 / (1 - p) where the weight is kept, 0 where it is dropped.
+template <typename T>
+void dropout_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j0, RowMat<T>& z) {
+  const T keep = T(1) / T(1 - g.dropout);
+  for (int64_t r = 0; r < z.rows(); ++r) {
+    const auto base = static_cast<uint64_t>(((n * g.H + h) * g.Lq + i0 + r) * g.Lk + j0);
+    for (int64_t c = 0; c < z.cols(); ++c) z(r, c) = attention_keep(g.seed, base + static_cast<uint64_t>(c), g.dropout) ? keep : T(0);
+  }
+}
+
+// The key blocks a query block [i0, i0 + rows) can see: all of them, or up to the diagonal when causal.
+int64_t key_end(const Geometry& g, int64_t i0, int64_t rows) { return g.causal ? std::min(g.Lk, i0 + rows) : g.Lk; }
+
+}  // namespace
+
+template <typename T>
+void scaled_dot_product_attention(const KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                  double dropout_p, bool is_causal, double scale, int64_t seed, Tensor& out, Tensor& lse) {
+  (void)ctx;
+  const Geometry g = geometry("scaled_dot_product_attention", q, k, v, mask, dropout_p, is_causal, scale, seed);
+  const int64_t q_blocks = (g.Lq + kQueryBlock - 1) / kQueryBlock;
+  const T* qd = q.data<T>();
+  const T* kd = k.data<T>();
+  const T* vd = v.data<T>();
+  T* od = out.data<T>();
+  T* ld = lse.data<T>();
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  cpu::parallel_for(g.N * g.H * q_blocks, kQueryBlock * g.Lk * (g.E + g.Ev), [&](int64_t item) {
+    const int64_t nh = item / q_blocks, i0 = (item % q_blocks) * kQueryBlock;
+    const int64_t n = nh / g.H, h = nh % g.H, kv = n * g.Hk + h / g.group();
+    const int64_t rows = std::min(kQueryBlock, g.Lq - i0);
+    const RowMat<T> qs = ConstMap<T>(qd + (nh * g.Lq + i0) * g.E, rows, g.E) * T(g.scale);
+    RowMat<T> acc = RowMat<T>::Zero(rows, g.Ev), s, z;
+    Eigen::Array<T, Eigen::Dynamic, 1> row_max = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(rows, neg_inf);
+    Eigen::Array<T, Eigen::Dynamic, 1> row_sum = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(rows);
+    const int64_t end = key_end(g, i0, rows);
+    for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
+      const int64_t cols = std::min(kKeyBlock, g.Lk - j0);
+      const ConstMap<T> kb(kd + (kv * g.Lk + j0) * g.E, cols, g.E);
+      s.noalias() = qs * kb.transpose();
+      mask_tile(g, n, h, i0, j0, s);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T m = std::max(row_max(r), s.row(r).maxCoeff());
+        if (m == neg_inf) {  // everything so far is masked
+          s.row(r).setZero();
+          continue;
+        }
+        const T correction = std::exp(row_max(r) - m);
+        s.row(r) = (s.row(r).array() - m).exp().matrix();
+        row_sum(r) = row_sum(r) * correction + s.row(r).sum();
+        acc.row(r) *= correction;
+        row_max(r) = m;
+      }
+      if (g.dropout > 0) {
+        z.resize(rows, cols);
+        dropout_tile(g, n, h, i0, j0, z);
+        s = s.cwiseProduct(z);
+      }
+      acc.noalias() += s * ConstMap<T>(vd + (kv * g.Lk + j0) * g.Ev, cols, g.Ev);
+    }
+    MutMap<T> o(od + (nh * g.Lq + i0) * g.Ev, rows, g.Ev);
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool empty = row_sum(r) == T(0);
+      if (empty) o.row(r).setZero();
+      else o.row(r) = acc.row(r) / row_sum(r);
+      ld[nh * g.Lq + i0 + r] = empty ? neg_inf : row_max(r) + std::log(row_sum(r));
+    }
+  });
+}
+
+template <typename T>
+void scaled_dot_product_attention_grad(const KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& out, const Tensor& lse, const Tensor& grad, const Tensor& mask,
+                                       double dropout_p, bool is_causal, double scale, int64_t seed, Tensor& dq, Tensor& dk,
+                                       Tensor& dv) {
+  (void)ctx;
+  const Geometry g = geometry("scaled_dot_product_attention_grad", q, k, v, mask, dropout_p, is_causal, scale, seed);
+  const T* qd = q.data<T>();
+  const T* kd = k.data<T>();
+  const T* vd = v.data<T>();
+  const T* od = out.data<T>();
+  const T* ld = lse.data<T>();
+  const T* gd = grad.data<T>();
+  T* dqd = dq.data<T>();
+  T* dkd = dk.data<T>();
+  T* dvd = dv.data<T>();
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const T sc = T(g.scale);
+  // One item per (batch, kv head): it owns its dk, dv rows and the dq rows of the query heads that share them.
+  cpu::parallel_for(g.N * g.Hk, g.group() * g.Lq * g.Lk * (g.E + g.Ev), [&](int64_t item) {
+    MutMap<T> dk_all(dkd + item * g.Lk * g.E, g.Lk, g.E);
+    MutMap<T> dv_all(dvd + item * g.Lk * g.Ev, g.Lk, g.Ev);
+    dk_all.setZero();
+    dv_all.setZero();
+    const int64_t n = item / g.Hk;
+    RowMat<T> s, dp, z, dq_acc;
+    for (int64_t h = (item % g.Hk) * g.group(); h < (item % g.Hk + 1) * g.group(); ++h) {
+      const int64_t nh = n * g.H + h;
+      for (int64_t i0 = 0; i0 < g.Lq; i0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, g.Lq - i0);
+        const RowMat<T> qs = ConstMap<T>(qd + (nh * g.Lq + i0) * g.E, rows, g.E) * sc;
+        const ConstMap<T> go(gd + (nh * g.Lq + i0) * g.Ev, rows, g.Ev);
+        const ConstMap<T> o(od + (nh * g.Lq + i0) * g.Ev, rows, g.Ev);
+        const Eigen::Array<T, Eigen::Dynamic, 1> delta = go.cwiseProduct(o).rowwise().sum().array();
+        const T* row_lse = ld + nh * g.Lq + i0;
+        dq_acc = RowMat<T>::Zero(rows, g.E);
+        const int64_t end = key_end(g, i0, rows);
+        for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
+          const int64_t cols = std::min(kKeyBlock, g.Lk - j0);
+          const ConstMap<T> kb(kd + (item * g.Lk + j0) * g.E, cols, g.E);
+          const ConstMap<T> vb(vd + (item * g.Lk + j0) * g.Ev, cols, g.Ev);
+          s.noalias() = qs * kb.transpose();
+          mask_tile(g, n, h, i0, j0, s);
+          for (int64_t r = 0; r < rows; ++r) {  // the weights P, from the forward's log-sum-exp
+            if (row_lse[r] == neg_inf) s.row(r).setZero();
+            else s.row(r) = (s.row(r).array() - row_lse[r]).exp().matrix();
+          }
+          dp.noalias() = go * vb.transpose();
+          if (g.dropout > 0) {
+            z.resize(rows, cols);
+            dropout_tile(g, n, h, i0, j0, z);
+            dv_all.middleRows(j0, cols).noalias() += s.cwiseProduct(z).transpose() * go;
+            dp = dp.cwiseProduct(z);
+          } else {
+            dv_all.middleRows(j0, cols).noalias() += s.transpose() * go;
+          }
+          // dS = P * (dP - delta); the scale enters dq and dk once.
+          s = s.cwiseProduct((dp.array().colwise() - delta).matrix());
+          dq_acc.noalias() += s * kb;
+          dk_all.middleRows(j0, cols).noalias() += s.transpose() * qs;
+        }
+        MutMap<T>(dqd + (nh * g.Lq + i0) * g.E, rows, g.E) = dq_acc * sc;
+      }
+    }
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(scaled_dot_product_attention, reference, float, double)
+PD_INSTANTIATE_KERNELS(scaled_dot_product_attention_grad, reference, float, double)
