@@ -94,7 +94,8 @@ struct Builtin {
 };
 constexpr Builtin kBuiltins[] = {{"shape", 1},       {"dtype", 1},  {"numel_ratio", 2}, {"matrix_shape", 1},
                                  {"if", 3},          {"not", 1},    {"inverse_perm", 1}, {"negate", 1},
-                                 {"sizes_along", 2}};
+                                 {"sizes_along", 2}, {"matmul_x_shape", 2}, {"matmul_y_shape", 2},
+                                 {"matmul_grad_shape", 4}};
 
 [[noreturn]] void fail_at(const std::string& file, Pos p, const std::string& msg) {
   throw CodegenError(fmt::format("{}:{}:{}: {}", file, p.line, p.col, msg));

@@ -5,6 +5,7 @@
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/core/threads.h"
+#include "pd/ops/shape_rules.h"
 
 namespace pd {
 
@@ -15,6 +16,16 @@ double builtin_numel_ratio(const Shape& a, const Shape& b) {
 Shape builtin_matrix_shape(const Shape& s) {
   int64_t last = s.empty() ? 1 : s.back();
   return {last == 0 ? 0 : shape_numel(s) / last, last};
+}
+
+Shape builtin_matmul_x_shape(const Shape& x, bool transpose_x) { return infer::matmul_operand(x, transpose_x, false); }
+
+Shape builtin_matmul_y_shape(const Shape& y, bool transpose_y) { return infer::matmul_operand(y, transpose_y, true); }
+
+Shape builtin_matmul_grad_shape(const Shape& x, const Shape& y, bool transpose_x, bool transpose_y) {
+  const Tensor xs = Tensor::empty({0}, DType::f32).as_strided(x, contiguous_strides(x), 0);
+  const Tensor ys = Tensor::empty({0}, DType::f32).as_strided(y, contiguous_strides(y), 0);
+  return infer::matmul_as_matrices("matmul", In{"x", xs}, In{"y", ys}, transpose_x, transpose_y);
 }
 
 std::vector<int64_t> builtin_inverse_perm(const std::vector<int64_t>& perm) {

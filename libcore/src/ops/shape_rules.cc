@@ -141,12 +141,30 @@ Shape sum_to(const char* op, In x, const std::vector<int64_t>& shape) {
   return shape;
 }
 
+Shape matmul_operand(const Shape& s, bool transpose, bool is_y) {
+  if (s.size() != 1) return s;
+  return transpose != is_y ? Shape{s[0], 1} : Shape{1, s[0]};
+}
+
+// NumPy / PyTorch semantics for 1-D operands: x [K] is a row [1, K] and y [K] a column [K, 1], and the
+// added axis is dropped from the result (so two vectors give a 0-D dot product). Transposing a 1-D
+// operand changes nothing.
 Shape matmul(const char* op, In x, In y, bool tx, bool ty) {
-  PD_CHECK(x.t.dim() >= 2 && y.t.dim() >= 2, ErrorCode::kShape,
-           "{}: arguments must be at least 2-D, but received '{}' {} and '{}' {}", op, x.name, shape_str(x.t.shape()), y.name,
+  PD_CHECK(x.t.dim() >= 1 && y.t.dim() >= 1, ErrorCode::kShape,
+           "{}: arguments must be at least 1-D, but received '{}' {} and '{}' {}", op, x.name, shape_str(x.t.shape()), y.name,
            shape_str(y.t.shape()));
-  const Shape& a = x.t.shape();
-  const Shape& b = y.t.shape();
+  if (x.t.dim() == 1 || y.t.dim() == 1) {
+    Shape out = matmul_as_matrices(op, x, y, tx, ty);
+    if (y.t.dim() == 1) out.pop_back();
+    if (x.t.dim() == 1) out.erase(out.end() - 1 - (y.t.dim() == 1 ? 0 : 1));
+    return out;
+  }
+  return matmul_as_matrices(op, x, y, tx, ty);
+}
+
+Shape matmul_as_matrices(const char* op, In x, In y, bool tx, bool ty) {
+  const Shape a = matmul_operand(x.t.shape(), tx, false);
+  const Shape b = matmul_operand(y.t.shape(), ty, true);
   int64_t m = tx ? a[a.size() - 1] : a[a.size() - 2], ka = tx ? a[a.size() - 2] : a[a.size() - 1];
   int64_t kb = ty ? b[b.size() - 1] : b[b.size() - 2], n = ty ? b[b.size() - 2] : b[b.size() - 1];
   PD_CHECK(ka == kb, ErrorCode::kShape,

@@ -11,6 +11,10 @@ PD_NAIVE_REF(matmul) {
   bool tx = get<bool>(attrs, "transpose_x", false), ty = get<bool>(attrs, "transpose_y", false);
   Ints xs = x.shape(), ys = y.shape();
   Reals xv = vals(x), yv = vals(y);
+  // NumPy: a 1-D x is the row [1, K], a 1-D y the column [K, 1]; the added axis leaves the result.
+  const bool x_vec = xs.size() == 1, y_vec = ys.size() == 1;
+  if (x_vec) xs = {1, xs[0]}, tx = false;
+  if (y_vec) ys = {ys[0], 1}, ty = false;
   size_t xn = xs.size(), yn = ys.size();
   int64_t xr = xs[xn - 2], xc = xs[xn - 1], yr = ys[yn - 2], yc = ys[yn - 1];
   int64_t M = tx ? xc : xr, K = tx ? xr : xc, N = ty ? yr : yc;
@@ -49,8 +53,8 @@ PD_NAIVE_REF(matmul) {
       }
   }
   Ints os = ob;
-  os.push_back(M);
-  os.push_back(N);
+  if (!x_vec) os.push_back(M);
+  if (!y_vec) os.push_back(N);
   return {make(out, os)};
 }
 

@@ -22,6 +22,10 @@ uint64_t next_seed();
 // Builtins of backward formulas (ops.yaml `backward:`).
 double builtin_numel_ratio(const Shape& a, const Shape& b);        // numel(a) / numel(b)
 Shape builtin_matrix_shape(const Shape& s);                         // [numel / last, last]
+// matmul's operands and result as matrices (infer::matmul_operand), for its backward with 1-D operands.
+Shape builtin_matmul_x_shape(const Shape& x, bool transpose_x);
+Shape builtin_matmul_y_shape(const Shape& y, bool transpose_y);
+Shape builtin_matmul_grad_shape(const Shape& x, const Shape& y, bool transpose_x, bool transpose_y);
 std::vector<int64_t> builtin_inverse_perm(const std::vector<int64_t>& perm);
 std::vector<int64_t> builtin_negate(const std::vector<int64_t>& v);
 std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64_t axis);

@@ -41,6 +41,11 @@ Shape reduce(const char* op, In x, const std::vector<int64_t>& axis, bool keepdi
 Shape reduce_nonempty(const char* op, In x, const std::vector<int64_t>& axis, bool keepdim);
 Shape sum_to(const char* op, In x, const std::vector<int64_t>& shape);
 Shape matmul(const char* op, In x, In y, bool transpose_x, bool transpose_y);
+// matmul's operand as a matrix: a 1-D x [K] is read as [1, K] ([K, 1] when transposed, so that the
+// transpose is the same row), a 1-D y [K] as [K, 1] ([1, K] when transposed); other shapes unchanged.
+Shape matmul_operand(const Shape& s, bool transpose, bool is_y);
+// matmul's result before 1-D operands' added axes are dropped (the shape of its gradient as a matrix).
+Shape matmul_as_matrices(const char* op, In x, In y, bool transpose_x, bool transpose_y);
 // scaled_dot_product_attention: q [N, H, Lq, E], k [N, Hk, Lk, E], v [N, Hk, Lk, Ev] with Hk dividing H
 // (grouped-query attention), mask (bool, or additive of q's dtype) broadcastable to [N, H, Lq, Lk].
 // attention: the output [N, H, Lq, Ev]; attention_lse: the row log-sum-exp [N, H, Lq]; attention_grad:
