@@ -6,6 +6,7 @@
 #include <map>
 
 #include "elementwise_ops.h"
+#include "layer_types.h"
 #include "op_api.h"
 #include "pd/ops/op_schema.h"
 
@@ -286,17 +287,6 @@ class RawOp : public Layer {
   AttrMap attrs_;
 };
 
-using Factory = std::unique_ptr<Layer> (*)(const LayerSpec&);
-template <typename L>
-std::unique_ptr<Layer> create(const LayerSpec& s) {
-  return std::make_unique<L>(s);
-}
-
-struct TypeInfo {
-  Factory factory;
-  std::set<std::string> keys;
-};
-
 const std::map<std::string, TypeInfo>& registry() {
   static const std::set<std::string> pool = {"kernel_size", "stride", "padding", "ceil_mode", "exclusive"};
   static const std::map<std::string, TypeInfo> r = [] {
@@ -318,6 +308,7 @@ const std::map<std::string, TypeInfo>& registry() {
         {"concat", {create<Concat>, {"axis"}}},
         {"op", {create<RawOp>, {"op", "attrs"}}},
     };
+    add_transformer_layers(r);
     // Every activation of ops.yaml is a layer type, with its float attribute as a key.
     for (size_t i = 1; i < kActivationCount; ++i) {
       const ActivationInfo& a = kActivations[i];
@@ -344,9 +335,34 @@ Tensor ParamFactory::constant(const std::string& name, const Shape& shape, doubl
   return t;
 }
 
+Tensor ParamFactory::buffer(const std::string& name, const Tensor& value) {
+  params_.push_back({name, value, false});
+  return value;
+}
+
 Tensor Layer::add_param(ParamFactory& pf, const std::string& suffix, const Shape& shape, double bound) {
   param_count_ += shape_numel(shape);
   return pf.uniform(spec_.name + "." + suffix, shape, bound);
+}
+
+Tensor Layer::add_constant(ParamFactory& pf, const std::string& suffix, const Shape& shape, double value) {
+  param_count_ += shape_numel(shape);
+  return pf.constant(spec_.name + "." + suffix, shape, value);
+}
+
+std::unique_ptr<Layer> Layer::build_child(const std::string& type, const std::string& suffix, AttrMap attrs,
+                                          const std::vector<Shape>& in, ParamFactory& pf) {
+  LayerSpec s;
+  s.name = spec_.name + "." + suffix;
+  s.type = type;
+  s.attrs = std::move(attrs);
+  s.pos = spec_.pos;
+  for (const auto& [key, value] : s.attrs)
+    if (auto it = spec_.attr_pos.find(key); it != spec_.attr_pos.end()) s.attr_pos[key] = it->second;
+  std::unique_ptr<Layer> child = make_layer(s);
+  child->build(in, pf);
+  param_count_ += child->param_count();
+  return child;
 }
 
 [[noreturn]] void Layer::fail(const std::string& key, const std::string& message) const {
@@ -403,6 +419,15 @@ std::vector<int64_t> Layer::get_ints(const std::string& key) const {
   if (it == spec_.attrs.end()) fail(key, "missing (expected a list of integers)");
   if (auto l = std::get_if<std::vector<int64_t>>(&it->second)) return *l;
   fail(key, fmt::format("expected a list of integers, got {}", attr_str(it->second)));
+}
+
+std::string Layer::get_string(const std::string& key, const std::string& fallback, const std::set<std::string>& allowed) const {
+  auto it = spec_.attrs.find(key);
+  if (it == spec_.attrs.end()) return fallback;
+  auto v = std::get_if<std::string>(&it->second);
+  if (!v || !allowed.count(*v))
+    fail(key, fmt::format("expected one of {}, got {}", fmt::join(allowed, ", "), attr_str(it->second)));
+  return *v;
 }
 
 const std::set<std::string>* layer_keys(const std::string& type) {

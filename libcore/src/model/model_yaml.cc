@@ -156,6 +156,14 @@ void parse_network(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
       if (!known.count(in))
         c.fail(ln["inputs"] ? ln["inputs"] : ln["input"] ? ln["input"] : ln,
                fmt::format("layer '{}' reads '{}', which is not an input or an earlier layer", l.name, in));
+    // An attention mask names an input or a layer too; it reaches the layer as its last input.
+    if (auto it = l.attrs.find("mask"); it != l.attrs.end()) {
+      auto name = std::get_if<std::string>(&it->second);
+      if (!name || !known.count(*name))
+        c.fail(ln["mask"], fmt::format("layer '{}': key 'mask' must name an input or an earlier layer, got {}", l.name,
+                                       attr_str(it->second)));
+      l.inputs.push_back(*name);
+    }
     known.insert(l.name);
     previous = l.name;
     spec.layers.push_back(l);

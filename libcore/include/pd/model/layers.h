@@ -22,6 +22,8 @@ class ParamFactory {
   ParamFactory(std::vector<ParamInfo>& params, uint64_t seed) : params_(params), rng_(seed) {}
   Tensor uniform(const std::string& name, const Shape& shape, double bound);
   Tensor constant(const std::string& name, const Shape& shape, double value, bool trainable = true);
+  // A value computed by the layer (a sinusoidal table): saved with the model, never trained.
+  Tensor buffer(const std::string& name, const Tensor& value);
 
  private:
   std::vector<ParamInfo>& params_;
@@ -45,9 +47,15 @@ class Layer {
   bool get_bool(const std::string& key, bool fallback) const;
   std::vector<int64_t> get_pair(const std::string& key, std::vector<int64_t> fallback) const;  // int or [a, b]
   std::vector<int64_t> get_ints(const std::string& key) const;
+  std::string get_string(const std::string& key, const std::string& fallback, const std::set<std::string>& allowed) const;
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   void expect_inputs(const std::vector<Shape>& in, size_t n) const;
   Tensor add_param(ParamFactory& pf, const std::string& suffix, const Shape& shape, double bound);
+  Tensor add_constant(ParamFactory& pf, const std::string& suffix, const Shape& shape, double value);
+  // A part of a composite layer (the attention inside an encoder layer): its own spec, named
+  // PARENT.SUFFIX so that its parameters are too, built here and counted in this layer's parameters.
+  std::unique_ptr<Layer> build_child(const std::string& type, const std::string& suffix, AttrMap attrs,
+                                     const std::vector<Shape>& in, ParamFactory& pf);
 
   LayerSpec spec_;
   int64_t param_count_ = 0;
