@@ -19,5 +19,6 @@ std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> conv_winograd();
 std::unique_ptr<Pass> linear_activation_fusion();
 std::unique_ptr<Pass> elementwise_fusion();
+std::unique_ptr<Pass> attention_fusion();
 
 }  // namespace pd::ir::passes

@@ -1,0 +1,143 @@
+// Attention written out op by op (what ONNX and Paddle exporters emit) -> scaled_dot_product_attention,
+// whose kernel streams over key tiles instead of materialising the [Lq, Lk] scores:
+//
+//   matmul(q, k^T) [* or / scalar constants] [+ mask] -> softmax(last axis) -> matmul(., v)
+//
+// k^T is matmul's transpose_y or a transpose of k's last two axes; constant factors may also sit on q
+// or on k (PyTorch's export splits sqrt(scale) between them); all of them multiply into `scale`.
+// Preconditions, cheapest first: every intermediate is read only by the next op of the chain and is not
+// a graph output (it disappears); the factors are scalar constants; the mask has the scores' dtype and
+// broadcasts to the scores without growing them (the add's result has the scores' shape); q, k, v are
+// 4-D [batch, heads, len, dim] with equal batches, k and v agreeing, and k's heads dividing q's.
+#include <optional>
+
+#include "passes.h"
+
+namespace pd::ir::passes {
+namespace {
+
+struct AttentionMatch {
+  ValueId q = kNoValue, k = kNoValue, v = kNoValue, mask = kNoValue;
+  double scale = 1.0;
+  std::vector<int32_t> chain;  // the ops that disappear, the final matmul last
+};
+
+// The op producing v when it is of `type` and v feeds only the chain; -1 otherwise.
+int32_t chain_producer(const Program& p, ValueId v, const char* type) {
+  const Value& val = p.value(v);
+  if (val.kind != ValueKind::OpResult || val.producer < 0 || p.ops()[val.producer].type != type) return -1;
+  if (p.is_output(v) || p.users(v).size() != 1) return -1;
+  return val.producer;
+}
+
+std::optional<double> scalar_constant(const Program& p, ValueId v) {
+  if (!is_param(p, v)) return std::nullopt;
+  const Tensor& t = p.param(v);
+  if (t.numel() != 1 || (t.dtype() != DType::f32 && t.dtype() != DType::f64)) return std::nullopt;
+  return t.to_vector<double>()[0];
+}
+
+// Peels `x * c`, `c * x` and `x / c` with scalar constants c off v, multiplying them into m.scale.
+ValueId peel_factors(const Program& p, ValueId v, AttentionMatch& m) {
+  for (;;) {
+    int32_t op = chain_producer(p, v, "mul");
+    if (op < 0) op = chain_producer(p, v, "div");
+    if (op < 0) return v;
+    const ValueId a = input_of(p, op, 0), b = input_of(p, op, 1);
+    const bool div = p.ops()[op].type == "div";
+    std::optional<double> c = scalar_constant(p, b);
+    ValueId rest = a;
+    if (!c && !div) c = scalar_constant(p, a), rest = b;
+    if (!c || *c == 0) return v;
+    // The product must keep v's shape: a factor that broadcasts it up is not a scale.
+    if (p.value(rest).type.shape != p.value(v).type.shape) return v;
+    m.scale *= div ? 1.0 / *c : *c;
+    m.chain.push_back(op);
+    v = rest;
+  }
+}
+
+bool compatible(int64_t a, int64_t b) { return a == b || a == -1 || b == -1; }
+
+bool shapes_fit(const Program& p, const AttentionMatch& m) {
+  const Shape &q = p.value(m.q).type.shape, &k = p.value(m.k).type.shape, &v = p.value(m.v).type.shape;
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4) return false;
+  const DType dt = p.value(m.q).type.dtype;
+  if ((dt != DType::f32 && dt != DType::f64) || p.value(m.k).type.dtype != dt || p.value(m.v).type.dtype != dt) return false;
+  if (!compatible(q[0], k[0]) || !compatible(q[0], v[0]) || q[3] != k[3] || k[1] != v[1] || k[2] != v[2]) return false;
+  return k[1] > 0 && q[1] % k[1] == 0;
+}
+
+std::optional<AttentionMatch> find_attention(const Program& p, int32_t i) {
+  const Operation& out = p.ops()[i];
+  if (attr_bool(out, "transpose_x") || attr_bool(out, "transpose_y")) return std::nullopt;
+  AttentionMatch m;
+  m.v = input_of(p, i, 1);
+  const int32_t softmax = chain_producer(p, input_of(p, i, 0), "softmax");
+  if (softmax < 0) return std::nullopt;
+  const ValueId logits = input_of(p, softmax, 0);
+  const int64_t rank = static_cast<int64_t>(p.value(logits).type.shape.size());
+  const int64_t axis = attr_int(p.ops()[softmax], "axis");
+  if (rank != 4 || (axis != -1 && axis != rank - 1)) return std::nullopt;
+  m.chain.push_back(softmax);
+
+  ValueId scores = logits;
+  if (const int32_t add = chain_producer(p, logits, "add"); add >= 0) {
+    // The scores side is the one a matmul (perhaps scaled) produced; the other is the mask.
+    for (int side = 0; side < 2 && m.mask == kNoValue; ++side) {
+      const ValueId s = input_of(p, add, side), mask = input_of(p, add, 1 - side);
+      const Value& sv = p.value(s);
+      if (sv.kind != ValueKind::OpResult || sv.producer < 0) continue;
+      const std::string& t = p.ops()[sv.producer].type;
+      if (t != "matmul" && t != "mul" && t != "div") continue;
+      if (p.value(logits).type.shape != sv.type.shape || p.value(mask).type.dtype != sv.type.dtype) continue;
+      if (p.value(mask).type.shape.size() > 4) continue;
+      scores = s, m.mask = mask;
+    }
+    if (m.mask == kNoValue) return std::nullopt;
+    m.chain.push_back(add);
+  }
+  scores = peel_factors(p, scores, m);
+  const int32_t qk = chain_producer(p, scores, "matmul");
+  if (qk < 0 || attr_bool(p.ops()[qk], "transpose_x")) return std::nullopt;
+  m.chain.push_back(qk);
+  m.q = peel_factors(p, input_of(p, qk, 0), m);
+  ValueId kt = peel_factors(p, input_of(p, qk, 1), m);
+  if (!attr_bool(p.ops()[qk], "transpose_y")) {
+    const int32_t tr = chain_producer(p, kt, "transpose");
+    if (tr < 0 || attr_ints(p.ops()[tr], "perm") != std::vector<int64_t>{0, 1, 3, 2}) return std::nullopt;
+    m.chain.push_back(tr);
+    kt = peel_factors(p, input_of(p, tr, 0), m);
+  }
+  m.k = kt;
+  if (!shapes_fit(p, m)) return std::nullopt;
+  m.chain.push_back(i);
+  return m;
+}
+
+class AttentionFusion final : public Pass {
+ public:
+  std::string name() const override { return "attention_fuse"; }
+  std::string doc() const override { return "matmul -> scale -> mask -> softmax -> matmul -> scaled_dot_product_attention"; }
+  std::vector<std::string> targets() const override { return {"matmul"}; }
+  bool match(const Program& p, int32_t i) const override { return find_attention(p, i).has_value(); }
+
+  void rewrite(Program& p, int32_t i, PassStats& stats) const override {
+    const AttentionMatch m = *find_attention(p, i);
+    const ValueId out = p.ops()[i].results[0];
+    const std::vector<std::vector<ValueId>> inputs = {{m.q}, {m.k}, {m.v}, m.mask == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{m.mask}};
+    // Inserted where the final matmul was: q, k, v and the mask are all defined before it.
+    const ValueId fused = p.insert_op(i, "scaled_dot_product_attention", inputs, {{"scale", m.scale}, {"seed", int64_t{0}}})[0];
+    p.replace_uses(out, fused);
+    std::vector<int32_t> remove;
+    for (int32_t op : m.chain) remove.push_back(op >= i ? op + 1 : op);
+    p.remove_ops(remove);
+    stats.fused += static_cast<int64_t>(m.chain.size());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> attention_fusion() { return std::make_unique<AttentionFusion>(); }
+
+}  // namespace pd::ir::passes

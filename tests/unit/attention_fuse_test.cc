@@ -1,0 +1,127 @@
+// attention_fuse: attention written out op by op becomes scaled_dot_product_attention, computing the
+// same; every failed precondition leaves the graph as it was.
+#include <catch2/catch.hpp>
+
+#include "pd/exec/executor.h"
+#include "pd/ir/pass.h"
+#include "pd/pd.h"
+
+using pd::DType;
+using pd::Shape;
+using pd::ir::Program;
+using pd::ir::ValueId;
+
+namespace {
+
+int count(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.ops()) n += op.type == type;
+  return n;
+}
+
+Program fused(const Program& p) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"attention_fuse", "dce"};
+  pd::ir::PassManager(opt).run(q);
+  return q;
+}
+
+// The outputs of both programs on the same random inputs (-1 extents as 3).
+float max_difference(const Program& a, const Program& b) {
+  std::map<std::string, pd::Tensor> in;
+  int64_t seed = 5;
+  for (ValueId v : a.inputs()) {
+    Shape s = a.value(v).type.shape;
+    for (auto& d : s) d = d < 0 ? 3 : d;
+    in[a.value(v).name] = pd::ops::normal(s, 0, 1, seed++);
+  }
+  auto x = pd::exec::Executor(a).run(in)[0].to_vector<float>(), y = pd::exec::Executor(b).run(in)[0].to_vector<float>();
+  REQUIRE(x.size() == y.size());
+  float m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+struct Options {
+  bool split_scale = false;     // PyTorch's export: sqrt(scale) on q and on k^T
+  bool runtime_scale = false;   // the scale is an input, not a constant
+  bool second_reader = false;   // the scaled scores are also a graph output
+  Shape mask = {-1, 1, 1, 12};  // an additive mask input of this shape; empty: none
+};
+
+// [N, 4, 10, 8] queries against [N, 1 or 4, 12, 8] keys: softmax(q k^T * 0.35 + mask) v.
+Program attention(const Options& o, int64_t kv_heads = 4) {
+  Program p;
+  ValueId q = p.add_input("q", {DType::f32, {-1, 4, 10, 8}});
+  ValueId k = p.add_input("k", {DType::f32, {-1, kv_heads, 12, 8}});
+  ValueId v = p.add_input("v", {DType::f32, {-1, kv_heads, 12, 8}});
+  ValueId kt = p.add_op("transpose", {{k}}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})[0];
+  ValueId scores;
+  if (o.split_scale) {
+    ValueId c = p.add_param("sqrt_scale", pd::Tensor::full_scalar(std::sqrt(0.35), DType::f32));
+    scores = p.add_op("matmul", {{p.add_op("mul", {{q}, {c}})[0]}, {p.add_op("mul", {{kt}, {c}})[0]}})[0];
+  } else {
+    ValueId c = o.runtime_scale ? p.add_input("scale", {DType::f32, {}}) : p.add_param("scale", pd::Tensor::full_scalar(1 / 0.35, DType::f32));
+    scores = p.add_op(o.runtime_scale ? "mul" : "div", {{p.add_op("matmul", {{q}, {kt}})[0]}, {c}})[0];
+  }
+  if (o.second_reader) p.mark_output(scores, "scores");
+  if (!o.mask.empty()) scores = p.add_op("add", {{scores}, {p.add_input("mask", {DType::f32, o.mask})}})[0];
+  ValueId probs = p.add_op("softmax", {{scores}}, {{"axis", int64_t{-1}}})[0];
+  p.mark_output(p.add_op("matmul", {{probs}, {v}})[0], "out");
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("attention_fuse: the written-out chain becomes one scaled_dot_product_attention", "[pass][transformer]") {
+  for (bool split : {false, true})
+    for (int64_t kv_heads : {4, 1}) {  // one kv head broadcast over four query heads
+      Options o;
+      o.split_scale = split;
+      const Program p = attention(o, kv_heads);
+      const Program q = fused(p);
+      CHECK(count(q, "scaled_dot_product_attention") == 1);
+      CHECK(count(q, "softmax") == 0);
+      CHECK(count(q, "matmul") == 0);
+      CHECK(count(q, "transpose") == 0);
+      CHECK(q.ops().size() == 1);
+      CHECK(max_difference(p, q) < 1e-5f);
+    }
+  Options no_mask;
+  no_mask.mask = {};
+  const Program p = attention(no_mask);
+  CHECK(count(fused(p), "scaled_dot_product_attention") == 1);
+  CHECK(max_difference(p, fused(p)) < 1e-5f);
+}
+
+TEST_CASE("attention_fuse: unmet preconditions leave the graph alone", "[pass][transformer]") {
+  auto unchanged = [](const Options& o) {
+    const Program p = attention(o);
+    const Program q = fused(p);
+    CHECK(count(q, "scaled_dot_product_attention") == 0);
+    CHECK(q.ops().size() == p.ops().size());
+  };
+  SECTION("the mask does not broadcast into the scores as assumed (it grows them)") {
+    Options o;
+    o.mask = {2, -1, 4, 10, 12};
+    unchanged(o);
+  }
+  SECTION("the scale is not a constant") {
+    Options o;
+    o.runtime_scale = true;
+    unchanged(o);
+  }
+  SECTION("an intermediate has a second reader") {
+    Options o;
+    o.second_reader = true;
+    unchanged(o);
+  }
+  SECTION("softmax over another axis") {
+    Program p;
+    ValueId q = p.add_input("q", {DType::f32, {2, 4, 10, 8}}), k = p.add_input("k", {DType::f32, {2, 4, 10, 8}});
+    ValueId s = p.add_op("matmul", {{q}, {k}}, {{"transpose_y", true}})[0];
+    p.mark_output(p.add_op("matmul", {{p.add_op("softmax", {{s}}, {{"axis", int64_t{2}}})[0]}, {k}})[0], "out");
+    CHECK(count(fused(p), "scaled_dot_product_attention") == 0);
+  }
+}
