@@ -186,10 +186,11 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
       else kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({}_)", a.name));
     }
     for (const auto& o : op.outputs) kargs.push_back(o.name);
-    b += fmt::format("  const ::pd::registry::{0}_fn k = kernel ? reinterpret_cast<::pd::registry::{0}_fn>(kernel) "
+    // (`run`, not `k`: topk has an argument k.)
+    b += fmt::format("  const ::pd::registry::{0}_fn run = kernel ? reinterpret_cast<::pd::registry::{0}_fn>(kernel) "
                      ": ::pd::registry::find_{0}(kdt, place);\n",
                      op.name);
-    b += fmt::format("  k(::pd::detail::kernel_context(place), {});\n", fmt::join(kargs, ", "));
+    b += fmt::format("  run(::pd::detail::kernel_context(place), {});\n", fmt::join(kargs, ", "));
   }
 
   if (op.differentiable()) {
