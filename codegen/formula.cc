@@ -92,10 +92,13 @@ struct Builtin {
   const char* name;
   size_t arity;
 };
-constexpr Builtin kBuiltins[] = {{"shape", 1},       {"dtype", 1},  {"numel_ratio", 2}, {"matrix_shape", 1},
-                                 {"if", 3},          {"not", 1},    {"inverse_perm", 1}, {"negate", 1},
-                                 {"sizes_along", 2}, {"matmul_x_shape", 2}, {"matmul_y_shape", 2},
-                                 {"matmul_grad_shape", 4}};
+constexpr Builtin kBuiltins[] = {{"shape", 1},          {"dtype", 1},          {"numel_ratio", 2},
+                                 {"matrix_shape", 1},   {"if", 3},             {"not", 1},
+                                 {"inverse_perm", 1},   {"negate", 1},         {"sizes_along", 2},
+                                 {"tile_grad_shape", 2}, {"tile_grad_axes", 2}, {"reduction_scale", 2},
+                                 {"matmul_x_shape", 2}, {"matmul_y_shape", 2}, {"matmul_grad_shape", 4}};
+// Builtins that yield a number: in a tensor slot they become a 0-D tensor of the gradient's dtype.
+bool is_number_builtin(const std::string& name) { return name == "numel_ratio" || name == "reduction_scale"; }
 
 [[noreturn]] void fail_at(const std::string& file, Pos p, const std::string& msg) {
   throw CodegenError(fmt::format("{}:{}:{}: {}", file, p.line, p.col, msg));
@@ -231,7 +234,7 @@ std::string emit_expr(const Expr& e, const OpDef& owner, const OpSet& set, Slot 
       else args.push_back(emit_expr(a, owner, set, Slot::Attr));
     }
     std::string v = fmt::format("::pd::builtin_{}({})", f, fmt::join(args, ", "));
-    return slot == Slot::Tensor && f == "numel_ratio" ? fmt::format("::pd::Tensor::full_scalar({}, grad_dtype)", v) : v;
+    return slot == Slot::Tensor && is_number_builtin(f) ? fmt::format("::pd::Tensor::full_scalar({}, grad_dtype)", v) : v;
   }
   const OpDef* callee = set.find(f);
   std::vector<std::string> args;

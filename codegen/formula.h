@@ -1,6 +1,6 @@
 // Backward formulas: `mul(grad, y)`, `if(transpose_x, matmul(y, grad, transpose_y, true), ...)`.
 // A formula is a call tree over ops from ops.yaml plus a few builtins (shape, dtype, numel_ratio,
-// matrix_shape, if, not). Parsing and validation happen at codegen time so that a typo in ops.yaml
+// matrix_shape, if, not, ...; the list is kBuiltins in formula.cc). Parsing and validation happen at codegen time so that a typo in ops.yaml
 // is reported as ops.yaml:LINE:COL, not as a C++ compile error in generated code.
 #pragma once
 #include <set>

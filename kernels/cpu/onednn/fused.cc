@@ -2,7 +2,9 @@
 // the residual as a sum post-op and the activation as an eltwise post-op, so the output is written
 // once instead of read back by more kernels.
 #include <optional>
+#include <utility>
 
+#include "cpu/common/elementwise.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
 #include "elementwise_ops.h"
@@ -13,7 +15,7 @@ namespace {
 
 // `base` with post-ops: a sum (the residual already in the destination) when `sum`, then the
 // activation as an eltwise post-op (none: no eltwise). Nothing for an activation oneDNN has no exact
-// form of: the caller runs the reference kernel, which applies every activation's formula.
+// form of (relu6: its clip makes NaN 0): see with_activation.
 std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, bool sum, Activation act, double alpha) {
   using alg = dnnl::algorithm;
   dnnl::post_ops ops;
@@ -48,6 +50,21 @@ std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, boo
   return attr;
 }
 
+// The post-ops for `act`, and whether the activation is left to apply_after: the primitive still
+// runs (with the residual sum), and the activation's formula goes over its output in one more pass.
+std::pair<dnnl::primitive_attr, bool> with_activation(dnnl::primitive_attr base, bool sum, Activation act, double alpha) {
+  if (auto attr = with_post_ops(base, sum, act, alpha)) return {*attr, false};
+  return {*with_post_ops(base, sum, Activation::none, alpha), true};
+}
+
+void apply_after(Tensor& out, Activation act, double alpha) {
+  dispatch_activation(act, [&](auto a) {
+    constexpr Activation A = decltype(a)::value;
+    const float al = static_cast<float>(alpha);
+    cpu::unary_map<float>(out, out, [=](float v) { return activate<A, float>(v, al); });
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -59,16 +76,15 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   if (out.numel() == 0) return;
   if (!residual.defined() && use_direct_conv(x, weight, stride, padding, dilation, groups))
     return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
-  const auto attr = with_post_ops(user_scratchpad(), residual.defined(), act, alpha);
-  if (!attr)
-    return reference::fused_conv2d<float>(ctx, x, weight, bias, residual, stride, padding, dilation, groups, activation, alpha,
-                                          out);
+  const auto [attr, after] = with_activation(user_scratchpad(), residual.defined(), act, alpha);
+  const dnnl::primitive_attr& post = attr;
   guarded("fused_conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     const std::string key =
         fmt::format("{}:{}:{}:{}", g.key("fused_conv2d", bias.defined()), residual.defined(), activation, alpha);
-    conv_forward(ctx, g, key, *attr, x, weight, bias, out, residual);
+    conv_forward(ctx, g, key, post, x, weight, bias, out, residual);
   });
+  if (after) apply_after(out, act, alpha);
 }
 
 template <typename T>
@@ -81,14 +97,15 @@ void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   // post-ops, which costs a microsecond a call.
   if (weight.shape()[1] == 0 || single_row(weight, out))
     return reference::fused_linear<float>(ctx, x, weight, bias, activation, alpha, out);
-  const auto attr = with_post_ops(dnnl::primitive_attr(), false, act, alpha);
-  if (!attr) return reference::fused_linear<float>(ctx, x, weight, bias, activation, alpha, out);
+  const auto [attr, after] = with_activation(dnnl::primitive_attr(), false, act, alpha);
+  const dnnl::primitive_attr& post = attr;
   guarded("fused_linear", [&] {
     const int64_t out_f = weight.shape()[0];
     const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,
                                         bias.defined(), activation, alpha);
-    linear_forward(key, *attr, x, weight, bias, out);
+    linear_forward(key, post, x, weight, bias, out);
   });
+  if (after) apply_after(out, act, alpha);
 }
 
 }  // namespace pd::kernels::onednn

@@ -1,9 +1,10 @@
-// Elementwise arithmetic with NumPy broadcasting: add sub mul div pow remainder.
+// Elementwise arithmetic with NumPy broadcasting: add sub mul div pow remainder maximum minimum.
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
+#include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -51,6 +52,17 @@ void remainder(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tenso
   });
 }
 
+// NaN propagates (the formulas in ops.yaml), as torch.maximum / torch.minimum.
+template <typename T>
+void maximum(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T>(x, y, out, [](T a, T b) { return ::pd::scalar::maximum(a, b); });
+}
+
+template <typename T>
+void minimum(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T>(x, y, out, [](T a, T b) { return ::pd::scalar::minimum(a, b); });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(add, reference, float, double, int32_t, int64_t)
@@ -59,3 +71,5 @@ PD_INSTANTIATE_KERNELS(mul, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(div, reference, float, double)
 PD_INSTANTIATE_KERNELS(pow, reference, float, double)
 PD_INSTANTIATE_KERNELS(remainder, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(maximum, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(minimum, reference, float, double, int32_t, int64_t)

@@ -1,4 +1,4 @@
-// Comparisons (bool output, T = input dtype) and where (T = dtype of x and y), with broadcasting.
+// Comparisons (bool output, T = input dtype), where (T = dtype of x and y) and masked_fill, with broadcasting.
 #include "cpu/common/elementwise.h"
 #include "kernels.h"
 
@@ -31,9 +31,20 @@ void where(const KernelContext& ctx, const Tensor& cond, const Tensor& x, const 
                              [&](int64_t o, int64_t c, int64_t i, int64_t j) { od[o] = cd[c] ? xd[i] : yd[j]; });
 }
 
+template <typename T>
+void masked_fill(const KernelContext& ctx, const Tensor& x, const Tensor& mask, double value, Tensor& out) {
+  const T* xd = x.data<T>();
+  const bool* md = mask.data<bool>();
+  const T v = convert<T>(value);
+  T* od = out.data<T>();
+  cpu::broadcast_for_each<2>({&x.shape(), &mask.shape()}, out.shape(),
+                             [&](int64_t o, int64_t i, int64_t m) { od[o] = md[m] ? v : xd[i]; });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(equal, reference, float, double, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(greater, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(less, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(where, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(masked_fill, reference, float, double, int32_t, int64_t)

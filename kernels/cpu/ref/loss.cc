@@ -3,20 +3,14 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/common/loss_reduction.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
 namespace {
 
-enum class Reduction { kMean, kSum, kNone };
-
-Reduction parse_reduction(const std::string& r, const char* op) {
-  if (r == "mean") return Reduction::kMean;
-  if (r == "sum") return Reduction::kSum;
-  if (r == "none") return Reduction::kNone;
-  raise(ErrorCode::kInvalidArgument, "{}: argument 'reduction' must be one of mean, sum, none, but received '{}'",
-        op, r);
-}
+using cpu::parse_reduction;
+using cpu::Reduction;
 
 // logits viewed as [outer, C, inner]; sample (o, i) reads classes at base + c*inner.
 struct ClassView {

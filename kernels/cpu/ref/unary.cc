@@ -1,4 +1,4 @@
-// Elementwise math: neg exp log sqrt rsqrt abs sign erf.
+// Elementwise math: neg exp log sqrt rsqrt abs sign erf floor ceil round.
 #include <cmath>
 #include <type_traits>
 
@@ -61,6 +61,22 @@ void erf(const KernelContext& ctx, const Tensor& x, Tensor& out) {
   unary_map<T>(x, out, [](T v) { return std::erf(v); });
 }
 
+template <typename T>
+void floor(const KernelContext& ctx, const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::floor(v); });
+}
+
+template <typename T>
+void ceil(const KernelContext& ctx, const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::ceil(v); });
+}
+
+// Halves go to the even neighbour (the default rounding mode), as torch.round and numpy.round.
+template <typename T>
+void round(const KernelContext& ctx, const Tensor& x, Tensor& out) {
+  unary_map<T>(x, out, [](T v) { return std::nearbyint(v); });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(neg, reference, float, double, int32_t, int64_t)
@@ -71,3 +87,6 @@ PD_INSTANTIATE_KERNELS(rsqrt, reference, float, double)
 PD_INSTANTIATE_KERNELS(abs, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(sign, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(erf, reference, float, double)
+PD_INSTANTIATE_KERNELS(floor, reference, float, double)
+PD_INSTANTIATE_KERNELS(ceil, reference, float, double)
+PD_INSTANTIATE_KERNELS(round, reference, float, double)

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/core/threads.h"
@@ -45,6 +47,28 @@ std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64
   std::vector<int64_t> out;
   for (const Shape& s : shapes) out.push_back(s[normalize_axis(axis, static_cast<int64_t>(s.size()), "concat")]);
   return out;
+}
+
+Shape builtin_tile_grad_shape(const Shape& x, const std::vector<int64_t>& repeats) {
+  const size_t n = std::max(x.size(), repeats.size());
+  Shape out;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t r = i < n - repeats.size() ? 1 : repeats[i - (n - repeats.size())];
+    const int64_t s = i < n - x.size() ? 1 : x[i - (n - x.size())];
+    out.push_back(r);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<int64_t> builtin_tile_grad_axes(const Shape& x, const std::vector<int64_t>& repeats) {
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < std::max(x.size(), repeats.size()); ++i) axes.push_back(static_cast<int64_t>(2 * i));
+  return axes;
+}
+
+double builtin_reduction_scale(const Shape& x, const std::string& reduction) {
+  return reduction == "mean" ? 1.0 / static_cast<double>(shape_numel(x)) : 1.0;
 }
 
 namespace detail {

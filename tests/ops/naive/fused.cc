@@ -13,6 +13,7 @@ double activate(const std::string& act, double alpha, double v) {
   if (act == "tanh") return std::tanh(v);
   if (act == "sigmoid") return 1.0 / (1.0 + std::exp(-v));
   if (act == "leaky_relu") return v > 0 ? v : alpha * v;
+  if (act == "relu6") return std::min(std::max(v, 0.0), 6.0);
   return v;  // none
 }
 

@@ -1,4 +1,5 @@
-// Naive-loop references for cross_entropy and embedding.
+// Naive-loop references for the losses (cross_entropy, mse_loss, binary_cross_entropy_with_logits,
+// nll_loss) and embedding.
 #include "naive_util.h"
 
 namespace {
@@ -60,4 +61,60 @@ PD_NAIVE_REF(embedding) {
   Ints os = in[0][0].shape();
   os.push_back(D);
   return {make(out, os)};
+}
+
+namespace {
+// Per-element losses -> none (the element shape), sum or mean (0-D).
+std::vector<pd::Tensor> reduced(const Reals& loss, const Ints& shape, const std::string& reduction, double count) {
+  if (reduction == "none") return {make(loss, shape)};
+  double total = 0;
+  for (double l : loss) total += l;
+  return {make({reduction == "mean" ? total / count : total}, {})};
+}
+}  // namespace
+
+PD_NAIVE_REF(mse_loss) {
+  Reals x = vals(in[0][0]), y = vals(in[1][0]);
+  Reals loss(x.size());
+  for (size_t i = 0; i < x.size(); ++i) loss[i] = (x[i] - y[i]) * (x[i] - y[i]);
+  return reduced(loss, in[0][0].shape(), get<std::string>(attrs, "reduction", "mean"), static_cast<double>(x.size()));
+}
+
+// The textbook form -[pw y log(sigmoid(x)) + (1 - y) log(1 - sigmoid(x))], fine for moderate x.
+PD_NAIVE_REF(binary_cross_entropy_with_logits) {
+  Ints s = in[0][0].shape();
+  Reals x = vals(in[0][0]), y = vals(in[1][0]);
+  const bool has_pw = !in[2].empty() && in[2][0].defined();
+  Ints ps = has_pw ? in[2][0].shape() : Ints{};
+  Reals pw = has_pw ? vals(in[2][0]) : Reals{1.0};
+  Reals loss(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    // pos_weight's element for x's position i: right-aligned broadcasting.
+    Ints p = unravel(static_cast<int64_t>(i), s);
+    Ints q(ps.size());
+    for (size_t d = 0; d < ps.size(); ++d) q[d] = ps[d] == 1 ? 0 : p[s.size() - ps.size() + d];
+    const double w = has_pw ? pw[ravel(q, ps)] : 1.0;
+    const double sig = 1.0 / (1.0 + std::exp(-x[i]));
+    loss[i] = -(w * y[i] * std::log(sig) + (1 - y[i]) * std::log(1 - sig));
+  }
+  return reduced(loss, s, get<std::string>(attrs, "reduction", "mean"), static_cast<double>(x.size()));
+}
+
+PD_NAIVE_REF(nll_loss) {
+  Ints s = in[0][0].shape();
+  Reals x = vals(in[0][0]);
+  std::vector<int64_t> label = in[1][0].to_vector<int64_t>();
+  const int64_t ignore = get<int64_t>(attrs, "ignore_index", -100);
+  Ints ls = in[1][0].shape();
+  const size_t class_axis = s.size() == 1 ? 0 : 1;
+  Reals loss(label.size(), 0.0);
+  double count = 0;
+  for (size_t k = 0; k < label.size(); ++k) {
+    if (label[k] == ignore) continue;
+    Ints p = unravel(static_cast<int64_t>(k), ls);
+    p.insert(p.begin() + static_cast<int64_t>(class_axis), label[k]);
+    loss[k] = -x[ravel(p, s)];
+    count += 1;
+  }
+  return reduced(loss, ls, get<std::string>(attrs, "reduction", "mean"), count);
 }

@@ -29,6 +29,12 @@ Shape builtin_matmul_grad_shape(const Shape& x, const Shape& y, bool transpose_x
 std::vector<int64_t> builtin_inverse_perm(const std::vector<int64_t>& perm);
 std::vector<int64_t> builtin_negate(const std::vector<int64_t>& v);
 std::vector<int64_t> builtin_sizes_along(const std::vector<Shape>& shapes, int64_t axis);
+// tile's gradient: grad viewed as [r0, s0, r1, s1, ...] (x's shape and the repeats, both padded with
+// leading 1s to one length) and summed over the repeat axes [0, 2, 4, ...].
+Shape builtin_tile_grad_shape(const Shape& x, const std::vector<int64_t>& repeats);
+std::vector<int64_t> builtin_tile_grad_axes(const Shape& x, const std::vector<int64_t>& repeats);
+// A loss's factor for its per-element gradient: 1 / numel(x) for reduction "mean", else 1.
+double builtin_reduction_scale(const Shape& x, const std::string& reduction);
 
 namespace detail {
 

@@ -92,6 +92,34 @@ Shape concat(const char* op, InList xs, int64_t axis);
 Shape elementwise(const char* op, InList xs, const std::string& expr);
 std::vector<Shape> split(const char* op, In x, const std::vector<int64_t>& sections, int64_t axis);
 Shape pad(const char* op, In x, const std::vector<int64_t>& pads);
+// Indexing (index_shape_rules.cc). gather: x.shape[:axis] + index.shape + x.shape[axis+1:];
+// index_select: the same with a 1-D index; gather_grad checks grad against that and gives input_shape.
+Shape gather(const char* op, In x, In index, int64_t axis);
+Shape index_select(const char* op, In x, In index, int64_t axis);
+Shape gather_grad(const char* op, In index, In grad, const std::vector<int64_t>& input_shape, int64_t axis);
+// take_along_axis: index of x's rank and extents outside axis; the result has index's shape.
+Shape take_along_axis(const char* op, In x, In index, int64_t axis);
+// scatter_add: take_along_axis's index rule and src of index's shape; the result has x's shape.
+Shape scatter_add(const char* op, In x, In index, In src, int64_t axis);
+// x's shape after checking that axis names one of its axes (0-D: 0 or -1).
+Shape along_axis(const char* op, In x, int64_t axis);
+// x's shape with extent k along axis; k must be in [0, extent].
+Shape topk(const char* op, In x, int64_t k, int64_t axis);
+// x's shape; x must be at least 2-D (batches of matrices).
+Shape matrices(const char* op, In x);
+Shape one_hot(const char* op, In x, int64_t num_classes);
+Shape stack(const char* op, InList xs, int64_t axis);
+std::vector<Shape> unbind(const char* op, In x, int64_t axis);
+// numpy.tile: x's shape and repeats padded with leading 1s to one length, multiplied.
+Shape tile(const char* op, In x, const std::vector<int64_t>& repeats);
+// Losses (loss_shape_rules.cc): reduction none keeps the element shape, mean and sum give 0-D.
+Shape pointwise_loss(const char* op, In x, In y, const std::string& reduction);
+Shape bce_with_logits(const char* op, In x, In y, In pos_weight, const std::string& reduction);
+Shape bce_with_logits_grad(const char* op, In x, In y, In pos_weight, In grad, const std::string& reduction);
+// An optional input's shape, or [0] when it is absent (the gradient output of an absent input).
+Shape optional_same_as(const char* op, In t);
+Shape nll_loss(const char* op, In x, In label, const std::string& reduction);
+Shape nll_loss_grad(const char* op, In x, In label, In grad, const std::string& reduction);
 // Quantize / dequantize: x's shape; scale and zero_point both 0-D (per tensor) or 1-D with x's extent
 // along axis (per channel). quantize_linear passes its output dtype (u8 or i8, zero_point's dtype);
 // dequantize_linear's x and zero_point are u8 or i8 and its scale f32.

@@ -1,0 +1,94 @@
+// Values that the generated op tests' random inputs never produce: ties, NaN, exact halves, zeros,
+// repeated indices, and the error messages of out-of-range indices.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "pd/pd.h"
+#include "test_util.h"
+
+using pd::Tensor;
+namespace ops = pd::ops;
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor leaf(std::vector<double> v, pd::Shape s) {
+  Tensor t = Tensor::from_vector<double>(v, s);
+  t.set_requires_grad(true);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("maximum and minimum split the gradient evenly on ties and propagate NaN", "[ops]") {
+  Tensor x = leaf({1, 2, 3}, {3}), y = leaf({3, 2, 1}, {3});
+  auto g = pd::grad({ops::sum(ops::maximum(x, y))}, {x, y});
+  CHECK(g[0].to_vector<double>() == std::vector<double>{0, 0.5, 1});
+  CHECK(g[1].to_vector<double>() == std::vector<double>{1, 0.5, 0});
+  g = pd::grad({ops::sum(ops::minimum(x, y))}, {x, y});
+  CHECK(g[0].to_vector<double>() == std::vector<double>{1, 0.5, 0});
+  CHECK(g[1].to_vector<double>() == std::vector<double>{0, 0.5, 1});
+  const Tensor a = Tensor::from_vector<double>({kNaN, 1}, {2}), b = Tensor::from_vector<double>({0, kNaN}, {2});
+  for (const Tensor& r : {ops::maximum(a, b), ops::minimum(a, b)})
+    for (double v : r.to_vector<double>()) CHECK(std::isnan(v));
+}
+
+TEST_CASE("round sends halves to the even integer; floor, ceil, round have zero gradient", "[ops]") {
+  const Tensor x = Tensor::from_vector<double>({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.6}, {7});
+  CHECK(ops::round(x).to_vector<double>() == std::vector<double>{-2, -2, -0.0, 0, 2, 2, 3});
+  Tensor v = leaf({0.3, -1.7}, {2});
+  for (auto f : {&ops::floor, &ops::ceil, &ops::round})
+    CHECK(pd::grad({ops::sum(f(v))}, {v})[0].to_vector<double>() == std::vector<double>{0, 0});
+}
+
+TEST_CASE("relu6 clips to [0, 6] and keeps NaN", "[ops]") {
+  const auto r = ops::relu6(Tensor::from_vector<float>({-1, 3, 7, std::nanf("")}, {4})).to_vector<float>();
+  CHECK(r[0] == 0);
+  CHECK(r[1] == 3);
+  CHECK(r[2] == 6);
+  CHECK(std::isnan(r[3]));
+}
+
+TEST_CASE("prod's gradient with one zero and with two zeros in a group", "[ops]") {
+  Tensor x = leaf({2, 0, 3, 0, 0, 5}, {2, 3});
+  CHECK(pd::grad({ops::sum(ops::prod(x, {1}))}, {x})[0].to_vector<double>() == std::vector<double>{0, 6, 0, 0, 0, 0});
+}
+
+TEST_CASE("sort is stable and puts NaN last ascending, first descending", "[ops]") {
+  const Tensor x = Tensor::from_vector<double>({2, kNaN, 1, 2, 1}, {5});
+  auto [v, i] = ops::sort(x);
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{2, 4, 0, 3, 1});
+  CHECK(std::isnan(v.to_vector<double>()[4]));
+  CHECK(ops::argsort(x, -1, true).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 3, 2, 4});
+  auto [tv, ti] = ops::topk(x, 2, -1, false);
+  CHECK(ti.to_vector<int64_t>() == std::vector<int64_t>{2, 4});
+}
+
+TEST_CASE("gather and take_along_axis accumulate gradients of repeated indices", "[ops]") {
+  Tensor x = leaf({1, 2, 3}, {3});
+  const Tensor idx = Tensor::from_vector<int64_t>({2, -1, 0, 2}, {4});
+  Tensor out = ops::gather(x, idx);
+  CHECK(out.to_vector<double>() == std::vector<double>{3, 3, 1, 3});
+  CHECK(pd::grad({ops::sum(out)}, {x})[0].to_vector<double>() == std::vector<double>{1, 0, 3});
+  CHECK(pd::grad({ops::sum(ops::take_along_axis(x, idx, 0))}, {x})[0].to_vector<double>() == std::vector<double>{1, 0, 3});
+}
+
+TEST_CASE("index errors name the op, the value and the extent", "[ops]") {
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5}, {5});
+  const Tensor bad = Tensor::from_vector<int64_t>({1, 7}, {2});
+  CHECK(pd::test::error_of([&] { ops::gather(x, bad); }) == "gather: index 7 is out of range for axis 0 of extent 5");
+  CHECK_THAT(pd::test::error_of([&] { ops::index_select(x, bad); }), Catch::Contains("index_select: index 7"));
+  CHECK_THAT(pd::test::error_of([&] { ops::take_along_axis(x, bad, 0); }), Catch::Contains("take_along_axis: index 7"));
+  CHECK_THAT(pd::test::error_of([&] { ops::scatter_add(x, bad, Tensor::from_vector<float>({1, 1}, {2}), 0); }),
+             Catch::Contains("scatter_add: index 7 is out of range for axis 0 of extent 5"));
+  CHECK_THAT(pd::test::error_of([&] { ops::one_hot(bad, 5); }), Catch::Contains("one_hot: class 7"));
+  CHECK_THAT(pd::test::error_of([&] { ops::nll_loss(Tensor::from_vector<float>({0, 0, 0, 0}, {2, 2}), bad); }),
+             Catch::Contains("nll_loss: label 7"));
+  CHECK_THAT(pd::test::error_of([&] { ops::topk(x, 6); }), Catch::Contains("topk: argument 'k' = 6"));
+}
+
+TEST_CASE("binary_cross_entropy_with_logits stays finite for large logits", "[ops]") {
+  const Tensor x = Tensor::from_vector<float>({200, -200}, {2}), y = Tensor::from_vector<float>({0, 1}, {2});
+  CHECK(ops::binary_cross_entropy_with_logits(x, y, Tensor(), "none").to_vector<float>() == std::vector<float>{200, 200});
+}
