@@ -1,5 +1,5 @@
-// Shape rules of the losses other than cross_entropy: mse_loss, binary_cross_entropy_with_logits,
-// nll_loss and their gradients. reduction "none" keeps the per-element shape; mean and sum give 0-D.
+// Shape rules of the losses: cross_entropy, mse_loss, binary_cross_entropy_with_logits, nll_loss and
+// their gradients. reduction "none" keeps the per-element shape; mean and sum give 0-D.
 #include <fmt/ranges.h>
 
 #include "pd/ops/shape_rules.h"
@@ -61,6 +61,27 @@ Shape nll_loss_grad(const char* op, In x, In label, In grad, const std::string& 
   PD_CHECK(grad.t.shape() == expect, ErrorCode::kShape, "{}: argument '{}' must have shape {}, but received {}", op, grad.name,
            shape_str(expect), shape_str(grad.t.shape()));
   return x.t.shape();
+}
+
+Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction) {
+  PD_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", ErrorCode::kInvalidArgument,
+           "{}: argument 'reduction' must be mean, sum or none, but received '{}'", op, reduction);
+  PD_CHECK(logits.t.dim() >= 1, ErrorCode::kShape, "{}: argument '{}' must be at least 1-D, but received a 0-D tensor", op,
+           logits.name);
+  int64_t a = normalize_axis(axis, logits.t.dim(), op);
+  Shape expect = logits.t.shape();
+  expect.erase(expect.begin() + a);
+  PD_CHECK(label.t.shape() == expect, ErrorCode::kShape,
+           "{}: argument '{}' must have shape {} ('{}' {} without the class axis {}), but received {}", op, label.name,
+           shape_str(expect), logits.name, shape_str(logits.t.shape()), a, shape_str(label.t.shape()));
+  return reduction == "none" ? expect : Shape{};
+}
+
+Shape loss_grad(const char* op, In logits, In label, In grad, int64_t axis, const std::string& reduction) {
+  Shape expect = loss(op, logits, label, axis, reduction);
+  PD_CHECK(grad.t.shape() == expect, ErrorCode::kShape, "{}: argument '{}' must have shape {}, but received {}", op, grad.name,
+           shape_str(expect), shape_str(grad.t.shape()));
+  return logits.t.shape();
 }
 
 }  // namespace pd::infer
