@@ -201,7 +201,7 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
     }
     b += fmt::format("  if (::pd::GradMode::enabled() && (::pd::any_requires_grad({{{}}}){})) {{\n", fmt::join(ptrs, ", "),
                      list_check);
-    b += fmt::format("    auto node = std::make_shared<::pd::grad_nodes::{}>();\n", grad_node_class(op));
+    b += fmt::format("    auto node = std::make_shared<::pd::grad_nodes::{}>();\n    node->place = place;\n", grad_node_class(op));
     for (const ArgDef* a : op.diff_inputs()) {
       if (a->kind == ArgKind::TensorList)
         b += fmt::format("    for (const auto& t : {0}_) node->next_edges.push_back(::pd::gradient_edge(t));\n"

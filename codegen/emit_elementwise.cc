@@ -27,8 +27,8 @@ std::string scalar_params(const OpDef& op, bool types) {
 std::string scalar_functions(const std::vector<const OpDef*>& ops) {
   std::string decls, defs;
   for (const OpDef* op : ops) {
-    decls += fmt::format("template <typename T>\nT {}({});\n", op->name, scalar_params(*op, true));
-    defs += fmt::format("template <typename T>\ninline T {}({}) {{\n  return static_cast<T>({});\n}}\n", op->name,
+    decls += fmt::format("template <typename T>\nPD_HOST_DEVICE T {}({});\n", op->name, scalar_params(*op, true));
+    defs += fmt::format("template <typename T>\nPD_HOST_DEVICE inline T {}({}) {{\n  return static_cast<T>({});\n}}\n", op->name,
                         scalar_params(*op, true), op->scalar);
   }
   return "namespace pd::scalar {\n\n" + decls + "\n" + defs + "\n}  // namespace pd::scalar\n";
@@ -64,12 +64,12 @@ inline Activation parse_activation(const char* op, const std::string& name) {{
 
 // The activation's formula, chosen at compile time (kernels instantiate one loop per activation) ...
 template <Activation A, typename T>
-inline T activate(T x, [[maybe_unused]] T alpha) {{
+PD_HOST_DEVICE inline T activate(T x, [[maybe_unused]] T alpha) {{
 {}}}
 
 // ... or at run time.
 template <typename T>
-inline T activate(Activation a, T x, T alpha) {{
+PD_HOST_DEVICE inline T activate(Activation a, T x, T alpha) {{
   switch (a) {{
     case Activation::none: return x;
 {}
@@ -132,6 +132,43 @@ inline decltype(auto) dispatch_ewise(EwiseFn fn, Fn&& f) {{
   return h;
 }
 
+// cuda_elementwise.cu: the CUDA kernel of every op with a `scalar:` formula and a `cuda:` kernels
+// entry, as its formula over map_elementwise (kernels/cuda/elementwise.cuh). Always written; compiled
+// only by CUDA builds.
+std::string cuda_kernels(const std::vector<const OpDef*>& ops) {
+  std::string c = kHeader;
+  c += "#include \"cuda/elementwise.cuh\"\n#include \"elementwise_ops.h\"\n\nnamespace pd::kernels::cuda {\nnamespace {\n\n";
+  std::string defs, inst;
+  for (const OpDef* op : ops) {
+    auto it = op->kernels.find("cuda");
+    if (it == op->kernels.end()) continue;
+    const std::vector<std::string> attrs = attr_names(*op);
+    std::vector<std::string> members, params, args, ctor;
+    for (const ArgDef* a : op->tensor_args()) {
+      params.push_back("C " + a->name);
+      args.push_back(a->name);
+    }
+    for (const std::string& a : attrs) {
+      members.push_back(fmt::format("  double {};\n", a));
+      args.push_back(fmt::format("static_cast<C>({})", a));
+      ctor.push_back(a);
+    }
+    c += fmt::format("struct {}_fn {{\n{}  template <typename C>\n  __device__ C operator()({}) const {{ return ::pd::scalar::{}<C>({}); }}\n}};\n\n",
+                     op->name, fmt::join(members, ""), fmt::join(params, ", "), op->name, fmt::join(args, ", "));
+    std::vector<std::string> tensors;
+    for (const ArgDef* a : op->tensor_args()) tensors.push_back(a->name);
+    std::vector<std::string> types;
+    for (const std::string& d : it->second)
+      types.push_back(d == "f32" ? "float" : d == "f64" ? "double" : d == "f16" ? "::pd::float16" : d == "bf16" ? "::pd::bfloat16"
+                      : d == "i32" ? "int32_t" : d == "i64" ? "int64_t" : d == "i8" ? "int8_t" : d == "u8" ? "uint8_t" : "bool");
+    defs += fmt::format("template <typename T>\nvoid {0}{1} {{\n  map_elementwise<T>(ctx, \"{0}\", {0}_fn{{{2}}}, {3}, {4});\n}}\n\n",
+                        op->name, kernel_params(*op, true), fmt::join(ctor, ", "), op->outputs[0].name, fmt::join(tensors, ", "));
+    inst += fmt::format("PD_INSTANTIATE_KERNELS({}, cuda, {})\n", op->name, fmt::join(types, ", "));
+  }
+  c += "}  // namespace\n\n" + defs + "}  // namespace pd::kernels::cuda\n\n" + inst;
+  return c;
+}
+
 }  // namespace
 
 void emit_elementwise(const OpSet& set, const std::string& dir) {
@@ -154,12 +191,20 @@ void emit_elementwise(const OpSet& set, const std::string& dir) {
 
 #include "pd/core/error.h"
 
+// The scalar formulas compile for CUDA device code too (kernels/cuda, generated cuda_elementwise.cu).
+#ifdef __CUDACC__
+#define PD_HOST_DEVICE __host__ __device__
+#else
+#define PD_HOST_DEVICE
+#endif
+
 )";
   h += scalar_functions(scalar_ops);
   h += "\nnamespace pd {\n" + activations(acts);
   if (!scalar_ops.empty()) h += ewise_table(scalar_ops);
   h += "\n}  // namespace pd\n";
   write_if_changed(dir + "/elementwise_ops.h", h);
+  write_if_changed(dir + "/cuda_elementwise.cu", cuda_kernels(scalar_ops));
 }
 
 }  // namespace pd::codegen

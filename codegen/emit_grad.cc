@@ -65,10 +65,10 @@ std::string apply_body(const OpDef& op, const OpSet& set) {
   for (const auto& o : op.outputs) {
     if (o.is_list) {
       b += fmt::format("  std::vector<::pd::Tensor> grad_{0};\n  for (size_t k = 0; k < {0}_shapes.size(); ++k)\n"
-                       "    grad_{0}.push_back(::pd::detail::grad_or_zeros(grads[gi + k], {0}_shapes[k], {0}_dtype));\n"
+                       "    grad_{0}.push_back(::pd::detail::grad_or_zeros(grads[gi + k], {0}_shapes[k], {0}_dtype, place));\n"
                        "  gi += {0}_shapes.size();\n", o.name);
     } else if (o.differentiable) {
-      b += fmt::format("  const ::pd::Tensor grad_{0} = ::pd::detail::grad_or_zeros(grads[gi++], {0}_shape, {0}_dtype);\n", o.name);
+      b += fmt::format("  const ::pd::Tensor grad_{0} = ::pd::detail::grad_or_zeros(grads[gi++], {0}_shape, {0}_dtype, place);\n", o.name);
     } else {
       b += "  ++gi;\n";
     }
@@ -76,6 +76,7 @@ std::string apply_body(const OpDef& op, const OpSet& set) {
   }
   b += fmt::format("  const auto& grad = grad_{};\n  (void)grad;\n", first_diff->name);
   b += fmt::format("  const ::pd::DType grad_dtype = {}_dtype;\n  (void)grad_dtype;\n", first_diff->name);
+  b += "  const ::pd::Place grad_place = place;\n  (void)grad_place;\n";
   for (const ArgDef* a : op.tensor_args())
     if (a->kind != ArgKind::TensorList && used.count(a->name))
       b += fmt::format("  const ::pd::Tensor {0} = {0}_saved.unpack(self);\n", a->name);

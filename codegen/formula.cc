@@ -198,14 +198,14 @@ void collect_value_names(const Expr& e, std::set<std::string>& out) {
 std::string emit_expr(const Expr& e, const OpDef& owner, const OpSet& set, Slot slot) {
   switch (e.kind) {
     case Expr::Number:
-      if (slot == Slot::Tensor) return fmt::format("::pd::Tensor::full_scalar({}, grad_dtype)", e.text);
+      if (slot == Slot::Tensor) return fmt::format("::pd::Tensor::full_scalar({}, grad_dtype, grad_place)", e.text);
       return e.text;
     case Expr::Bool:
       return e.text;
     case Expr::Ident: {
       const ArgDef* a = owner.arg(e.text);
       if (slot == Slot::Tensor && a && (a->kind == ArgKind::Float || a->kind == ArgKind::Int))
-        return fmt::format("::pd::Tensor::full_scalar({}, grad_dtype)", e.text);
+        return fmt::format("::pd::Tensor::full_scalar({}, grad_dtype, grad_place)", e.text);
       return e.text;
     }
     case Expr::List: {
@@ -234,7 +234,7 @@ std::string emit_expr(const Expr& e, const OpDef& owner, const OpSet& set, Slot 
       else args.push_back(emit_expr(a, owner, set, Slot::Attr));
     }
     std::string v = fmt::format("::pd::builtin_{}({})", f, fmt::join(args, ", "));
-    return slot == Slot::Tensor && is_number_builtin(f) ? fmt::format("::pd::Tensor::full_scalar({}, grad_dtype)", v) : v;
+    return slot == Slot::Tensor && is_number_builtin(f) ? fmt::format("::pd::Tensor::full_scalar({}, grad_dtype, grad_place)", v) : v;
   }
   const OpDef* callee = set.find(f);
   std::vector<std::string> args;

@@ -104,6 +104,38 @@ void CachingAllocator::copy_from_host(void* dst, const void* host_src, size_t by
   if (bytes) std::memcpy(dst, host_src, bytes);
 }
 
+void CachingAllocator::copy_strided(void* dst, const void* src, size_t elem, const Shape& shape,
+                                    const Shape& strides) const {
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  char* out = static_cast<char*>(dst);
+  const char* base = static_cast<const char*>(src);
+  if (nd == 0) {
+    std::memcpy(out, base, elem);
+    return;
+  }
+  // Walks the shape with an odometer; the innermost dimension is one memcpy when it is dense.
+  const int64_t inner = shape[nd - 1];
+  const int64_t inner_stride = strides[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t done = 0; done < n; done += inner) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < nd - 1; ++d) off += idx[d] * strides[d];
+    const char* row = base + off * static_cast<int64_t>(elem);
+    if (inner_stride == 1) {
+      std::memcpy(out, row, inner * elem);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) std::memcpy(out + i * elem, row + i * inner_stride * elem, elem);
+    }
+    out += inner * elem;
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 CachingAllocator& cpu_allocator() {
   static CachingAllocator a;
   return a;
@@ -116,11 +148,27 @@ std::array<AllocatorFactory, 2>& factories() {
   return f;
 }
 
+std::array<DeviceCountFn, 2>& device_counters() {
+  static std::array<DeviceCountFn, 2> f{};
+  return f;
+}
+
 }  // namespace
 
 void register_allocator(DeviceType type, AllocatorFactory factory) {
   PD_CHECK(type != DeviceType::cpu, ErrorCode::kInvalidArgument, "register_allocator: the CPU allocator is built in");
   factories()[static_cast<size_t>(type)] = factory;
+}
+
+void register_device_count(DeviceType type, DeviceCountFn fn) {
+  PD_CHECK(type != DeviceType::cpu, ErrorCode::kInvalidArgument, "register_device_count: the CPU is built in");
+  device_counters()[static_cast<size_t>(type)] = fn;
+}
+
+int device_count(DeviceType type) {
+  if (type == DeviceType::cpu) return 1;
+  DeviceCountFn fn = device_counters()[static_cast<size_t>(type)];
+  return fn ? fn() : 0;
 }
 
 Allocator& allocator_for(Place place) {

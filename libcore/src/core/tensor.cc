@@ -9,40 +9,6 @@
 namespace pd {
 namespace {
 
-// Copies every element of `src` (any strides) into contiguous `dst_bytes`; walks the shape with an
-// odometer and copies the innermost dimension in one run when it is dense.
-void copy_to_contiguous(const Tensor& src, char* dst) {
-  const size_t elem = dtype_size(src.dtype());
-  const int64_t n = src.numel();
-  if (n == 0) return;
-  const char* base = static_cast<const char*>(src.storage()->data.get()) + src.offset() * elem;
-  const int64_t nd = src.dim();
-  if (nd == 0) {
-    std::memcpy(dst, base, elem);
-    return;
-  }
-  const Shape& shape = src.shape();
-  const Shape& strides = src.strides();
-  const int64_t inner = shape[nd - 1];
-  const int64_t inner_stride = strides[nd - 1];
-  std::vector<int64_t> idx(nd, 0);
-  for (int64_t done = 0; done < n; done += inner) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < nd - 1; ++d) off += idx[d] * strides[d];
-    const char* row = base + off * static_cast<int64_t>(elem);
-    if (inner_stride == 1) {
-      std::memcpy(dst, row, inner * elem);
-    } else {
-      for (int64_t i = 0; i < inner; ++i) std::memcpy(dst + i * elem, row + i * inner_stride * elem, elem);
-    }
-    dst += inner * elem;
-    for (int64_t d = nd - 2; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 AutogradMeta& autograd_meta(TensorImpl* impl) {
   if (!impl->autograd) impl->autograd = std::make_shared<AutogradMeta>();
   return *impl->autograd;
@@ -67,10 +33,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Place place) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::full_scalar(double value, DType dtype) {
+Tensor Tensor::full_scalar(double value, DType dtype, Place place) {
   Tensor t = empty({}, dtype);
   visit_dtype(dtype, [&]<typename T>() { *t.data<T>() = convert<T>(value); });
-  return t;
+  return place.is_cpu() ? t : t.to(place);
 }
 
 int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, dim(), "Tensor::size")]; }
@@ -95,23 +61,16 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  PD_CHECK(place().is_cpu(), ErrorCode::kNotImplemented, "Tensor::clone: a tensor on {} is copied by its backend's ops",
-           place().str());
   Tensor out = empty(shape(), dtype(), place());
-  copy_to_contiguous(*this, static_cast<char*>(out.raw_data()));
+  allocator_for(place()).copy_strided(out.raw_data(), raw_data(), dtype_size(dtype()), shape(), strides());
   return out;
 }
 
 Tensor Tensor::to(Place place) const {
   PD_CHECK(defined(), ErrorCode::kInvalidArgument, "Tensor::to: the tensor is undefined");
   if (place == this->place()) return *this;
-  PD_CHECK(place.is_cpu() || this->place().is_cpu(), ErrorCode::kNotImplemented,
-           "Tensor::to: {} -> {}: copies between devices go through the host (.to(Place::cpu()) first)",
-           this->place().str(), place.str());
-  PD_CHECK(this->place().is_cpu() || is_contiguous(), ErrorCode::kInvalidArgument,
-           "Tensor::to: a strided view on {} cannot be copied to {}; make it contiguous on its device first",
-           this->place().str(), place.str());
-  const Tensor src = this->place().is_cpu() ? contiguous() : *this;
+  if (!place.is_cpu() && !this->place().is_cpu()) return to(Place::cpu()).to(place);  // device to device
+  const Tensor src = contiguous();
   Tensor out = empty(shape(), dtype(), place);
   const size_t bytes = static_cast<size_t>(numel()) * dtype_size(dtype());
   if (place.is_cpu()) allocator_for(src.place()).copy_to_host(out.raw_data(), src.raw_data(), bytes);

@@ -6,6 +6,7 @@
 
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
+#include "pd/core/allocator.h"
 #include "pd/core/threads.h"
 #include "pd/ops/shape_rules.h"
 
@@ -74,7 +75,8 @@ double builtin_reduction_scale(const Shape& x, const std::string& reduction) {
 namespace detail {
 
 KernelContext kernel_context(Place place) {
-  return {.place = place, .stream = nullptr, .packed = current_packed_weights(), .threads = num_threads()};
+  void* stream = place.is_cpu() ? nullptr : allocator_for(place).stream();
+  return {.place = place, .stream = stream, .packed = current_packed_weights(), .threads = num_threads()};
 }
 
 void check_tensor(const char* op, const char* arg, const Tensor& t) {
@@ -156,8 +158,9 @@ const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& 
   return t;
 }
 
-Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype) {
-  return g.defined() ? g : ops::zeros(shape, dtype);
+Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype, Place place) {
+  if (g.defined()) return g;
+  return place.is_cpu() ? ops::zeros(shape, dtype) : ops::zeros(shape, dtype).to(place);
 }
 
 Tensor sum_to_if_needed(const Tensor& g, const Shape& shape) {

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "pd/core/place.h"
+#include "pd/core/shape.h"
 
 namespace pd {
 
@@ -32,6 +33,12 @@ class Allocator {
   // Copies between this device's memory and the host's (plain memcpy on the CPU).
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) const = 0;
   virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) const = 0;
+  // Gathers the strided view at `src` (element size `elem`, strides in elements) of this device's
+  // memory into contiguous `dst` on the same device.
+  virtual void copy_strided(void* dst, const void* src, size_t elem, const Shape& shape, const Shape& strides) const = 0;
+  // The stream this device's kernels enqueue on (null on the CPU), and waiting until it is idle.
+  virtual void* stream() const { return nullptr; }
+  virtual void synchronize() const {}
 };
 
 class CachingAllocator final : public Allocator {
@@ -42,6 +49,7 @@ class CachingAllocator final : public Allocator {
   void empty_cache() override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) const override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) const override;
+  void copy_strided(void* dst, const void* src, size_t elem, const Shape& shape, const Shape& strides) const override;
 };
 
 CachingAllocator& cpu_allocator();
@@ -53,5 +61,11 @@ Allocator& allocator_for(Place place);
 // the registration (tests).
 using AllocatorFactory = Allocator* (*)(int index);
 void register_allocator(DeviceType type, AllocatorFactory factory);
+
+// How many devices of `type` this process can use: 1 for the CPU; for CUDA, 0 when this build has no
+// CUDA backend or the driver reports any error (no GPU, no driver), never an exception.
+int device_count(DeviceType type);
+using DeviceCountFn = int (*)();
+void register_device_count(DeviceType type, DeviceCountFn fn);
 
 }  // namespace pd

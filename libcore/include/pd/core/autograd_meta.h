@@ -2,6 +2,7 @@
 // GradNode interface it points to. They live in core because Tensor's own methods read them; the tape,
 // the engine and the generated nodes are in pd/autograd.
 #pragma once
+#include "pd/core/place.h"
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,6 +40,7 @@ class GradNode : public std::enable_shared_from_this<GradNode> {
 
   std::vector<Edge> next_edges;  // one per differentiable input of the op
   int num_outputs = 1;
+  Place place;  // where the op ran: literals and missing gradients of its backward are made there
   // Hooks on output slots, registered through Tensor::register_hook on non-leaf tensors.
   std::vector<std::pair<int, std::function<Tensor(const Tensor&)>>> pre_hooks;
 

@@ -45,8 +45,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
   template <typename T>
   static Tensor scalar(T value) { return from_vector<T>({value}, {}); }
-  // A 0-D tensor of `dtype` holding `value` (used for literals in formulas).
-  static Tensor full_scalar(double value, DType dtype);
+  // A 0-D tensor of `dtype` holding `value` on `place` (used for literals in formulas).
+  static Tensor full_scalar(double value, DType dtype, Place place = Place::cpu());
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }
@@ -80,6 +80,7 @@ class Tensor {
   Tensor clone() const;
   // This tensor on `place` (itself when already there), copied through the places' allocators
   // (pd/core/allocator.h); contiguous, no autograd history. Device-to-device copies go through the host.
+  // Copies to the host wait for the device's stream; to_vector() and item() copy device tensors first.
   Tensor to(Place place) const;
   // Values converted to `T` in row-major order.
   template <typename T>

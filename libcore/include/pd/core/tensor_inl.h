@@ -17,7 +17,7 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor c = contiguous();
+  Tensor c = place().is_cpu() ? contiguous() : to(Place::cpu());
   std::vector<T> out(static_cast<size_t>(c.numel()));
   visit_dtype(c.dtype(), [&]<typename S>() {
     const S* src = static_cast<const S*>(c.raw_data());

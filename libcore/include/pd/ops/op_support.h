@@ -61,7 +61,7 @@ std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts);
 const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& t);
 
 // Backward helpers.
-Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype);
+Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype, Place place = Place::cpu());
 Tensor sum_to_if_needed(const Tensor& g, const Shape& shape);
 
 // Shape-only tensors for the meta functions: a shape and dtype over an empty storage.
