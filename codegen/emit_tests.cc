@@ -65,8 +65,11 @@ std::string attr_value_cpp(const ArgDef& a, const std::string& v) {
 }
 
 void emit_tests(const OpSet& set, const std::string& dir) {
-  std::string c = kHeader;
-  c += "#include <catch2/catch.hpp>\n\n#include \"op_test_harness.h\"\n\nusing std::abs, std::exp, std::log, std::sqrt, std::tanh, std::erf, std::pow;\n\n";
+  const std::string prelude =
+      "#include <catch2/catch.hpp>\n\n#include \"op_test_harness.h\"\n\nusing std::abs, std::exp, std::log, std::sqrt, std::tanh, std::erf, std::pow;\n\n";
+  std::string c = kHeader + prelude;
+  // gpu_op_tests.cc: the ops with CUDA kernels, each against its CPU kernels on a GPU (label gpu).
+  std::string g = kHeader + prelude;
   for (const auto& op : set.ops) {
     const TestSpec& t = op.test;
     std::string body = fmt::format("  ::pd::test::OpTestSpec s;\n  s.op = \"{}\";\n  s.yaml_line = {};\n", op.name, op.pos.line);
@@ -77,8 +80,11 @@ void emit_tests(const OpSet& set, const std::string& dir) {
     for (const auto& smp : t.samples) body += sample_cpp(op, smp, "samples");
     for (const auto& smp : t.bad) body += sample_cpp(op, smp, "bad");
     c += fmt::format("TEST_CASE(\"op:{0}\", \"[op][{0}]\") {{\n{1}  ::pd::test::run_op_tests(s);\n}}\n\n", op.name, body);
+    if (op.kernels.count("cuda"))
+      g += fmt::format("TEST_CASE(\"gpu:{0}\", \"[gpu][{0}]\") {{\n{1}  ::pd::test::run_cuda_op_tests(s);\n}}\n\n", op.name, body);
   }
   write_if_changed(dir + "/op_tests.cc", c);
+  write_if_changed(dir + "/gpu_op_tests.cc", g);
 }
 
 }  // namespace pd::codegen

@@ -246,7 +246,102 @@ void check_fused(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs) 
   for (size_t i = 0; i < grads[0].size(); ++i) check_close(grads[0][i], grads[1][i], spec.f64_tol, "fused grad against formula");
 }
 
+// ---- CUDA against CPU ----
+
+BoxedInputs to_place(const BoxedInputs& in, Place place) {
+  BoxedInputs out;
+  for (const auto& slot : in) {
+    std::vector<Tensor> moved;
+    for (const Tensor& t : slot) moved.push_back(t.defined() ? t.to(place) : t);
+    out.push_back(moved);
+  }
+  return out;
+}
+
+std::vector<Tensor> to_cpu(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? t.to(Place::cpu()) : t);
+  return out;
+}
+
+bool has_cuda_kernel(const std::string& op, DType dt) {
+  for (const auto& k : registry::registered_kernels(op))
+    if (k.backend == Backend::cuda && k.dtype == dt) return true;
+  return false;
+}
+
+// Tolerance of CUDA against the CPU: the reductions and GEMMs sum in another order.
+double cuda_tol(const OpTestSpec& spec, DType dt) {
+  if (dt == DType::f64) return std::max(spec.f64_tol, 1e-9);
+  if (dt == DType::f32) return std::max(spec.f32_tol, 1e-4);
+  return dt == DType::bf16 ? 2e-2 : 4e-3;
+}
+
+void check_cuda_forward(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs, DType dt) {
+  const Place gpu = Place::cuda(0);
+  // 16-bit types are compared against the CPU in f32 on the same (rounded) inputs.
+  const bool half = dt == DType::f16 || dt == DType::bf16;
+  BoxedInputs in = make_inputs(s, dt, 42);
+  BoxedInputs cpu_in = in;
+  if (half)
+    for (auto& slot : cpu_in)
+      for (auto& t : slot)
+        if (t.defined() && t.dtype() == dt) t = ops::cast(t, DType::f32);
+  std::vector<Tensor> want = call(spec.op, cpu_in, attrs);
+  std::vector<Tensor> got = to_cpu(call(spec.op, to_place(in, gpu), attrs));
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor g = half && got[i].dtype() == dt ? ops::cast(got[i], DType::f32) : got[i];
+    check_close(g, want[i], cuda_tol(spec, dt), fmt::format("cuda {} against cpu, output {}", dtype_name(dt), i));
+  }
+}
+
+void check_cuda_grads(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs, DType dt) {
+  std::vector<std::vector<Tensor>> grads;
+  for (Place place : {Place::cpu(), Place::cuda(0)}) {
+    BoxedInputs in = to_place(make_inputs(s, dt, 42), place);
+    std::vector<Tensor*> leaves = diff_leaves(spec, s, in);
+    std::vector<Tensor> outs = call(spec.op, in, attrs);
+    std::vector<Tensor> cots = cotangents(outs, 7);
+    for (auto& c : cots) c = ops::cast(c, dt).to(place);
+    Tensor loss = scalar_loss(spec.op, outs, cots);
+    if (!loss.defined()) return;
+    std::vector<Tensor> inputs;
+    for (Tensor* t : leaves) inputs.push_back(*t);
+    grads.push_back(to_cpu(pd::grad({loss}, inputs)));
+  }
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    check_close(grads[1][i], grads[0][i], cuda_tol(spec, dt), fmt::format("cuda {} gradient against cpu, input {}", dtype_name(dt), i));
+}
+
 }  // namespace
+
+void run_cuda_op_tests(const OpTestSpec& spec) {
+  for (const Sample& s : spec.samples) {
+    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line);
+    AttrMap attrs = with_seed(spec.op, s.attrs);
+    for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+      if (!has_cuda_kernel(spec.op, dt)) continue;
+      SECTION(fmt::format("cuda {} forward, line {}", dtype_name(dt), s.yaml_line)) { check_cuda_forward(spec, s, attrs, dt); }
+      if (spec.gradcheck && (dt == DType::f32 || dt == DType::f64))
+        SECTION(fmt::format("cuda {} gradients, line {}", dtype_name(dt), s.yaml_line)) { check_cuda_grads(spec, s, attrs, dt); }
+    }
+  }
+  for (const Sample& s : spec.bad) {
+    SECTION("cuda bad input, line " + std::to_string(s.yaml_line)) {
+      INFO("op " << spec.op << ", bad sample at ops.yaml:" << s.yaml_line);
+      try {
+        call(spec.op, to_place(make_inputs(s, DType::f32, 42), Place::cuda(0)), with_seed(spec.op, s.attrs));
+        FAIL("expected pd::Error containing '" << s.error << "'");
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        INFO("message: " << msg);
+        CHECK(msg.find(spec.op) != std::string::npos);
+        CHECK(msg.find(s.error) != std::string::npos);
+      }
+    }
+  }
+}
 
 double attr_number(const AttrMap& attrs, const char* name, double fallback) {
   auto it = attrs.find(name);

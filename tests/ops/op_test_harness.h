@@ -44,6 +44,9 @@ struct OpTestSpec {
 };
 
 void run_op_tests(const OpTestSpec& spec);
+// The op's CUDA kernels against its CPU kernels on the same inputs (cuda:0): outputs and gradients in
+// each dtype both have, f16/bf16 against f32, and the bad samples with GPU inputs.
+void run_cuda_op_tests(const OpTestSpec& spec);
 double attr_number(const AttrMap& attrs, const char* name, double fallback);
 
 // Naive references register themselves by op name.

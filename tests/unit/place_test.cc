@@ -23,6 +23,9 @@ class HostBackedDevice final : public pd::Allocator {
   void empty_cache() override {}
   void copy_to_host(void* dst, const void* src, size_t bytes) const override { std::memcpy(dst, src, bytes), ++to_host; }
   void copy_from_host(void* dst, const void* src, size_t bytes) const override { std::memcpy(dst, src, bytes), ++from_host; }
+  void copy_strided(void* dst, const void* src, size_t elem, const pd::Shape& shape, const pd::Shape& strides) const override {
+    pd::cpu_allocator().copy_strided(dst, src, elem, shape, strides);
+  }
   mutable int to_host = 0, from_host = 0;
 };
 
@@ -43,8 +46,18 @@ struct RegisteredDevice {
 
 TEST_CASE("place: a device this build lacks is refused by name", "[place]") {
   CHECK(&pd::allocator_for(Place::cpu()) == &pd::cpu_allocator());
+  if (pd::device_count(pd::DeviceType::cuda) > 0) return;  // a GPU machine: tests/gpu covers it
+#ifdef PD_WITH_CUDA
+  CHECK_THAT(error_of([] { Tensor::empty({2}, pd::DType::f32, Place::cuda(0)); }),
+             Catch::Contains("place cuda:0 is not available: no such device"));
+  CHECK_THAT(error_of([] { pd::parse_place("cuda"); }), Catch::Contains("no usable CUDA GPU"));
+#else
   CHECK_THAT(error_of([] { Tensor::empty({2}, pd::DType::f32, Place::cuda(0)); }),
              Catch::Contains("place cuda:0 is not available: this build has no cuda backend"));
+  CHECK_THAT(error_of([] { pd::parse_place("cuda:0"); }), Catch::Contains("this build has no CUDA backend"));
+#endif
+  CHECK_THAT(error_of([] { pd::parse_place("gpu"); }), Catch::Contains("expected cpu, cuda or cuda:N"));
+  CHECK(pd::parse_place("cpu") == Place::cpu());
   const Tensor t = pd::ops::ones({3});
   CHECK(t.to(Place::cpu()).storage() == t.storage());  // already there: no copy
   CHECK_THAT(error_of([&] { t.to(Place::cuda(0)); }), Catch::Contains("cuda:0 is not available"));
@@ -67,6 +80,8 @@ TEST_CASE("place: tensors move to a device and back; ops refuse mixed places", "
   CHECK_THAT(error_of([&] { pd::ops::add(x, on_device); }),
              Catch::Contains("add: argument 'y' is on cuda:0, but 'x' is on cpu"));
   CHECK_THAT(error_of([&] { pd::ops::concat({back, on_device}, 0); }), Catch::Contains("is on cuda:0, but 'xs' is on cpu"));
+#ifndef PD_WITH_CUDA
   // No kernels for the device in this build: the op says so.
   CHECK_THAT(error_of([&] { pd::ops::relu(on_device); }), Catch::Contains("relu: no kernel for dtype f32 on cuda:0"));
+#endif
 }

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--stop-after-epoch", opt.stop_after_epoch, "checkpoint and stop after this epoch")->check(CLI::PositiveNumber);
   app.add_option("--limit", opt.limit, "use only the first N training and test samples")->check(CLI::PositiveNumber);
   app.add_option("--threads", opt.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--device", opt.device, "where to train: cpu, cuda or cuda:N (default: train.device in the YAML, else cpu)");
   app.add_flag("--quiet,-q", opt.quiet, "no progress or per-epoch text (errors only)");
   app.add_flag("--json", opt.json, "print one JSON object per epoch on stdout");
   return pd::tools::run_tool("pd-train", app, argc, argv, [&]() -> int {

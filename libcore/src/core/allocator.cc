@@ -171,6 +171,26 @@ int device_count(DeviceType type) {
   return fn ? fn() : 0;
 }
 
+Place parse_place(const std::string& text) {
+  if (text == "cpu") return Place::cpu();
+  int index = 0;
+  if (text.rfind("cuda:", 0) == 0) {
+    const std::string digits = text.substr(5);
+    PD_CHECK(!digits.empty() && digits.size() < 4 && digits.find_first_not_of("0123456789") == std::string::npos,
+             ErrorCode::kInvalidArgument, "device '{}': expected cpu, cuda or cuda:N", text);
+    index = std::stoi(digits);
+  } else {
+    PD_CHECK(text == "cuda", ErrorCode::kInvalidArgument, "device '{}': expected cpu, cuda or cuda:N", text);
+  }
+  const int n = device_count(DeviceType::cuda);
+  PD_CHECK(device_counters()[static_cast<size_t>(DeviceType::cuda)] != nullptr, ErrorCode::kNotImplemented,
+           "device '{}': this build has no CUDA backend (built without nvcc); use cpu", text);
+  PD_CHECK(n > 0, ErrorCode::kInvalidArgument, "device '{}': no usable CUDA GPU (the driver reports none)", text);
+  PD_CHECK(index < n, ErrorCode::kInvalidArgument, "device '{}': this machine has {} CUDA device(s), cuda:0 to cuda:{}",
+           text, n, n - 1);
+  return Place::cuda(index);
+}
+
 Allocator& allocator_for(Place place) {
   if (place.is_cpu()) return cpu_allocator();
   AllocatorFactory f = factories()[static_cast<size_t>(place.type)];

@@ -78,6 +78,28 @@ Tensor Tensor::to(Place place) const {
   return out;
 }
 
+void Tensor::copy_(const Tensor& src) const {
+  PD_CHECK(defined() && src.defined(), ErrorCode::kInvalidArgument, "Tensor::copy_: undefined tensor");
+  PD_CHECK(src.shape() == shape() && src.dtype() == dtype(), ErrorCode::kShape,
+           "Tensor::copy_: source is {} {}, destination {} {}", dtype_name(src.dtype()), shape_str(src.shape()),
+           dtype_name(dtype()), shape_str(shape()));
+  PD_CHECK(is_contiguous(), ErrorCode::kInvalidArgument, "Tensor::copy_: the destination must be contiguous");
+  const size_t bytes = static_cast<size_t>(numel()) * dtype_size(dtype());
+  if (bytes == 0) return;
+  const Tensor host = src.place().is_cpu() ? src.contiguous() : src.to(Place::cpu());
+  if (place().is_cpu()) std::memcpy(raw_data(), host.raw_data(), bytes);
+  else allocator_for(place()).copy_from_host(raw_data(), host.raw_data(), bytes);
+}
+
+void Tensor::set_data(const Tensor& src) const {
+  PD_CHECK(defined() && src.defined(), ErrorCode::kInvalidArgument, "Tensor::set_data: undefined tensor");
+  impl_->storage = src.impl_->storage;
+  impl_->offset = src.impl_->offset;
+  impl_->shape = src.impl_->shape;
+  impl_->strides = src.impl_->strides;
+  impl_->dtype = src.impl_->dtype;
+}
+
 Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = impl_->storage;

@@ -118,9 +118,7 @@ void save_tensors(const std::string& path, const std::map<std::string, Tensor>& 
   put<uint32_t>(out, static_cast<uint32_t>(tensors.size()));
   for (const auto& [name, t] : tensors) {
     PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "{}: tensor '{}' is undefined", path, name);
-    PD_CHECK(t.place().is_cpu(), ErrorCode::kInvalidArgument, "{}: tensor '{}' is on {}; copy it to cpu to save it",
-             path, name, t.place().str());
-    Tensor c = t.contiguous();
+    Tensor c = t.place().is_cpu() ? t.contiguous() : t.to(Place::cpu());  // device tensors are saved from a host copy
     const size_t nbytes = static_cast<size_t>(c.numel()) * dtype_size(c.dtype());
     const char* bytes = nbytes ? static_cast<const char*>(c.raw_data()) : "";
     put_str(out, name, path, "tensor name");

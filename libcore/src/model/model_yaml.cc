@@ -241,7 +241,7 @@ void parse_data(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
 }
 
 void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
-  c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads"});
+  c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads", "device"});
   TrainSpec& t = spec.train;
   if (node["batch_size"]) t.batch_size = c.integer(node["batch_size"], "batch_size", 1);
   if (node["epochs"]) t.epochs = c.integer(node["epochs"], "epochs", 1);
@@ -249,6 +249,7 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   if (node["clip_grad_norm"]) t.clip_grad_norm = c.number(node["clip_grad_norm"], "clip_grad_norm");
   if (node["log_every"]) t.log_every = c.integer(node["log_every"], "log_every", 1);
   if (node["threads"]) t.threads = static_cast<int>(c.integer(node["threads"], "threads", 0));
+  if (node["device"]) t.device = c.text(node["device"], "device");
   t.schedule.base_lr = 0.01;
   if (const YAML::Node o = node["optimizer"]) {
     c.check_keys(o, "optimizer", {"type", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay"});

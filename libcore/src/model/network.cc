@@ -124,9 +124,13 @@ void Network::load_state(const std::map<std::string, Tensor>& state, bool allow_
     PD_CHECK(it->second.shape() == p.value.shape() && it->second.dtype() == p.value.dtype(), ErrorCode::kShape,
              "parameter '{}': the model expects {} {}, but the saved state has {} {}", p.name, dtype_name(p.value.dtype()),
              shape_str(p.value.shape()), dtype_name(it->second.dtype()), shape_str(it->second.shape()));
-    Tensor src = it->second.contiguous();
-    std::memcpy(p.value.raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * dtype_size(src.dtype()));
+    p.value.copy_(it->second);
   }
+}
+
+void Network::to(Place place) {
+  for (auto& p : params_) p.value.set_data(p.value.to(place));
+  place_ = place;
 }
 
 std::vector<Network::Row> Network::summary() const { return rows_; }

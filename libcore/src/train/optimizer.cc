@@ -66,14 +66,15 @@ Optimizer::Optimizer(std::vector<NamedParam> params, OptimizerConfig config)
              "Optimizer: parameter '{}' is a tensor already listed under another name", p.name);
     PD_CHECK(p.value.dtype() == DType::f32 || p.value.dtype() == DType::f64, ErrorCode::kDType,
              "Optimizer: parameter '{}' must be f32 or f64, but has dtype {}", p.name, dtype_name(p.value.dtype()));
-    PD_CHECK(p.value.place().is_cpu(), ErrorCode::kInvalidArgument,
-             "Optimizer: parameter '{}' must be on cpu, but is on {}", p.name, p.value.place().str());
+    PD_CHECK(p.value.place() == params_[0].value.place(), ErrorCode::kInvalidArgument,
+             "Optimizer: parameter '{}' is on {}, but '{}' is on {}; move the model to one place first", p.name,
+             p.value.place().str(), params_[0].name, params_[0].value.place().str());
     // The in-place loops index storage linearly, so a strided view would update the wrong elements.
     PD_CHECK(p.value.is_contiguous(), ErrorCode::kInvalidArgument,
              "Optimizer: parameter '{}' (shape {}) must be contiguous; pass the leaf tensor, not a view", p.name,
              shape_str(p.value.shape()));
-    m_.push_back(uses_m(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()) : Tensor());
-    v_.push_back(uses_v(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()) : Tensor());
+    m_.push_back(uses_m(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
+    v_.push_back(uses_v(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
   }
 }
 
@@ -150,11 +151,7 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   const int64_t steps = state.at("step").item<int64_t>();
   PD_CHECK(steps >= 0, ErrorCode::kInvalidArgument, "Optimizer::load_state: 'step' is negative ({})", steps);
 
-  auto copy_into = [&](Tensor& dst, const std::string& key) {
-    Tensor src = state.at(key).contiguous();
-    size_t bytes = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype());
-    if (bytes) std::memcpy(dst.raw_data(), src.raw_data(), bytes);
-  };
+  auto copy_into = [&](Tensor& dst, const std::string& key) { dst.copy_(state.at(key)); };
   for (size_t i = 0; i < params_.size(); ++i) {
     if (m_[i].defined()) copy_into(m_[i], params_[i].name + ".m");
     if (v_[i].defined()) copy_into(v_[i], params_[i].name + ".v");

@@ -12,6 +12,7 @@
 
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
+#include "pd/core/allocator.h"
 #include "pd/data/readers.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
@@ -82,11 +83,12 @@ EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::st
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
   while (auto b = loader.next()) {
-    auto values = net.forward({{feature, b->x}}, false, step);
-    const int64_t n = b->y.numel();
-    loss_sum += net.loss(values, b->y).item<double>() * static_cast<double>(n);
+    const Tensor y = b->y.to(net.place());
+    auto values = net.forward({{feature, b->x.to(net.place())}}, false, step);
+    const int64_t n = y.numel();
+    loss_sum += net.loss(values, y).item<double>() * static_cast<double>(n);
     Tensor pred = ops::argmax(values.at(net.output_name()), -1);
-    correct += ops::sum(ops::cast(ops::equal(pred, b->y), DType::i64)).item<int64_t>();
+    correct += ops::sum(ops::cast(ops::equal(pred, y), DType::i64)).item<int64_t>();
     seen += n;
   }
   return {seen ? loss_sum / seen : 0, seen ? static_cast<double>(correct) / seen : 0};
@@ -161,7 +163,9 @@ int Trainer::run() {
   fs::create_directories(opt_.out_dir);
   const std::string ckpt = opt_.out_dir + "/checkpoint.pdckpt", metrics_path = opt_.out_dir + "/metrics.jsonl";
 
+  const Place device = parse_place(opt_.device.empty() ? spec_.train.device : opt_.device);
   model::Network net(spec_);
+  net.to(device);  // before the optimizer, whose state is made beside the parameters
   const model::InputSpec& feat = feature_input(spec_);
   data::DataLoader train_loader(load_source(spec_.data.train, feat, opt_.limit),
                                 {.batch_size = spec_.train.batch_size, .shuffle = true, .seed = spec_.train.seed},
@@ -190,8 +194,8 @@ int Trainer::run() {
     io::write_file_atomic(opt_.out_dir + "/config.yaml", spec_.yaml_text);
   }
   if (!opt_.quiet && !opt_.resume)
-    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch\n", spec_.name, net.parameter_count(),
-               train_loader.dataset().size(), per_epoch);
+    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}\n", spec_.name,
+               net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str());
 
   g_signal = 0;
   auto prev_int = std::signal(SIGINT, on_signal);
@@ -213,8 +217,8 @@ int Trainer::run() {
     int64_t samples = 0, steps = 0;
     while (auto b = train_loader.next()) {
       lr = sched.lr(cur.step);
-      auto values = net.forward({{feature, b->x}}, true, cur.step);
-      Tensor loss = net.loss(values, b->y);
+      auto values = net.forward({{feature, b->x.to(device)}}, true, cur.step);
+      Tensor loss = net.loss(values, b->y.to(device));
       backward(loss);
       if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
       optim.step(lr);
@@ -260,6 +264,7 @@ int Trainer::run() {
     }
   }
   const double acc = history.empty() ? 0 : history.back().test_acc;
+  net.to(Place::cpu());  // model files hold host tensors; export traces the network on the CPU
   save_model(opt_.out_dir + "/model.pdparams", net, {{"test_acc", fmt::format("{:.5f}", acc)}});
   // The same model as a static program for pd-infer (model.pdmodel + model.pdiparams).
   io::save_program(opt_.out_dir + "/model.pdmodel", model::to_program(net),

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "pd/core/place.h"
 #include "pd/core/shape.h"
@@ -66,6 +67,9 @@ void register_allocator(DeviceType type, AllocatorFactory factory);
 // CUDA backend or the driver reports any error (no GPU, no driver), never an exception.
 int device_count(DeviceType type);
 using DeviceCountFn = int (*)();
+// "cpu", "cuda" (= cuda:0) or "cuda:N", checked against the devices this process has; throws pd::Error
+// saying what is missing (no CUDA in this build, no usable GPU, an index out of range).
+Place parse_place(const std::string& text);
 void register_device_count(DeviceType type, DeviceCountFn fn);
 
 }  // namespace pd

@@ -82,6 +82,11 @@ class Tensor {
   // (pd/core/allocator.h); contiguous, no autograd history. Device-to-device copies go through the host.
   // Copies to the host wait for the device's stream; to_vector() and item() copy device tensors first.
   Tensor to(Place place) const;
+  // Copies `src`'s values (same shape and dtype, any place) into this contiguous tensor's storage.
+  void copy_(const Tensor& src) const;
+  // Points this tensor (every copy of the handle) at `src`'s storage and geometry, keeping its
+  // autograd identity: how a network's parameters move to a device (PyTorch's `param.data = ...`).
+  void set_data(const Tensor& src) const;
   // Values converted to `T` in row-major order.
   template <typename T>
   std::vector<T> to_vector() const;

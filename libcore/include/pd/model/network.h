@@ -66,6 +66,7 @@ struct TrainSpec {
   double clip_grad_norm = 0;        // 0 = off
   int64_t log_every = 100;
   int threads = 0;                  // 0 = leave the library default
+  std::string device = "cpu";       // where pd-train runs: cpu, cuda, cuda:N (--device overrides)
 };
 
 struct ModelSpec {
@@ -112,6 +113,10 @@ class Network {
   std::vector<train::NamedParam> trainable() const;
   std::map<std::string, Tensor> state() const;  // every parameter and buffer by name
   void load_state(const std::map<std::string, Tensor>& state, bool allow_missing = false);
+  // Moves every parameter and buffer to `place` (the tensors keep their identity: layers and an
+  // optimizer made afterwards see them there). Inputs passed to forward must be on it too.
+  void to(Place place);
+  Place place() const { return place_; }
 
   // One row per layer: name, type, output shape (with the batch axis as -1... shown as N), parameter count.
   struct Row {
@@ -126,6 +131,7 @@ class Network {
   ModelSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParamInfo> params_;
+  Place place_ = Place::cpu();
   std::vector<Row> rows_;
 };
 

@@ -21,6 +21,7 @@ struct TrainOptions {
   int threads = 0;            // 0 = YAML or library default
   bool quiet = false;         // no progress line, no per-epoch text
   bool json = false;          // one JSON object per epoch on stdout
+  std::string device;         // "" = the YAML's train.device (default cpu); cpu, cuda, cuda:N
 };
 
 // Exit codes: 0 finished (or stopped as asked), 130 interrupted by SIGINT/SIGTERM after a checkpoint.
