@@ -3,7 +3,8 @@
 // added by a small kernel after the convolution, as the reference does.
 //
 // Precision: f32 runs with CUDNN_FMA_MATH (no TF32 tensor cores, which CUDNN_DEFAULT_MATH allows on
-// Ampere and later), f64 in double; f16 / bf16 accumulate in float (pseudo-half) with tensor cores.
+// Ampere and later), f64 in double (default math); f16 / bf16 accumulate in float (pseudo-half) with
+// tensor cores.
 // Algorithm: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), taking the first algorithm that is
 // supported, of an allowed math type and within the workspace cap; the choice is cached per device,
 // dtype, direction and geometry.
@@ -47,7 +48,7 @@ template <> struct CudnnType<float> {
 };
 template <> struct CudnnType<double> {
   static constexpr cudnnDataType_t data = CUDNN_DATA_DOUBLE, compute = CUDNN_DATA_DOUBLE;
-  static constexpr cudnnMathType_t math = CUDNN_FMA_MATH;
+  static constexpr cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // FP64 tensor cores are full double precision
   using scale = double;
 };
 template <> struct CudnnType<::pd::float16> {
@@ -207,7 +208,7 @@ Choice choose(const KernelContext& ctx, const ConvDescs& d, Direction dir, cudnn
   for (int pass = 0; pass < 2 && !found; ++pass)
     for (const Candidate& c : cands) {
       if (c.status != CUDNN_STATUS_SUCCESS || !math_allowed(requested, c.math)) continue;
-      // f32 / f64 keep FMA math whatever the heuristic reports; f16 / bf16 take the reported one.
+      // f32 keeps FMA math whatever the heuristic reports; the others take the reported one.
       const cudnnMathType_t math = requested == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : c.math;
       PD_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, math));
       size_t bytes = 0;
