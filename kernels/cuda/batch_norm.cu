@@ -1,0 +1,195 @@
+// batch_norm and its gradient on CUDA, with the semantics of kernels/cpu/ref/norm.cc: x viewed as
+// [N, C, inner] (channels on axis 1), statistics and per-element arithmetic in double, a two-pass
+// variance, the running statistics updated in place in training (running = momentum * running +
+// (1 - momentum) * batch, with the unbiased batch variance), the running statistics used in eval.
+// Per-channel work runs one block per channel with a fixed-order tree reduction (deterministic).
+#include <cmath>
+
+#include "cuda/cuda_common.cuh"
+
+namespace pd::kernels::cuda {
+namespace {
+
+constexpr int kBnThreads = 512;
+
+struct ChannelView {
+  int64_t N, C, inner;
+};
+
+ChannelView channel_view(const Shape& s) {
+  ChannelView v{s.empty() ? 1 : s[0], s.size() < 2 ? 1 : s[1], 1};
+  for (size_t i = 2; i < s.size(); ++i) v.inner *= s[i];
+  return v;
+}
+
+// Sums a per-thread value over the block (blockDim.x == kBnThreads); every thread gets the total.
+__device__ double block_sum(double v, double* shared) {
+  const int t = threadIdx.x;
+  __syncthreads();  // `shared` may still be read from a previous call
+  shared[t] = v;
+  __syncthreads();
+  for (int s = kBnThreads / 2; s > 0; s >>= 1) {
+    if (t < s) shared[t] += shared[t + s];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+// Element j of channel c (j over the channel's N * inner elements).
+__device__ __forceinline__ int64_t channel_offset(int64_t j, int64_t c, int64_t C, int64_t inner) {
+  return ((j / inner) * C + c) * inner + j % inner;
+}
+
+// Training: one block per channel computes the batch statistics, updates the running ones, and
+// normalises the channel.
+template <typename D>
+__global__ void bn_train_kernel(const D* __restrict__ x, const D* __restrict__ scale, const D* __restrict__ bias,
+                                D* __restrict__ rm, D* __restrict__ rv, D* __restrict__ out, D* __restrict__ sm,
+                                D* __restrict__ si, ChannelView v, double momentum, double epsilon) {
+  __shared__ double shared[kBnThreads];
+  const int64_t c = blockIdx.x;
+  const int64_t n = v.N * v.inner;
+  double mean = 0, var = 0;
+  if (n > 0) {
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < n; j += kBnThreads) sum += load_as<double>(x[channel_offset(j, c, v.C, v.inner)]);
+    mean = block_sum(sum, shared) / static_cast<double>(n);
+    double sq = 0;  // two-pass variance: no cancellation
+    for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
+      const double d = load_as<double>(x[channel_offset(j, c, v.C, v.inner)]) - mean;
+      sq += d * d;
+    }
+    sq = block_sum(sq, shared);
+    var = sq / static_cast<double>(n);
+    if (threadIdx.x == 0) {
+      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
+      rm[c] = store_as<D>(momentum * load_as<double>(rm[c]) + (1 - momentum) * mean);
+      rv[c] = store_as<D>(momentum * load_as<double>(rv[c]) + (1 - momentum) * unbiased);
+    }
+  }
+  // With no elements there is nothing to normalise and nothing folded into the running statistics.
+  const double invstd = 1.0 / ::sqrt(var + epsilon);
+  if (threadIdx.x == 0) {
+    sm[c] = store_as<D>(mean);
+    si[c] = store_as<D>(invstd);
+  }
+  const double g = scale ? load_as<double>(scale[c]) : 1.0;
+  const double b0 = bias ? load_as<double>(bias[c]) : 0.0;
+  for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
+    const int64_t k = channel_offset(j, c, v.C, v.inner);
+    out[k] = store_as<D>((load_as<double>(x[k]) - mean) * invstd * g + b0);
+  }
+}
+
+// Eval: the saved statistics are the running mean and 1 / sqrt(running_var + epsilon).
+template <typename D>
+__global__ void bn_eval_stats_kernel(const D* __restrict__ rm, const D* __restrict__ rv, D* __restrict__ sm,
+                                     D* __restrict__ si, int64_t C, double epsilon) {
+  PD_GRID_STRIDE(c, C) {
+    sm[c] = rm[c];
+    si[c] = store_as<D>(1.0 / ::sqrt(load_as<double>(rv[c]) + epsilon));
+  }
+}
+
+template <typename D>
+__global__ void bn_eval_kernel(const D* __restrict__ x, const D* __restrict__ scale, const D* __restrict__ bias,
+                               const D* __restrict__ rm, const D* __restrict__ rv, D* __restrict__ out, ChannelView v,
+                               double epsilon, int64_t total) {
+  PD_GRID_STRIDE(k, total) {
+    const int64_t c = (k / v.inner) % v.C;
+    const double mean = load_as<double>(rm[c]);
+    const double invstd = 1.0 / ::sqrt(load_as<double>(rv[c]) + epsilon);
+    const double g = scale ? load_as<double>(scale[c]) : 1.0;
+    const double b0 = bias ? load_as<double>(bias[c]) : 0.0;
+    out[k] = store_as<D>((load_as<double>(x[k]) - mean) * invstd * g + b0);
+  }
+}
+
+// One block per channel: dbias = sum(g), dscale = sum(g * xhat), then dx.
+template <typename D>
+__global__ void bn_grad_kernel(const D* __restrict__ x, const D* __restrict__ scale, const D* __restrict__ sm,
+                               const D* __restrict__ si, const D* __restrict__ grad, D* __restrict__ dx,
+                               D* __restrict__ dscale, D* __restrict__ dbias, ChannelView v, bool training) {
+  __shared__ double shared[kBnThreads];
+  const int64_t c = blockIdx.x;
+  const int64_t n = v.N * v.inner;
+  const double mean = load_as<double>(sm[c]), invstd = load_as<double>(si[c]);
+  double sum_g = 0, sum_gx = 0;
+  for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
+    const int64_t k = channel_offset(j, c, v.C, v.inner);
+    const double gv = load_as<double>(grad[k]);
+    sum_g += gv;
+    sum_gx += gv * (load_as<double>(x[k]) - mean) * invstd;
+  }
+  sum_g = block_sum(sum_g, shared);
+  sum_gx = block_sum(sum_gx, shared);
+  if (threadIdx.x == 0) {
+    if (dscale) dscale[c] = store_as<D>(sum_gx);
+    if (dbias) dbias[c] = store_as<D>(sum_g);
+  }
+  if (dx == nullptr) return;
+  const double g = scale ? load_as<double>(scale[c]) : 1.0;
+  const double nd = static_cast<double>(n);
+  for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
+    const int64_t k = channel_offset(j, c, v.C, v.inner);
+    const double gv = load_as<double>(grad[k]);
+    if (training) {
+      // Batch statistics depend on x: dx = scale*invstd/n * (n*g - sum(g) - xhat*sum(g*xhat)).
+      const double xhat = (load_as<double>(x[k]) - mean) * invstd;
+      dx[k] = store_as<D>(g * invstd / nd * (nd * gv - sum_g - xhat * sum_gx));
+    } else {
+      dx[k] = store_as<D>(gv * g * invstd);
+    }
+  }
+}
+
+template <typename T>
+const dev_t<T>* optional_ptr(const Tensor& t) {
+  return t.defined() ? dptr<T>(t) : nullptr;
+}
+
+}  // namespace
+
+template <typename T>
+void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias,
+                const Tensor& running_mean, const Tensor& running_var, double momentum, double epsilon, bool training,
+                Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
+  const ChannelView v = channel_view(x.shape());
+  if (v.C == 0) return;
+  PD_CHECK(v.C <= 0x7fffffffLL, ErrorCode::kNotImplemented, "batch_norm on CUDA: {} channels", v.C);
+  if (training) {
+    bn_train_kernel<dev_t<T>><<<static_cast<unsigned>(v.C), kBnThreads, 0, stream_of(ctx)>>>(
+        dptr<T>(x), optional_ptr<T>(scale), optional_ptr<T>(bias), dptr<T>(running_mean), dptr<T>(running_var),
+        dptr<T>(out), dptr<T>(saved_mean), dptr<T>(saved_invstd), v, momentum, epsilon);
+    PD_CUDA_CHECK_LAUNCH("batch_norm");
+    return;
+  }
+  bn_eval_stats_kernel<dev_t<T>><<<blocks_for(v.C), kThreads, 0, stream_of(ctx)>>>(
+      dptr<T>(running_mean), dptr<T>(running_var), dptr<T>(saved_mean), dptr<T>(saved_invstd), v.C, epsilon);
+  PD_CUDA_CHECK_LAUNCH("batch_norm");
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  bn_eval_kernel<dev_t<T>><<<blocks_for(total), kThreads, 0, stream_of(ctx)>>>(
+      dptr<T>(x), optional_ptr<T>(scale), optional_ptr<T>(bias), dptr<T>(running_mean), dptr<T>(running_var),
+      dptr<T>(out), v, epsilon, total);
+  PD_CUDA_CHECK_LAUNCH("batch_norm");
+}
+
+template <typename T>
+void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean,
+                     const Tensor& saved_invstd, const Tensor& grad, bool training, Tensor& dx, Tensor& dscale,
+                     Tensor& dbias) {
+  const ChannelView v = channel_view(x.shape());
+  if (v.C == 0) return;
+  PD_CHECK(v.C <= 0x7fffffffLL, ErrorCode::kNotImplemented, "batch_norm_grad on CUDA: {} channels", v.C);
+  bn_grad_kernel<dev_t<T>><<<static_cast<unsigned>(v.C), kBnThreads, 0, stream_of(ctx)>>>(
+      dptr<T>(x), optional_ptr<T>(scale), dptr<T>(saved_mean), dptr<T>(saved_invstd), dptr<T>(grad),
+      dx.defined() ? dptr<T>(dx) : nullptr, dscale.defined() ? dptr<T>(dscale) : nullptr,
+      dbias.defined() ? dptr<T>(dbias) : nullptr, v, training);
+  PD_CUDA_CHECK_LAUNCH("batch_norm_grad");
+}
+
+}  // namespace pd::kernels::cuda
+
+PD_INSTANTIATE_KERNELS(batch_norm, cuda, float, double)
+PD_INSTANTIATE_KERNELS(batch_norm_grad, cuda, float, double)

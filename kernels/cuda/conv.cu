@@ -1,0 +1,317 @@
+// conv2d and its gradients on CUDA through cuDNN's legacy convolution API (NCHW, cross-correlation,
+// symmetric padding, dilation, groups), with the semantics of kernels/cpu/ref/conv.cc; the bias is
+// added by a small kernel after the convolution, as the reference does.
+//
+// Precision: f32 runs with CUDNN_FMA_MATH (no TF32 tensor cores, which CUDNN_DEFAULT_MATH allows on
+// Ampere and later), f64 in double (default math); f16 / bf16 accumulate in float (pseudo-half) with
+// tensor cores.
+// Algorithm: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), taking the first algorithm that is
+// supported, of an allowed math type and within the workspace cap; the choice is cached per device,
+// dtype, direction and geometry.
+#include <array>
+#include <map>
+#include <mutex>
+
+#include "cuda/cuda_common.cuh"
+
+namespace pd::kernels::cuda {
+namespace {
+
+int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
+  if (v.empty()) return dflt;
+  return v.size() == 1 ? v[0] : v[i];
+}
+
+// x [N, C, H, W], w [K, C / groups, kH, kW], y [N, K, oH, oW].
+struct ConvGeom {
+  int64_t N, C, H, W, K, Cg, kH, kW, oH, oW, ph, pw, sh, sw, dh, dw, groups;
+};
+
+ConvGeom make_geom(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+  PD_CHECK(groups > 0, ErrorCode::kInvalidArgument, "conv2d: argument 'groups' must be positive, but received {}",
+           groups);
+  ConvGeom g{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3],
+             pick(padding, 0, 0), pick(padding, 1, 0), pick(stride, 0, 1), pick(stride, 1, 1),
+             pick(dilation, 0, 1), pick(dilation, 1, 1), groups};
+  for (int64_t v : {g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW, g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups})
+    PD_CHECK(v <= 0x7fffffffLL, ErrorCode::kNotImplemented, "conv2d on CUDA: a dimension or attribute {} beyond int",
+             v);
+  return g;
+}
+
+template <typename T> struct CudnnType;
+template <> struct CudnnType<float> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  static constexpr cudnnMathType_t math = CUDNN_FMA_MATH;
+  using scale = float;
+};
+template <> struct CudnnType<double> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_DOUBLE, compute = CUDNN_DATA_DOUBLE;
+  static constexpr cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // FP64 tensor cores are full double precision
+  using scale = double;
+};
+template <> struct CudnnType<::pd::float16> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_HALF, compute = CUDNN_DATA_FLOAT;
+  static constexpr cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
+  using scale = float;
+};
+template <> struct CudnnType<::pd::bfloat16> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_BFLOAT16, compute = CUDNN_DATA_FLOAT;
+  static constexpr cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
+  using scale = float;
+};
+
+// The descriptors of one convolution, destroyed with it.
+struct ConvDescs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  ConvDescs(const ConvGeom& g, cudnnDataType_t data, cudnnDataType_t compute, cudnnMathType_t math) {
+    PD_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    PD_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    PD_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    PD_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
+    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, data, i(g.N), i(g.C), i(g.H), i(g.W)));
+    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, data, i(g.N), i(g.K), i(g.oH), i(g.oW)));
+    PD_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data, CUDNN_TENSOR_NCHW, i(g.K), i(g.Cg), i(g.kH), i(g.kW)));
+    PD_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
+                                                   CUDNN_CROSS_CORRELATION, compute));
+    PD_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, i(g.groups)));
+    PD_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+  }
+  ~ConvDescs() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  ConvDescs(const ConvDescs&) = delete;
+  ConvDescs& operator=(const ConvDescs&) = delete;
+};
+
+enum class Direction { kForward, kBackwardData, kBackwardFilter };
+
+struct Choice {
+  int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
+
+using ChoiceKey = std::array<int64_t, 21>;
+
+ChoiceKey key_of(int device, cudnnDataType_t data, Direction dir, const ConvGeom& g) {
+  return {device, static_cast<int64_t>(data), static_cast<int64_t>(dir), g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW,
+          g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups, 0};
+}
+
+std::mutex& choice_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<ChoiceKey, Choice>& choice_cache() {
+  static auto* cache = new std::map<ChoiceKey, Choice>();
+  return *cache;
+}
+
+// Algorithms needing more scratch than this are passed over (unless nothing else is supported).
+constexpr size_t kWorkspaceCap = size_t(1) << 30;
+
+// Whether an algorithm's reported math type keeps the precision asked for: f32 / f64 must not run on
+// TF32 (or reduced-precision) tensor cores.
+bool math_allowed(cudnnMathType_t requested, cudnnMathType_t reported) {
+  if (requested != CUDNN_FMA_MATH) return true;
+  return reported != CUDNN_TENSOR_OP_MATH && reported != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The workspace algorithm `algo` needs in direction `dir`, or false if cuDNN does not support it here.
+bool workspace_size(cudnnHandle_t h, const ConvDescs& d, Direction dir, int algo, size_t& bytes) {
+  cudnnStatus_t st;
+  switch (dir) {
+    case Direction::kForward:
+      st = cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                                   &bytes);
+      break;
+    case Direction::kBackwardData:
+      st = cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x,
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+      break;
+    default:
+      st = cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w,
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+      break;
+  }
+  return st == CUDNN_STATUS_SUCCESS;
+}
+
+// cuDNN's ranked candidates for one direction, as (algo, status, math type).
+struct Candidate {
+  int algo;
+  cudnnStatus_t status;
+  cudnnMathType_t math;
+};
+
+template <typename Perf>
+void collect(const Perf* perf, int n, std::vector<Candidate>& out) {
+  for (int i = 0; i < n; ++i) out.push_back({static_cast<int>(perf[i].algo), perf[i].status, perf[i].mathType});
+}
+
+std::vector<Candidate> candidates(cudnnHandle_t h, const ConvDescs& d, Direction dir) {
+  std::vector<Candidate> out;
+  int n = 0;
+  switch (dir) {
+    case Direction::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      PD_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                            &n, perf));
+      collect(perf, n, out);
+      break;
+    }
+    case Direction::kBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      PD_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+      collect(perf, n, out);
+      break;
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      PD_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
+      collect(perf, n, out);
+      break;
+    }
+  }
+  return out;
+}
+
+// The cached algorithm for this geometry, chosen on first use. Leaves d.conv's math type set to the
+// chosen one.
+Choice choose(const KernelContext& ctx, const ConvDescs& d, Direction dir, cudnnDataType_t data,
+              cudnnMathType_t requested, const ConvGeom& g) {
+  const ChoiceKey key = key_of(ctx.place.index, data, dir, g);
+  {
+    std::lock_guard<std::mutex> lock(choice_mutex());
+    auto it = choice_cache().find(key);
+    if (it != choice_cache().end()) {
+      PD_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, it->second.math));
+      return it->second;
+    }
+  }
+  cudnnHandle_t h = cudnn_handle(ctx);
+  const std::vector<Candidate> cands = candidates(h, d, dir);
+  bool found = false;
+  Choice best;
+  // First pass: within the workspace cap; second: any size.
+  for (int pass = 0; pass < 2 && !found; ++pass)
+    for (const Candidate& c : cands) {
+      if (c.status != CUDNN_STATUS_SUCCESS || !math_allowed(requested, c.math)) continue;
+      // f32 keeps FMA math whatever the heuristic reports; the others take the reported one.
+      const cudnnMathType_t math = requested == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : c.math;
+      PD_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, math));
+      size_t bytes = 0;
+      if (!workspace_size(h, d, dir, c.algo, bytes)) continue;
+      if (pass == 0 && bytes > kWorkspaceCap) continue;
+      best = {c.algo, math, bytes};
+      found = true;
+      break;
+    }
+  PD_CHECK(found, ErrorCode::kNotImplemented,
+           "conv2d on CUDA: cuDNN has no supported algorithm for input [{}, {}, {}, {}], weight [{}, {}, {}, {}], "
+           "groups {} (direction {})",
+           g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW, g.groups, static_cast<int>(dir));
+  PD_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, best.math));
+  std::lock_guard<std::mutex> lock(choice_mutex());
+  choice_cache().emplace(key, best);
+  return best;
+}
+
+template <typename D, typename A>
+__global__ void add_bias_kernel(D* __restrict__ out, const D* __restrict__ bias, int64_t K, int64_t plane, int64_t n) {
+  PD_GRID_STRIDE(i, n) {
+    const int64_t c = (i / plane) % K;
+    out[i] = store_as<D>(load_as<A>(out[i]) + load_as<A>(bias[c]));
+  }
+}
+
+void zero(const KernelContext& ctx, Tensor& t, size_t elem) {
+  PD_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * elem, stream_of(ctx)));
+}
+
+}  // namespace
+
+template <typename T>
+void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+            const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+            const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  using CT = CudnnType<T>;
+  const ConvGeom g = make_geom(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
+  if (x.numel() == 0 || weight.numel() == 0) {  // nothing to sum: cuDNN takes no empty dimensions
+    zero(ctx, out, sizeof(T));
+  } else {
+    ConvDescs d(g, CT::data, CT::compute, CT::math);
+    const Choice c = choose(ctx, d, Direction::kForward, CT::data, CT::math, g);
+    void* ws = c.workspace > 0 ? workspace(ctx, c.workspace) : nullptr;
+    const typename CT::scale alpha = 1, beta = 0;
+    PD_CUDNN_CHECK(cudnnConvolutionForward(cudnn_handle(ctx), &alpha, d.x, x.raw_data(), d.w, weight.raw_data(), d.conv,
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws, c.workspace, &beta, d.y,
+                                           out.raw_data()));
+  }
+  if (bias.defined()) {
+    add_bias_kernel<dev_t<T>, acc_t<T>>
+        <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(out), dptr<T>(bias), g.K, g.oH * g.oW, n);
+    PD_CUDA_CHECK_LAUNCH("conv2d bias");
+  }
+}
+
+template <typename T>
+void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight,
+                       const std::vector<int64_t>& input_shape, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                       Tensor& dx) {
+  if (dx.numel() == 0) return;
+  using CT = CudnnType<T>;
+  if (grad.numel() == 0 || weight.numel() == 0) {
+    zero(ctx, dx, sizeof(T));
+    return;
+  }
+  const ConvGeom g = make_geom(dx.shape(), weight.shape(), grad.shape(), stride, padding, dilation, groups);
+  ConvDescs d(g, CT::data, CT::compute, CT::math);
+  const Choice c = choose(ctx, d, Direction::kBackwardData, CT::data, CT::math, g);
+  void* ws = c.workspace > 0 ? workspace(ctx, c.workspace) : nullptr;
+  const typename CT::scale alpha = 1, beta = 0;
+  PD_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn_handle(ctx), &alpha, d.w, weight.raw_data(), d.y, grad.raw_data(),
+                                              d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws,
+                                              c.workspace, &beta, d.x, dx.raw_data()));
+}
+
+template <typename T>
+void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x,
+                        const std::vector<int64_t>& weight_shape, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                        Tensor& dw) {
+  if (dw.numel() == 0) return;
+  using CT = CudnnType<T>;
+  if (grad.numel() == 0 || x.numel() == 0) {  // an empty batch: the gradient is 0
+    zero(ctx, dw, sizeof(T));
+    return;
+  }
+  const ConvGeom g = make_geom(x.shape(), dw.shape(), grad.shape(), stride, padding, dilation, groups);
+  ConvDescs d(g, CT::data, CT::compute, CT::math);
+  const Choice c = choose(ctx, d, Direction::kBackwardFilter, CT::data, CT::math, g);
+  void* ws = c.workspace > 0 ? workspace(ctx, c.workspace) : nullptr;
+  const typename CT::scale alpha = 1, beta = 0;
+  PD_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_handle(ctx), &alpha, d.x, x.raw_data(), d.y, grad.raw_data(),
+                                                d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws,
+                                                c.workspace, &beta, d.w, dw.raw_data()));
+}
+
+}  // namespace pd::kernels::cuda
+
+PD_INSTANTIATE_KERNELS(conv2d, cuda, float, double, ::pd::float16, ::pd::bfloat16)
+PD_INSTANTIATE_KERNELS(conv2d_grad_input, cuda, float, double, ::pd::float16, ::pd::bfloat16)
+PD_INSTANTIATE_KERNELS(conv2d_grad_weight, cuda, float, double, ::pd::float16, ::pd::bfloat16)
