@@ -47,8 +47,8 @@ struct Win {
 
 __device__ __forceinline__ Win window(int64_t o, int64_t s, int64_t k, int64_t p, int64_t size) {
   const int64_t start = o * s - p;
-  const int64_t end_padded = min(start + k, size + p);
-  return {max(start, int64_t(0)), min(start + k, size), end_padded - start};
+  const int64_t end_padded = ::min(start + k, size + p);
+  return {::max(start, int64_t(0)), ::min(start + k, size), end_padded - start};
 }
 
 // The outputs o whose window [o*s - p, o*s - p + k) contains input index i, as [lo, hi] (empty if lo > hi).
@@ -56,11 +56,11 @@ __device__ __forceinline__ void covering(int64_t i, int64_t s, int64_t k, int64_
                                          int64_t& hi) {
   const int64_t a = i + p;  // >= 0
   lo = a < k ? 0 : (a - k) / s + 1;
-  hi = min(a / s, out_size - 1);
+  hi = ::min(a / s, out_size - 1);
 }
 
 __device__ __forceinline__ int64_t avg_divisor(const Win& wh, const Win& ww, bool exclusive) {
-  if (exclusive) return max(wh.end - wh.start, int64_t(0)) * max(ww.end - ww.start, int64_t(0));
+  if (exclusive) return ::max(wh.end - wh.start, int64_t(0)) * ::max(ww.end - ww.start, int64_t(0));
   return wh.padded_extent * ww.padded_extent;
 }
 
@@ -172,8 +172,8 @@ __device__ __forceinline__ int64_t bin_end(int64_t i, int64_t in, int64_t out) {
 // The bins containing input index h form a contiguous range around h*out/in; search one either side of
 // the closed-form bounds and keep only the bins that really contain h.
 __device__ __forceinline__ void covering_bins(int64_t h, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
-  lo = max((h * out) / in - 1, int64_t(0));
-  hi = min(((h + 1) * out + in - 1) / in, out - 1);
+  lo = ::max((h * out) / in - 1, int64_t(0));
+  hi = ::min(((h + 1) * out + in - 1) / in, out - 1);
 }
 
 template <typename D, typename A>

@@ -17,7 +17,7 @@ TEST_CASE("gpu: a tensor goes to the device and back unchanged", "[gpu]") {
 
 TEST_CASE("gpu: a transposed view is made contiguous on the device", "[gpu]") {
   Tensor x = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
-  Tensor t = pd::ops::transpose(x.to(Place::cuda(0)), 0, 1);
+  Tensor t = pd::ops::transpose(x.to(Place::cuda(0)), {1, 0});
   CHECK(!t.is_contiguous());
   Tensor c = t.contiguous();
   CHECK(c.place() == Place::cuda(0));

@@ -8,6 +8,7 @@
 #include "pd/bench/model_bench.h"
 #include "pd/bench/problem.h"
 #include "pd/bench/report.h"
+#include "pd/core/allocator.h"
 #include "pd/core/backend.h"
 #include "pd/core/threads.h"
 #include "registry.h"
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", o.problem.inputs, "NAME=DIMS of a tensor input, e.g. x=64x3x32x32 (repeat)");
   app.add_option("--attr", o.problem.attrs, "NAME=VALUE of an attribute, e.g. padding=1,1 (repeat)");
   app.add_option("--batch", o.batch, "a file of problems, one command line's worth per line, # comments");
-  app.add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
+  app.add_option("--dtype", o.dtype, "f32 or f64 (f16 and bf16 with --backend cuda)")
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   app.add_option("--backend", o.backend, "cpu (fastest available), onednn, reference or cuda")
       ->check(CLI::IsMember({"cpu", "onednn", "reference", "cuda"}));
   app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
@@ -136,9 +138,7 @@ int main(int argc, char** argv) {
   app.add_flag("--inference", o.inference, "model mode: time the forward pass only, without gradients");
   app.add_flag("--list", o.list, "list the ops and their problem count, then exit");
   return pd::tools::run_tool("pd-bench", app, argc, argv, [&]() -> int {
-#ifndef PD_WITH_CUDA
-    PD_CHECK(o.backend != "cuda", pd::ErrorCode::kInvalidArgument, "--backend cuda: not built with CUDA");
-#endif
+    if (o.backend == "cuda") pd::parse_place("cuda");  // says what is missing: the CUDA build or a GPU
     if (o.list) {
       for (const auto& s : pd::all_op_schemas())
         fmt::print("{:<24} {} problem(s){}\n", s.name, s.bench.size(), s.differentiable ? ", fwd+bwd" : "");

@@ -10,6 +10,7 @@
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/bench/problem.h"
+#include "pd/core/allocator.h"
 #include "registry.h"
 
 namespace pd::bench {
@@ -71,7 +72,14 @@ std::optional<ScopedKernelBackend> force_for(const std::string& choice) {
 
 }  // namespace
 
-Timing measure(const std::function<void()>& setup, const std::function<void()>& timed, const RunOptions& o) {
+Timing measure(const std::function<void()>& setup, const std::function<void()>& timed_body, const RunOptions& o) {
+  // A device's kernels run asynchronously: a rep ends when its stream is idle.
+  const Allocator* device = o.backend == "cuda" ? &allocator_for(Place::cuda(0)) : nullptr;
+  auto timed = [&] {
+    timed_body();
+    if (device) device->synchronize();
+  };
+  if (device) device->synchronize();
   for (int i = 0; i < o.warmup; ++i) {  // fills the caching allocator and oneDNN's primitive cache
     if (setup) setup();
     timed();
@@ -96,6 +104,12 @@ Backend resolve_backend(const std::string& op, DType dtype, const std::string& c
     ref |= k.backend == Backend::reference;
     dnnl |= k.backend == Backend::onednn;
   }
+  if (choice == "cuda") {
+    bool cuda = false;
+    for (const auto& k : registry::registered_kernels(op)) cuda |= k.dtype == dtype && k.backend == Backend::cuda;
+    PD_CHECK(cuda, ErrorCode::kNotImplemented, "{}: no cuda kernel for {}", op, dtype_name(dtype));
+    return Backend::cuda;
+  }
   if (choice == "onednn") {
     PD_CHECK(dnnl, ErrorCode::kNotImplemented, "{}: no onednn kernel for {}", op, dtype_name(dtype));
     return Backend::onednn;
@@ -112,6 +126,10 @@ std::vector<Result> bench_op(const OpSchema& op, const BenchProblem& p, const st
                                                                  : backend_name(resolve_backend(op.name, o.dtype, o.backend));
   auto force = force_for(o.backend);
   BoxedInputs in = make_inputs(op, p, o.dtype, 1);
+  if (o.backend == "cuda")
+    for (auto& slot : in)
+      for (auto& t : slot)
+        if (t.defined()) t = t.to(Place::cuda(0));
   std::vector<Result> rows;
   auto row = [&](const char* dir, const Timing& t, double flops, double bytes) {
     Result r{op.name, label, be, dtype_name(o.dtype), dir, t.min_ms, t.median_ms, t.reps, flops > 0};
