@@ -151,7 +151,7 @@ std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const s
     PD_CHECK(roots[i].numel() == 1, ErrorCode::kInvalidArgument,
              "backward: output {} has shape {}; a gradient can be implied only for one-element outputs, so pass grad_roots",
              i, shape_str(roots[i].shape()));
-    out.push_back(ops::ones(roots[i].shape(), roots[i].dtype()));
+    out.push_back(ops::ones(roots[i].shape(), roots[i].dtype()).to(roots[i].place()));
   }
   return out;
 }

@@ -160,6 +160,8 @@ std::vector<Result> bench_op(const OpSchema& op, const BenchProblem& p, const st
   std::vector<Tensor> outs = needing_grad(op.call(gin, p.attrs));
   if (outs.empty() || leaves.empty()) return rows;
   std::vector<Tensor> cots = cotangents(outs), grads;
+  if (o.backend == "cuda")
+    for (auto& c : cots) c = c.to(Place::cuda(0));
   // The forward that builds the graph runs before each rep, outside the timed region.
   Timing t = measure([&] { grads.clear(); outs = needing_grad(op.call(gin, p.attrs)); },
                      [&] { grads = pd::grad(outs, leaves, cots); }, o);

@@ -33,8 +33,9 @@ Tensor dense_grad(const NamedParam& p, const Tensor& g) {
   PD_CHECK(g.shape() == p.value.shape(), ErrorCode::kShape,
            "Optimizer::step: gradient of parameter '{}' has shape {}, but the parameter has shape {}", p.name,
            shape_str(g.shape()), shape_str(p.value.shape()));
-  PD_CHECK(g.place().is_cpu(), ErrorCode::kInvalidArgument,
-           "Optimizer::step: gradient of parameter '{}' is on {}, expected cpu", p.name, g.place().str());
+  PD_CHECK(g.place() == p.value.place(), ErrorCode::kInvalidArgument,
+           "Optimizer::step: gradient of parameter '{}' is on {}, but the parameter is on {}", p.name, g.place().str(),
+           p.value.place().str());
   Tensor d = g.dtype() == p.value.dtype() ? g : ops::cast(g, p.value.dtype());
   return d.contiguous();
 }
