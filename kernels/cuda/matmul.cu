@@ -6,6 +6,7 @@
 
 #include "cuda/cuda_common.cuh"
 #include "elementwise_ops.h"
+#include "pd/kernels/matmul_geometry.h"
 
 namespace pd::kernels::cuda {
 namespace {
@@ -78,22 +79,6 @@ void linear_into(const KernelContext& ctx, const Tensor& x, const Tensor& weight
   }
 }
 
-struct MatView {
-  Shape batch;
-  int64_t rows = 1, cols = 1;
-};
-
-MatView split_matrix(const Shape& s, bool is_x) {
-  MatView v;
-  if (s.size() == 1) {
-    if (is_x) v.cols = s[0]; else v.rows = s[0];
-  } else if (s.size() >= 2) {
-    v.batch.assign(s.begin(), s.end() - 2);
-    v.rows = s[s.size() - 2];
-    v.cols = s[s.size() - 1];
-  }
-  return v;
-}
 
 }  // namespace
 

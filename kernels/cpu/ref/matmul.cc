@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels.h"
+#include "pd/kernels/matmul_geometry.h"
 
 namespace pd::kernels::reference {
 namespace {
@@ -13,27 +14,6 @@ template <typename T>
 using ConstMap = Eigen::Map<const RowMat<T>>;
 template <typename T>
 using MutMap = Eigen::Map<RowMat<T>>;
-
-// Splits a shape into (batch dims, rows, cols) of its trailing matrix. A 1-D operand is a
-// single row (x side) or a single column (y side); the squeezed dim does not change memory order.
-struct MatView {
-  Shape batch;
-  int64_t rows = 1, cols = 1;
-};
-
-MatView split_matrix(const Shape& s, bool is_x) {
-  MatView v;
-  if (s.size() == 1) {
-    if (is_x) v.cols = s[0]; else v.rows = s[0];
-    return v;
-  }
-  if (s.size() >= 2) {
-    v.batch.assign(s.begin(), s.end() - 2);
-    v.rows = s[s.size() - 2];
-    v.cols = s[s.size() - 1];
-  }
-  return v;
-}
 
 }  // namespace
 
