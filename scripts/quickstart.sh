@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-build/tools/pd-train examples/lenet_fmnist.yaml --out runs/lenet_fmnist "$@"
-echo "run directory: runs/lenet_fmnist (metrics.jsonl, plot.svg, model.pdparams, checkpoint.pdckpt)"
+# The run goes to runs/lenet_fmnist, or runs/lenet_fmnist-2, -3... when an earlier run is there (pd-train
+# never replaces a run it was not asked to); the directory is named in the output.
+build/tools/pd-train examples/lenet_fmnist.yaml "$@"

@@ -2,8 +2,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "check.h"
 #include "common/tool_main.h"
 #include "pd/train/trainer.h"
@@ -15,8 +13,10 @@ int main(int argc, char** argv) {
   bool check = false;
   app.add_option("model", yaml, "the model YAML")->required();
   app.add_flag("--check", check, "validate the YAML and print the per-layer shapes and parameter counts, then exit");
-  app.add_option("--out", opt.out_dir, "the run directory (default runs/NAME)");
-  app.add_flag("--resume", opt.resume, "continue the run in --out from its checkpoint");
+  app.add_option("--out", opt.out_dir, "the run directory (default runs/NAME, or runs/NAME-2, -3... when that holds a run)");
+  app.add_flag("--resume", opt.resume, "continue the run in --out (default runs/NAME) from its checkpoint");
+  app.add_flag("--overwrite", opt.overwrite, "replace the run in --out (without it, a directory holding a run is refused)");
+  app.add_flag("--check-nan-inf", opt.check_nan_inf, "check every op's outputs for NaN/Inf and stop at the first op that makes one");
   app.add_option("--init-from", opt.init_from, "fine-tune: start from the parameters of this model file");
   app.add_option("--epochs", opt.epochs, "override train.epochs")->check(CLI::PositiveNumber);
   app.add_option("--stop-after-epoch", opt.stop_after_epoch, "checkpoint and stop after this epoch")->check(CLI::PositiveNumber);
@@ -32,9 +32,6 @@ int main(int argc, char** argv) {
       pd::tools::print_layer_table(spec, net);
       return 0;
     }
-    if (opt.out_dir.empty()) opt.out_dir = "runs/" + spec.name;
-    if (!opt.resume && std::filesystem::exists(opt.out_dir + "/checkpoint.pdckpt"))
-      fmt::print(stderr, "pd-train: note: starting over in {} (use --resume to continue the run there)\n", opt.out_dir);
     return pd::train::Trainer(std::move(spec), opt).run();
   });
 }

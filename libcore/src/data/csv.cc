@@ -2,6 +2,7 @@
 // a dataset that needs it is not numeric.
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -35,7 +36,7 @@ bool blank(std::string_view line) { return line.find_first_not_of(" \t") == std:
 
 }  // namespace
 
-CsvTable read_csv(const std::string& path, int64_t label_column, bool header) {
+CsvTable read_csv(const std::string& path, int64_t label_column, bool header, bool allow_non_finite) {
   std::ifstream in(path, std::ios::binary);
   PD_CHECK(in.good(), ErrorCode::kIO, "{}: cannot open file: {}", path, std::strerror(errno));
 
@@ -75,7 +76,13 @@ CsvTable read_csv(const std::string& path, int64_t label_column, bool header) {
         auto [ptr, ec] = std::from_chars(b, e, v);
         PD_CHECK(ec == std::errc() && ptr == e && b != e, ErrorCode::kParse,
                  "{}:{}:{}: expected a number, found '{}'", path, line_no, f.column, f.text);
-        features.push_back(static_cast<float>(v));
+        // nan/inf (or a value beyond f32's range) would reach the loss many steps later, far from here.
+        const auto value = static_cast<float>(v);
+        PD_CHECK(allow_non_finite || std::isfinite(value), ErrorCode::kParse,
+                 "{}:{}:{}: '{}' is not a finite f32 feature value; clean the data, or set allow_non_finite: true in the "
+                 "data source to train on it anyway",
+                 path, line_no, f.column, f.text);
+        features.push_back(value);
       }
     }
     ++rows;

@@ -27,6 +27,8 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
 }
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
+}  // namespace
+
 void check_transform(const Transform& t, const Shape& shape) {
   switch (t.kind) {
     case Transform::Scale: return;
@@ -48,13 +50,14 @@ void check_transform(const Transform& t, const Shape& shape) {
     case Transform::RandomCrop:
       PD_CHECK(shape.size() >= 2, ErrorCode::kShape, "RandomCrop: sample must have at least 2 axes, got shape {}",
                shape_str(shape));
-      PD_CHECK(t.padding >= 0, ErrorCode::kInvalidArgument, "RandomCrop: padding must be >= 0, got {}", t.padding);
+      // More padding than the sample is wide crops windows of nothing but zeros.
+      PD_CHECK(t.padding >= 0 && t.padding <= std::max(shape[shape.size() - 1], shape[shape.size() - 2]),
+               ErrorCode::kInvalidArgument, "RandomCrop: padding must be in [0, {}] for samples of shape {}, got {}",
+               std::max(shape[shape.size() - 1], shape[shape.size() - 2]), shape_str(shape), t.padding);
       return;
   }
   raise(ErrorCode::kInvalidArgument, "apply_transform: unknown transform kind {}", static_cast<int>(t.kind));
 }
-
-}  // namespace
 
 void apply_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed) {
   check_transform(t, sample_shape);

@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +15,29 @@
 
 namespace pd::model {
 namespace {
+
+// Bounds on what a recipe can ask for: far above any real run, low enough that a typo is caught.
+constexpr int64_t kMaxBatch = int64_t{1} << 24;
+constexpr int64_t kMaxEpochs = 1000000;
+constexpr int64_t kMaxThreads = 4096;
+
+// yaml-cpp keeps the last of two equal keys; a file that says a value twice is ambiguous: refuse it.
+void check_duplicate_keys(const YAML::Node& n, const std::string& file) {
+  if (n.IsSequence())
+    for (const auto& x : n) check_duplicate_keys(x, file);
+  if (!n.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : n) {
+    if (kv.first.IsScalar()) {
+      auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+      if (!fresh)
+        raise(ErrorCode::kParse, "{}:{}:{}: key '{}' appears twice in this map (first at line {})", file, kv.first.Mark().line + 1,
+              kv.first.Mark().column + 1, kv.first.Scalar(), it->second.line + 1);
+    }
+    check_duplicate_keys(kv.second, file);
+  }
+}
+
 
 struct Ctx {
   std::string file;
@@ -35,8 +60,19 @@ struct Ctx {
   }
   double number(const YAML::Node& n, const std::string& key) const {
     double v = 0;
-    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
-      fail(n, fmt::format("key '{}': expected a number, got '{}'", key, n.IsScalar() ? n.Scalar() : "a list or map"));
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
+      fail(n, fmt::format("key '{}': expected a finite number, got '{}'", key, n.IsScalar() ? n.Scalar() : "a list or map"));
+    return v;
+  }
+  // A number in a range; `range` is how the message writes it, e.g. "[0, 1)".
+  double number_in(const YAML::Node& n, const std::string& key, bool ok(double), const char* range) const {
+    const double v = number(n, key);
+    if (!ok(v)) fail(n, fmt::format("key '{}': expected a number in {}, got {}", key, range, n.Scalar()));
+    return v;
+  }
+  int64_t integer_in(const YAML::Node& n, const std::string& key, int64_t min, int64_t max) const {
+    const int64_t v = integer(n, key, INT64_MIN);
+    if (v < min || v > max) fail(n, fmt::format("key '{}': expected an integer in [{}, {}], got {}", key, min, max, v));
     return v;
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
@@ -62,6 +98,16 @@ struct Ctx {
     return out;
   }
 };
+
+// The name becomes runs/NAME: one path component of plain characters.
+void check_name(const Ctx& c, const YAML::Node& n, const std::string& name) {
+  const bool plain = !name.empty() && name.size() <= 128 && name[0] != '.' && name[0] != '-' &&
+                     name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == std::string::npos;
+  if (!plain)
+    c.fail(n, fmt::format("key 'name': '{}' is not a usable run name (letters, digits, '.', '_' and '-', at most 128, not "
+                          "starting with '.' or '-'; it names the run directory runs/NAME)",
+                          name));
+}
 
 // A YAML value as a layer attribute: integers, numbers, booleans, strings and lists of integers.
 AttrValue to_attr(const Ctx& c, const YAML::Node& n, const std::string& key) {
@@ -176,12 +222,13 @@ void parse_loss(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
     c.fail(node["type"], fmt::format("unknown loss '{}' (expected cross_entropy)", node["type"].Scalar()));
   if (node["input"]) spec.loss_input = c.text(node["input"], "input");
   if (node["label"]) spec.label_input = c.text(node["label"], "label");
-  if (node["label_smoothing"]) spec.loss_attrs["label_smoothing"] = c.number(node["label_smoothing"], "label_smoothing");
+  if (node["label_smoothing"])
+    spec.loss_attrs["label_smoothing"] = c.number_in(node["label_smoothing"], "label_smoothing", [](double v) { return v >= 0 && v < 1; }, "[0, 1)");
   if (node["ignore_index"]) spec.loss_attrs["ignore_index"] = c.integer(node["ignore_index"], "ignore_index", INT64_MIN);
 }
 
 DataSourceSpec parse_source(const Ctx& c, const YAML::Node& node, const std::string& where) {
-  c.check_keys(node, where, {"format", "features", "labels", "label_column", "header", "limit"});
+  c.check_keys(node, where, {"format", "features", "labels", "label_column", "header", "limit", "allow_non_finite"});
   DataSourceSpec s;
   s.pos = c.pos(node);
   s.format = node["format"] ? c.text(node["format"], "format") : "idx";
@@ -193,7 +240,8 @@ DataSourceSpec parse_source(const Ctx& c, const YAML::Node& node, const std::str
   else if (s.format != "csv") c.fail(node, fmt::format("{} needs 'labels' (a file path)", where));
   if (node["label_column"]) s.label_column = c.integer(node["label_column"], "label_column", INT64_MIN);
   if (node["header"]) s.header = c.boolean(node["header"], "header");
-  if (node["limit"]) s.limit = c.integer(node["limit"], "limit", 0);
+  if (node["limit"]) s.limit = c.integer(node["limit"], "limit", 1);  // no key: every sample
+  if (node["allow_non_finite"]) s.allow_non_finite = c.boolean(node["allow_non_finite"], "allow_non_finite");
   return s;
 }
 
@@ -208,7 +256,7 @@ std::vector<data::Transform> parse_transforms(const Ctx& c, const YAML::Node& no
     std::string kind = kv.first.Scalar();
     if (kind == "scale") {
       tr.kind = data::Transform::Scale;
-      tr.scale = c.number(kv.second, kind);
+      tr.scale = c.number_in(kv.second, kind, [](double v) { return v != 0; }, "(-inf, 0) or (0, inf)");
     } else if (kind == "normalize") {
       tr.kind = data::Transform::Normalize;
       c.check_keys(kv.second, "normalize", {"mean", "std"});
@@ -219,10 +267,11 @@ std::vector<data::Transform> parse_transforms(const Ctx& c, const YAML::Node& no
         if (s <= 0) c.fail(kv.second["std"], "key 'std': every value must be positive");
     } else if (kind == "random_flip") {
       tr.kind = data::Transform::RandomFlip;
-      tr.p = c.number(kv.second, kind);
+      tr.p = c.number_in(kv.second, kind, [](double v) { return v >= 0 && v <= 1; }, "[0, 1]");
     } else {
       tr.kind = data::Transform::RandomCrop;
       c.check_keys(kv.second, "random_crop", {"padding"});
+      if (!kv.second["padding"]) c.fail(kv.second, "random_crop needs 'padding' (pixels added on each side before the crop)");
       tr.padding = c.integer(kv.second["padding"], "padding", 0);
     }
     out.push_back(tr);
@@ -241,15 +290,26 @@ void parse_data(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
 }
 
 void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
-  c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads", "device"});
+  c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads",
+                               "device", "check_nan_inf", "checkpoint_every"});
   TrainSpec& t = spec.train;
-  if (node["batch_size"]) t.batch_size = c.integer(node["batch_size"], "batch_size", 1);
-  if (node["epochs"]) t.epochs = c.integer(node["epochs"], "epochs", 1);
+  if (node["batch_size"]) t.batch_size = c.integer_in(node["batch_size"], "batch_size", 1, kMaxBatch);
+  if (node["epochs"]) t.epochs = c.integer_in(node["epochs"], "epochs", 1, kMaxEpochs);
   if (node["seed"]) t.seed = static_cast<uint64_t>(c.integer(node["seed"], "seed", 0));
-  if (node["clip_grad_norm"]) t.clip_grad_norm = c.number(node["clip_grad_norm"], "clip_grad_norm");
+  if (node["clip_grad_norm"])
+    t.clip_grad_norm = c.number_in(node["clip_grad_norm"], "clip_grad_norm", [](double v) { return v > 0; }, "(0, inf) (omit it for no clipping)");
   if (node["log_every"]) t.log_every = c.integer(node["log_every"], "log_every", 1);
-  if (node["threads"]) t.threads = static_cast<int>(c.integer(node["threads"], "threads", 0));
-  if (node["device"]) t.device = c.text(node["device"], "device");
+  if (node["threads"]) t.threads = static_cast<int>(c.integer_in(node["threads"], "threads", 1, kMaxThreads));
+  if (node["device"]) {
+    t.device = c.text(node["device"], "device");
+    // Only the spelling: whether this machine has the device is for the run to find out, not --check.
+    const bool cuda_n = t.device.rfind("cuda:", 0) == 0 && t.device.size() > 5 && t.device.size() < 9 &&
+                        t.device.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (t.device != "cpu" && t.device != "cuda" && !cuda_n)
+      c.fail(node["device"], fmt::format("key 'device': expected cpu, cuda or cuda:N, got '{}'", t.device));
+  }
+  if (node["check_nan_inf"]) t.check_nan_inf = c.boolean(node["check_nan_inf"], "check_nan_inf");
+  if (node["checkpoint_every"]) t.checkpoint_every = c.integer(node["checkpoint_every"], "checkpoint_every", 1);
   t.schedule.base_lr = 0.01;
   if (const YAML::Node o = node["optimizer"]) {
     c.check_keys(o, "optimizer", {"type", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay"});
@@ -260,14 +320,16 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
                                                                       {"adamw", train::OptimizerKind::AdamW}};
     if (!kinds.count(type)) c.fail(o["type"], fmt::format("unknown optimizer '{}' (expected sgd, momentum, adam or adamw)", type));
     t.optimizer.kind = kinds.at(type);
-    if (o["lr"]) t.schedule.base_lr = c.number(o["lr"], "lr");
-    if (t.schedule.base_lr <= 0) c.fail(o["lr"] ? o["lr"] : o, "key 'lr': expected a positive number");
-    if (o["momentum"]) t.optimizer.momentum = c.number(o["momentum"], "momentum");
+    const auto positive = [](double v) { return v > 0; };
+    const auto unit_open = [](double v) { return v >= 0 && v < 1; };
+    if (o["lr"]) t.schedule.base_lr = c.number_in(o["lr"], "lr", positive, "(0, inf)");
+    if (o["momentum"]) t.optimizer.momentum = c.number_in(o["momentum"], "momentum", unit_open, "[0, 1)");
     if (o["nesterov"]) t.optimizer.nesterov = c.boolean(o["nesterov"], "nesterov");
-    if (o["beta1"]) t.optimizer.beta1 = c.number(o["beta1"], "beta1");
-    if (o["beta2"]) t.optimizer.beta2 = c.number(o["beta2"], "beta2");
-    if (o["eps"]) t.optimizer.eps = c.number(o["eps"], "eps");
-    if (o["weight_decay"]) t.optimizer.weight_decay = c.number(o["weight_decay"], "weight_decay");
+    if (o["beta1"]) t.optimizer.beta1 = c.number_in(o["beta1"], "beta1", unit_open, "[0, 1)");
+    if (o["beta2"]) t.optimizer.beta2 = c.number_in(o["beta2"], "beta2", unit_open, "[0, 1)");
+    if (o["eps"]) t.optimizer.eps = c.number_in(o["eps"], "eps", positive, "(0, inf)");
+    if (o["weight_decay"])
+      t.optimizer.weight_decay = c.number_in(o["weight_decay"], "weight_decay", [](double v) { return v >= 0; }, "[0, inf)");
   }
   if (const YAML::Node s = node["schedule"]) {
     c.check_keys(s, "schedule", {"type", "step_size", "milestones", "gamma", "min_lr", "warmup_steps", "warmup_start_factor"});
@@ -280,14 +342,49 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
       c.fail(s["type"], fmt::format("unknown schedule '{}' (expected constant, step, multistep or cosine)", t.schedule_kind));
     t.schedule.kind = kinds.at(t.schedule_kind);
     if (s["step_size"]) t.schedule.step_size = c.integer(s["step_size"], "step_size", 1);
-    if (s["milestones"]) t.schedule.milestones = c.ints(s["milestones"], "milestones");
-    if (s["gamma"]) t.schedule.gamma = c.number(s["gamma"], "gamma");
-    if (s["min_lr"]) t.schedule.min_lr = c.number(s["min_lr"], "min_lr");
+    if (s["milestones"]) {
+      t.schedule.milestones = c.ints(s["milestones"], "milestones");
+      for (size_t i = 0; i < t.schedule.milestones.size(); ++i)
+        if (t.schedule.milestones[i] < 1 || (i > 0 && t.schedule.milestones[i] <= t.schedule.milestones[i - 1]))
+          c.fail(s["milestones"], "key 'milestones': expected increasing step numbers >= 1, such as [1000, 2000]");
+    }
+    if (s["gamma"]) t.schedule.gamma = c.number_in(s["gamma"], "gamma", [](double v) { return v > 0; }, "(0, inf)");
+    if (s["min_lr"]) t.schedule.min_lr = c.number_in(s["min_lr"], "min_lr", [](double v) { return v >= 0; }, "[0, inf)");
     if (s["warmup_steps"]) t.schedule.warmup_steps = c.integer(s["warmup_steps"], "warmup_steps", 0);
-    if (s["warmup_start_factor"]) t.schedule.warmup_start_factor = c.number(s["warmup_start_factor"], "warmup_start_factor");
+    if (s["warmup_start_factor"])
+      t.schedule.warmup_start_factor =
+          c.number_in(s["warmup_start_factor"], "warmup_start_factor", [](double v) { return v >= 0 && v <= 1; }, "[0, 1]");
     if (t.schedule.kind == train::ScheduleKind::Step && t.schedule.step_size <= 0) c.fail(s, "a step schedule needs 'step_size'");
   }
   spec.has_train = true;
+}
+
+// What training would find out at its first batch, found here so that --check finds it too: labels
+// are class indices (one integer per sample), and the transforms fit the feature input's shape.
+void check_data_fits(const Ctx& c, const YAML::Node& data, const ModelSpec& spec) {
+  const InputSpec* label = nullptr;
+  const InputSpec* feature = nullptr;
+  for (const auto& in : spec.inputs) {
+    if (in.name == spec.label_input) label = &in;
+    else if (!feature) feature = &in;
+  }
+  if (label) {
+    if (!is_integral(label->dtype) || !label->shape.empty())
+      raise(ErrorCode::kParse, "{}: input '{}' holds the labels: cross_entropy takes one integer class index per sample, so it "
+            "needs shape [] and dtype i64 or i32, not shape {} dtype {}",
+            label->pos.str(), label->name, shape_str(label->shape), dtype_name(label->dtype));
+  }
+  if (!feature) return;
+  for (const char* key : {"transforms", "train_transforms"}) {
+    const auto& list = std::string(key) == "transforms" ? spec.data.transforms : spec.data.train_transforms;
+    for (size_t i = 0; i < list.size(); ++i) {
+      try {
+        data::check_transform(list[i], feature->shape);
+      } catch (const Error& e) {
+        c.fail(data[key][i], fmt::format("{} (input '{}' has per-sample shape {})", e.what(), feature->name, shape_str(feature->shape)));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -306,8 +403,10 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   spec.file = file;
   spec.yaml_text = text;
   if (!root.IsMap()) raise(ErrorCode::kParse, "{}: a model YAML must be a map with inputs, network, loss, data, train", file);
+  check_duplicate_keys(root, file);
   c.check_keys(root, "the model file", {"name", "inputs", "network", "loss", "data", "train"});
   spec.name = root["name"] ? c.text(root["name"], "name") : "model";
+  if (root["name"]) check_name(c, root["name"], spec.name);
   if (!root["inputs"]) raise(ErrorCode::kParse, "{}: missing 'inputs' (the network's inputs with per-sample shapes)", file);
   if (!root["network"]) raise(ErrorCode::kParse, "{}: missing 'network' (the list of layers)", file);
   parse_inputs(c, root["inputs"], spec);
@@ -322,10 +421,13 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   if (!found) c.fail(root["loss"]["input"], fmt::format("loss input '{}' is not a layer", spec.loss_input));
   if (root["data"]) parse_data(c, root["data"], spec);
   if (root["train"]) parse_train(c, root["train"], spec);
+  if (spec.has_data) check_data_fits(c, root["data"], spec);
   return spec;
 }
 
 ModelSpec load_model_yaml(const std::string& path) {
+  std::error_code ec;
+  PD_CHECK(!std::filesystem::is_directory(path, ec), ErrorCode::kIO, "{}: is a directory, not a model YAML file", path);
   std::ifstream in(path);
   PD_CHECK(in.good(), ErrorCode::kIO, "{}: cannot open the model file", path);
   std::stringstream ss;

@@ -1,14 +1,16 @@
 #include "pd/train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
@@ -19,9 +21,13 @@
 #include "pd/core/threads.h"
 #include "pd/model/export.h"
 #include "pd/train/optimizer.h"
+#include "checkpoint.h"
+#include "non_finite_check.h"
+#include "run_dir.h"
 #include "run_files.h"
 
 namespace pd::train {
+namespace fs = std::filesystem;
 namespace {
 
 std::atomic<int> g_signal{0};
@@ -35,11 +41,23 @@ std::string fmt_duration(double s) {
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
+// NaN or Inf in the features would make the loss NaN at some step far from its cause: refuse them here.
+// (The CSV reader checks its own values, with line and column.)
+void check_finite_features(const Tensor& features, const model::DataSourceSpec& src) {
+  if (!is_floating(features.dtype()) || features.dim() == 0 || features.shape()[0] == 0) return;
+  const std::string bad = first_non_finite(features);
+  if (bad.empty()) return;
+  raise(ErrorCode::kInvalidArgument,
+        "{}: {} holds a non-finite feature value ({}; the first index is the sample); clean the data, or set "
+        "allow_non_finite: true in this data source to train on it anyway",
+        src.pos.str(), src.features, bad);
+}
+
 // Loads one data source and shapes its features as the network's feature input expects.
 data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSpec& input, int64_t limit) {
   data::Dataset d;
   if (src.format == "csv") {
-    data::CsvTable t = data::read_csv(src.features, src.label_column, src.header);
+    data::CsvTable t = data::read_csv(src.features, src.label_column, src.header, src.allow_non_finite);
     d = {t.features, t.labels};
   } else {
     d.features = src.format == "idx" ? data::read_idx(src.features) : data::read_npy(src.features);
@@ -56,6 +74,8 @@ data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSp
            "{}: samples in {} have {} values (shape {} per sample), but input '{}' expects {} ({} values)", src.pos.str(),
            src.features, per_sample, shape_str(Shape(d.features.shape().begin() + 1, d.features.shape().end())), input.name,
            shape_str(input.shape), shape_numel(input.shape));
+  if (src.format != "csv" && !src.allow_non_finite) check_finite_features(d.features, src);
+  if (limit <= 0) limit = src.limit;
   if (limit > 0 && limit < n) {
     d.features = ops::slice(d.features, {0}, {0}, {limit}).contiguous();
     d.labels = ops::slice(d.labels, {0}, {0}, {limit}).contiguous();
@@ -94,36 +114,6 @@ EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::st
   return {seen ? loss_sum / seen : 0, seen ? static_cast<double>(correct) / seen : 0};
 }
 
-struct Cursor {
-  int64_t epoch = 0, batch = 0, step = 0;
-};
-
-void save_checkpoint(const std::string& path, model::Network& net, const Optimizer& opt, const Cursor& c, uint64_t hash) {
-  std::map<std::string, Tensor> t;
-  for (const auto& [k, v] : net.state()) t["param/" + k] = v;
-  for (const auto& [k, v] : opt.state()) t["optim/" + k] = v;
-  io::save_tensors(path, t,
-                   {{"kind", "paddle-cpp checkpoint"}, {"epoch", std::to_string(c.epoch)}, {"batch", std::to_string(c.batch)},
-                    {"step", std::to_string(c.step)}, {"spec_hash", std::to_string(hash)}, {"model_yaml", net.spec().yaml_text}});
-}
-
-Cursor load_checkpoint(const std::string& path, model::Network& net, Optimizer& opt, uint64_t hash) {
-  io::TensorArchive a = io::load_tensors(path);
-  PD_CHECK(a.metadata["kind"] == "paddle-cpp checkpoint", ErrorCode::kParse, "{}: not a pd-train checkpoint", path);
-  PD_CHECK(a.metadata["spec_hash"] == std::to_string(hash), ErrorCode::kInvalidArgument,
-           "{}: the checkpoint was written for a different model, optimizer or schedule than {}; resume with the YAML it was "
-           "trained with (stored in the run directory as config.yaml), or start a new run with --init-from to fine-tune",
-           path, net.spec().file);
-  std::map<std::string, Tensor> params, optim;
-  for (auto& [k, v] : a.tensors) {
-    if (k.rfind("param/", 0) == 0) params[k.substr(6)] = v;
-    if (k.rfind("optim/", 0) == 0) optim[k.substr(6)] = v;
-  }
-  net.load_state(params);
-  opt.load_state(optim);
-  return {std::stoll(a.metadata["epoch"]), std::stoll(a.metadata["batch"]), std::stoll(a.metadata["step"])};
-}
-
 double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -154,14 +144,71 @@ LoadedModel load_model(const std::string& path) {
 
 Trainer::Trainer(model::ModelSpec spec, TrainOptions options) : spec_(std::move(spec)), opt_(std::move(options)) {}
 
+namespace {
+
+// Fine-tuning: parameters matched by name, shape and dtype; the rest keep their initialisation. A file
+// that matches nothing is refused: training from scratch by accident is the silent failure here.
+void init_from_model(model::Network& net, const std::string& path, bool quiet) {
+  const std::map<std::string, Tensor> src = load_model(path).net->state();
+  std::map<std::string, Tensor> matched;
+  std::vector<std::string> other_shape, missing;
+  for (const auto& [name, value] : net.state()) {
+    auto it = src.find(name);
+    if (it == src.end()) {
+      missing.push_back(name);
+    } else if (it->second.shape() != value.shape() || it->second.dtype() != value.dtype()) {
+      other_shape.push_back(fmt::format("{} ({} in the file, {} here)", name, shape_str(it->second.shape()), shape_str(value.shape())));
+    } else {
+      matched[name] = it->second;
+    }
+  }
+  PD_CHECK(!matched.empty(), ErrorCode::kInvalidArgument,
+           "--init-from {}: none of its {} parameters matches this model's {} by name and shape, so nothing would be "
+           "loaded; is it a model of another network?",
+           path, src.size(), net.state().size());
+  net.load_state(matched, true);
+  const size_t unused = src.size() - matched.size() - other_shape.size();
+  if (!quiet)
+    fmt::print(stderr, "--init-from {}: loaded {} parameters; {} with another shape skipped{}{}; {} not in the file (initialised); {} of the file's unused\n",
+               path, matched.size(), other_shape.size(), other_shape.empty() ? "" : ": ", fmt::join(other_shape, ", "),
+               missing.size(), unused);
+}
+
+// A finished run's model files, present and readable: then there is nothing left to do.
+bool model_files_ok(const RunDir& dir) {
+  try {
+    load_model(dir.file("model.pdparams"));
+    io::load_program(dir.file("model.pdmodel"));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+void write_metrics(const RunDir& dir, const std::vector<EpochMetrics>& history, const std::string& title) {
+  std::string lines;
+  for (const auto& m : history) lines += metrics_json(m) + "\n";
+  io::write_file_atomic(dir.file("metrics.jsonl"), lines);
+  io::write_file_atomic(dir.file("plot.svg"), metrics_svg(history, title));
+}
+
+}  // namespace
+
 int Trainer::run() {
-  namespace fs = std::filesystem;
   PD_CHECK(spec_.has_data, ErrorCode::kInvalidArgument, "{}: no 'data' section, so there is nothing to train on", spec_.file);
+  PD_CHECK(!(opt_.resume && opt_.overwrite), ErrorCode::kInvalidArgument,
+           "--resume continues the run in --out and --overwrite replaces it: pass one of them");
+  PD_CHECK(!(opt_.resume && !opt_.init_from.empty()), ErrorCode::kInvalidArgument,
+           "--init-from starts a new run from a model's parameters; --resume continues from the run's checkpoint: pass one of them");
+  // Claimed first, so that a used directory is refused before any work; a failure before commit()
+  // removes a directory this start created.
+  RunDir dir = RunDir::claim(opt_.out_dir, spec_.name,
+                             opt_.resume ? RunDir::Mode::resume : opt_.overwrite ? RunDir::Mode::overwrite : RunDir::Mode::fresh);
   if (opt_.epochs > 0) spec_.train.epochs = opt_.epochs;
+  if (opt_.check_nan_inf) spec_.train.check_nan_inf = true;
   pd::set_num_threads(opt_.threads > 0 ? opt_.threads : spec_.train.threads);
   const bool tty = !opt_.quiet && isatty(STDERR_FILENO);
-  fs::create_directories(opt_.out_dir);
-  const std::string ckpt = opt_.out_dir + "/checkpoint.pdckpt", metrics_path = opt_.out_dir + "/metrics.jsonl";
+  const std::string ckpt = dir.file("checkpoint.pdckpt");
 
   const Place device = parse_place(opt_.device.empty() ? spec_.train.device : opt_.device);
   model::Network net(spec_);
@@ -179,23 +226,63 @@ int Trainer::run() {
   const int64_t per_epoch = train_loader.batches_per_epoch();
   ScheduleConfig sched_cfg = spec_.train.schedule;
   if (sched_cfg.total_steps == 0) sched_cfg.total_steps = std::max<int64_t>(1, per_epoch * spec_.train.epochs);
-  LrSchedule sched(sched_cfg);
   Optimizer optim(net.trainable(), spec_.train.optimizer);
   const uint64_t hash = model::spec_hash(spec_);
+  const RunFacts facts_now{train_loader.dataset().size(), per_epoch, spec_.train.epochs, sched_cfg.total_steps};
 
-  Cursor cur;
-  if (opt_.resume) {
-    PD_CHECK(fs::exists(ckpt), ErrorCode::kIO, "{}: no checkpoint to resume from", ckpt);
-    cur = load_checkpoint(ckpt, net, optim, hash);
-    if (!opt_.quiet) fmt::print(stderr, "resuming {} at epoch {}, batch {} (step {})\n", opt_.out_dir, cur.epoch + 1, cur.batch, cur.step);
+  RunState st;
+  std::vector<EpochMetrics> history;
+  const bool resuming = opt_.resume && fs::exists(ckpt);
+  if (resuming) {
+    const Checkpoint c = load_checkpoint(ckpt, net, optim, hash);
+    st = c.state;
+    const RunFacts& was = c.facts;
+    PD_CHECK(was.train_samples < 0 || (was.train_samples == facts_now.train_samples && was.batches_per_epoch == per_epoch),
+             ErrorCode::kInvalidArgument,
+             "{}: the run trained on {} samples per epoch ({} batches), but this start has {} ({} batches): resume with the "
+             "same data and --limit, or start a new run",
+             ckpt, was.train_samples, was.batches_per_epoch, facts_now.train_samples, per_epoch);
+    PD_CHECK(st.epoch <= spec_.train.epochs, ErrorCode::kInvalidArgument,
+             "{}: the run has already trained {} epochs, more than the {} asked for; pass --epochs {} or more to continue it",
+             ckpt, st.epoch, spec_.train.epochs, st.epoch + 1);
+    // A schedule laid out over the run's length changes with it: say so, with what it does to the lr.
+    if (was.schedule_steps > 0 && was.schedule_steps != sched_cfg.total_steps && sched_cfg.kind == ScheduleKind::Cosine &&
+        !opt_.quiet) {
+      ScheduleConfig old_cfg = sched_cfg;
+      old_cfg.total_steps = was.schedule_steps;
+      fmt::print(stderr,
+                 "note: the cosine schedule is stretched from {} steps ({} epochs) to {} ({} epochs); at step {} the learning "
+                 "rate goes from {:.3g} on the old curve to {:.3g} on the new one\n",
+                 was.schedule_steps, was.epochs, sched_cfg.total_steps, spec_.train.epochs, st.step,
+                 LrSchedule(old_cfg).lr(st.step), LrSchedule(sched_cfg).lr(st.step));
+    }
+    for (const auto& m : read_metrics(dir.file("metrics.jsonl")))
+      if (m.epoch <= st.epoch) history.push_back(m);  // lines past the checkpoint are redone
+    if (st.epoch == spec_.train.epochs && model_files_ok(dir)) {
+      if (!opt_.quiet)
+        fmt::print(stderr, "{}: the run has already finished its {} epochs; nothing to do (pass --epochs N to train longer)\n",
+                   dir.path(), st.epoch);
+      dir.commit();
+      return 0;
+    }
+    if (!opt_.quiet)
+      fmt::print(stderr, "resuming {} at epoch {}, batch {} (step {})\n", dir.path(), st.epoch + 1, st.batch, st.step);
   } else {
-    if (!opt_.init_from.empty()) net.load_state(load_model(opt_.init_from).net->state(), true);
-    std::ofstream(metrics_path, std::ios::trunc);
-    io::write_file_atomic(opt_.out_dir + "/config.yaml", spec_.yaml_text);
+    if (opt_.resume && !opt_.quiet)
+      fmt::print(stderr, "note: {} has no checkpoint yet; starting the run from the beginning\n", dir.path());
+    if (opt_.overwrite) dir.remove_run_files();
+    if (!opt_.init_from.empty()) init_from_model(net, opt_.init_from, opt_.quiet);
   }
-  if (!opt_.quiet && !opt_.resume)
-    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}\n", spec_.name,
-               net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str());
+  LrSchedule sched(sched_cfg);
+  RunFacts facts = facts_now;
+  facts.schedule_steps = sched_cfg.total_steps;
+  dir.remove_stale_temporaries();
+  dir.commit();
+  if (!resuming) io::write_file_atomic(dir.file("config.yaml"), spec_.yaml_text);
+  write_metrics(dir, history, spec_.name);
+  if (!opt_.quiet && !resuming)
+    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}; run directory {}\n", spec_.name,
+               net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str(), dir.path());
 
   g_signal = 0;
   auto prev_int = std::signal(SIGINT, on_signal);
@@ -208,68 +295,80 @@ int Trainer::run() {
     }
   } restore{prev_int, prev_term};
 
-  std::vector<EpochMetrics> history = read_metrics(metrics_path);
+  NonFiniteCheck nan_check;
+  std::optional<ScopedOpObserver> checking;
+  if (spec_.train.check_nan_inf) checking.emplace(&nan_check);
   const std::string feature = feat.name;
-  for (; cur.epoch < spec_.train.epochs; ++cur.epoch, cur.batch = 0) {
-    train_loader.start_epoch(cur.epoch, cur.batch);
+  for (; st.epoch < spec_.train.epochs; ++st.epoch, st.batch = 0, st.epoch_loss_sum = 0, st.epoch_samples = 0, st.epoch_seconds = 0) {
+    train_loader.start_epoch(st.epoch, st.batch);
     const auto t0 = Clock::now();
-    double loss_sum = 0, lr = 0;
-    int64_t samples = 0, steps = 0;
+    const double seconds_before = st.epoch_seconds;
+    double lr = 0;
     while (auto b = train_loader.next()) {
-      lr = sched.lr(cur.step);
-      auto values = net.forward({{feature, b->x.to(device)}}, true, cur.step);
+      lr = sched.lr(st.step);
+      const std::string where = fmt::format("step {} (epoch {}, batch {})", st.step + 1, st.epoch + 1, b->index + 1);
+      nan_check.set_where(where + ", forward");
+      auto values = net.forward({{feature, b->x.to(device)}}, true, st.step);
       Tensor loss = net.loss(values, b->y.to(device));
+      const double loss_value = loss.item<double>();
+      // Checked before backward, so the weights never take a step from a NaN loss.
+      PD_CHECK(std::isfinite(loss_value), ErrorCode::kInvalidArgument,
+               "{}: the training loss is {}; stopped before the weights took a step from it (the last checkpoint is {}). "
+               "Lower the learning rate (now {:.3g}), set train.clip_grad_norm, or run with --check-nan-inf to find the op "
+               "and layer that first produced a NaN or Inf",
+               where, std::isnan(loss_value) ? "nan" : fmt::format("{}", loss_value), fs::exists(ckpt) ? ckpt : "none yet", lr);
+      nan_check.set_where(where + ", backward");
       backward(loss);
       if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
       optim.step(lr);
-      loss_sum += loss.item<double>() * static_cast<double>(b->y.numel());
-      samples += b->y.numel();
-      ++steps;
-      ++cur.step;
-      cur.batch = b->index + 1;
-      if (tty && (cur.batch % spec_.train.log_every == 0 || cur.batch == per_epoch)) {
-        double el = seconds_since(t0), rate = samples / std::max(el, 1e-9);
-        double remaining = (per_epoch - cur.batch) * spec_.train.batch_size / std::max(rate, 1e-9);
-        fmt::print(stderr, "\repoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} samples/s ETA {}   ", cur.epoch + 1,
-                   spec_.train.epochs, cur.batch, per_epoch, loss_sum / samples, lr, rate, fmt_duration(remaining));
+      st.epoch_loss_sum += loss_value * static_cast<double>(b->y.numel());
+      st.epoch_samples += b->y.numel();
+      ++st.step;
+      st.batch = b->index + 1;
+      st.epoch_seconds = seconds_before + seconds_since(t0);
+      if (tty && (st.batch % spec_.train.log_every == 0 || st.batch == per_epoch)) {
+        double rate = st.epoch_samples / std::max(st.epoch_seconds, 1e-9);
+        double remaining = (per_epoch - st.batch) * spec_.train.batch_size / std::max(rate, 1e-9);
+        fmt::print(stderr, "\repoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} samples/s ETA {}   ", st.epoch + 1,
+                   spec_.train.epochs, st.batch, per_epoch, st.epoch_loss_sum / st.epoch_samples, lr, rate,
+                   fmt_duration(remaining));
       }
       if (g_signal != 0) {
-        save_checkpoint(ckpt, net, optim, cur, hash);
+        save_checkpoint(ckpt, net, optim, st, facts, hash);
         fmt::print(stderr, "\n{}: interrupted; checkpoint saved at epoch {} batch {}. Resume with: pd-train {} --out {} --resume\n",
-                   spec_.name, cur.epoch + 1, cur.batch, spec_.file, opt_.out_dir);
+                   spec_.name, st.epoch + 1, st.batch, spec_.file, dir.path());
         return 130;
       }
+      if (spec_.train.checkpoint_every > 0 && st.step % spec_.train.checkpoint_every == 0 && st.batch < per_epoch)
+        save_checkpoint(ckpt, net, optim, st, facts, hash);
     }
-    const double train_seconds = seconds_since(t0);
     if (tty) fmt::print(stderr, "\r\033[K");
-    EvalResult ev = evaluate(net, test_loader, feature, cur.step);
-    EpochMetrics m{cur.epoch + 1, samples ? loss_sum / samples : 0, ev.loss, ev.acc, samples / std::max(train_seconds, 1e-9),
-                   seconds_since(t0), lr, cur.step};
+    nan_check.set_where(fmt::format("evaluation after epoch {}", st.epoch + 1));
+    EvalResult ev = evaluate(net, test_loader, feature, st.step);
+    EpochMetrics m{st.epoch + 1, st.epoch_samples ? st.epoch_loss_sum / st.epoch_samples : 0, ev.loss, ev.acc,
+                   st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step};
     history.push_back(m);
-    {
-      std::ofstream out(metrics_path, std::ios::app);
-      out << metrics_json(m) << "\n";
-    }
-    io::write_file_atomic(opt_.out_dir + "/plot.svg", metrics_svg(history, spec_.name));
-    Cursor next{cur.epoch + 1, 0, cur.step};
-    save_checkpoint(ckpt, net, optim, next, hash);
+    // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
+    write_metrics(dir, history, spec_.name);
+    save_checkpoint(ckpt, net, optim, RunState{st.epoch + 1, 0, st.step}, facts, hash);
     if (opt_.json) fmt::print("{}\n", metrics_json(m));
     else if (!opt_.quiet)
       fmt::print(stderr, "epoch {}/{}: train_loss {:.4f} test_loss {:.4f} test_acc {:.4f} ({:.0f} samples/s, {:.1f} s, peak RSS {:.0f} MiB)\n",
                  m.epoch, spec_.train.epochs, m.train_loss, m.test_loss, m.test_acc, m.samples_per_s, m.seconds, peak_rss_mib());
     std::fflush(stdout);
-    if (opt_.stop_after_epoch > 0 && cur.epoch + 1 >= opt_.stop_after_epoch && cur.epoch + 1 < spec_.train.epochs) {
-      if (!opt_.quiet) fmt::print(stderr, "stopping after epoch {} as asked; resume with --resume\n", cur.epoch + 1);
+    if (opt_.stop_after_epoch > 0 && st.epoch + 1 >= opt_.stop_after_epoch && st.epoch + 1 < spec_.train.epochs) {
+      if (!opt_.quiet) fmt::print(stderr, "stopping after epoch {} as asked; resume with --resume\n", st.epoch + 1);
       return 0;
     }
   }
+  checking.reset();
   const double acc = history.empty() ? 0 : history.back().test_acc;
   net.to(Place::cpu());  // model files hold host tensors; export traces the network on the CPU
-  save_model(opt_.out_dir + "/model.pdparams", net, {{"test_acc", fmt::format("{:.5f}", acc)}});
+  save_model(dir.file("model.pdparams"), net, {{"test_acc", fmt::format("{:.5f}", acc)}});
   // The same model as a static program for pd-infer (model.pdmodel + model.pdiparams).
-  io::save_program(opt_.out_dir + "/model.pdmodel", model::to_program(net),
+  io::save_program(dir.file("model.pdmodel"), model::to_program(net),
                    {{"name", spec_.name}, {"test_acc", fmt::format("{:.5f}", acc)}, {"model_yaml", spec_.yaml_text}});
-  if (!opt_.quiet) fmt::print(stderr, "model written to {0}/model.pdparams and {0}/model.pdmodel\n", opt_.out_dir);
+  if (!opt_.quiet) fmt::print(stderr, "model written to {0}/model.pdparams and {0}/model.pdmodel\n", dir.path());
   return 0;
 }
 

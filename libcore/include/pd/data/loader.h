@@ -33,6 +33,9 @@ struct Transform {
   int64_t padding = 0;             // RandomCrop: zero-pad each side of the last two axes, then crop back
 };
 void apply_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed);
+// Whether `t` applies to samples of `sample_shape` (pd::Error saying why not): the model YAML checks its
+// transforms with it, so that --check finds what training would.
+void check_transform(const Transform& t, const Shape& sample_shape);
 
 struct LoaderOptions {
   int64_t batch_size = 64;

@@ -25,7 +25,8 @@ struct CsvTable {
   Tensor labels;    // i64 [rows]
 };
 // Numeric CSV: one row per sample; `label_column` (negative counts from the end) holds integer labels;
-// `header` skips the first line. Errors name the file, line and column.
-CsvTable read_csv(const std::string& path, int64_t label_column = -1, bool header = false);
+// `header` skips the first line. NaN/Inf feature values are refused unless `allow_non_finite`. Errors
+// name the file, line and column.
+CsvTable read_csv(const std::string& path, int64_t label_column = -1, bool header = false, bool allow_non_finite = false);
 
 }  // namespace pd::data

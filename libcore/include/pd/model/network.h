@@ -46,7 +46,8 @@ struct DataSourceSpec {
   std::string features, labels;  // paths (csv: features only, labels in label_column)
   int64_t label_column = -1;
   bool header = false;
-  int64_t limit = 0;   // use only the first `limit` samples (0 = all)
+  int64_t limit = 0;   // use only the first `limit` samples (0 = all; the YAML asks for >= 1 or no key)
+  bool allow_non_finite = false;  // NaN/Inf feature values are an error unless this is set
   SourcePos pos;
 };
 
@@ -67,6 +68,8 @@ struct TrainSpec {
   int64_t log_every = 100;
   int threads = 0;                  // 0 = leave the library default
   std::string device = "cpu";       // where pd-train runs: cpu, cuda, cuda:N (--device overrides)
+  bool check_nan_inf = false;       // check every op's outputs for NaN/Inf (--check-nan-inf)
+  int64_t checkpoint_every = 0;     // also checkpoint every N steps within an epoch (0 = per epoch only)
 };
 
 struct ModelSpec {

@@ -12,8 +12,10 @@
 namespace pd::train {
 
 struct TrainOptions {
-  std::string out_dir;        // the run directory (created)
+  std::string out_dir;        // the run directory (created); "" = runs/NAME, or runs/NAME-2... when used
   bool resume = false;        // continue from out_dir/checkpoint.pdckpt
+  bool overwrite = false;     // replace the run in out_dir (without it, a used directory is refused)
+  bool check_nan_inf = false; // check every op's outputs for NaN/Inf (also train.check_nan_inf)
   std::string init_from;      // fine-tune: load parameters from a model file first
   int64_t epochs = 0;         // override the YAML (0 = keep)
   int64_t stop_after_epoch = 0;  // checkpoint and stop after this epoch (0 = run to the end)
@@ -24,7 +26,8 @@ struct TrainOptions {
   std::string device;         // "" = the YAML's train.device (default cpu); cpu, cuda, cuda:N
 };
 
-// Exit codes: 0 finished (or stopped as asked), 130 interrupted by SIGINT/SIGTERM after a checkpoint.
+// Exit codes: 0 finished (or stopped as asked, or nothing left to do), 130 interrupted by SIGINT/SIGTERM
+// after a checkpoint. A NaN/Inf loss stops the run with a pd::Error before the weights take the step.
 class Trainer {
  public:
   Trainer(model::ModelSpec spec, TrainOptions options);
