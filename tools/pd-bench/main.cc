@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/cli_checks.h"
 #include "common/tool_main.h"
 #include "jobs.h"
 #include "pd/bench/model_bench.h"
@@ -122,19 +123,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   app.add_option("--backend", o.backend, "cpu (fastest available), onednn, reference or cuda")
       ->check(CLI::IsMember({"cpu", "onednn", "reference", "cuda"}));
-  app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(pd::tools::positive<int>());
   app.add_option("--mode", o.mode, "perf (time) or check (compare every backend with the reference kernel)")
       ->check(CLI::IsMember({"perf", "check"}));
   app.add_option("--direction", o.direction, "fwd, bwd (input gradients) or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(CLI::PositiveNumber);
-  app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
+  app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(pd::tools::positive_number());
+  app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(pd::tools::positive<int>());
+  app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(pd::tools::non_negative<int>());
   app.add_flag("--reprobe", o.reprobe, "measure the machine's peaks again instead of reading the cache");
   app.add_option("--format", o.format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_option("--baseline", o.baseline, "a JSON file of an earlier run: exit 3 when a row got slower than --threshold");
-  app.add_option("--threshold", o.threshold, "regression threshold in percent (default 10)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threshold", o.threshold, "regression threshold in percent (default 10)")->check(pd::tools::non_negative_number());
   app.add_option("--model", o.model, "a model file (pd-train's model.pdparams): per-layer time of a training step");
-  app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(pd::tools::positive<int64_t>());
   app.add_flag("--inference", o.inference, "model mode: time the forward pass only, without gradients");
   app.add_flag("--list", o.list, "list the ops and their problem count, then exit");
   return pd::tools::run_tool("pd-bench", app, argc, argv, [&]() -> int {
