@@ -94,9 +94,15 @@ int run_perf(const Options& o, const std::vector<pd::tools::Job>& jobs) {
       ++errors;
     }
   }
+  if (table) pd::bench::print_peak_notes(stdout, peak, rows);
   if (o.format == "json") pd::bench::write_json(stdout, machine, peak, rows);
   if (o.format == "csv") pd::bench::write_csv(stdout, machine, rows);
   if (!o.baseline.empty()) {
+    // Times from another machine (or thread count, oneDNN, compiler) say nothing about a regression.
+    const std::string then = pd::bench::baseline_machine(o.baseline), now = pd::bench::machine_summary(machine);
+    if (then != now)
+      fmt::print(stderr, "pd-bench: warning: baseline {} was measured on {}; this run is on {}: differences may be the "
+                         "machine's, not the code's\n", o.baseline, then.empty() ? "an unnamed machine" : then, now);
     int matched = 0;
     auto regs = pd::bench::compare_baseline(o.baseline, rows, o.threshold / 100, &matched);
     fmt::print(stderr, "pd-bench: baseline {}: {} of {} rows compared, {} slower by more than {}%\n", o.baseline, matched,
@@ -153,6 +159,12 @@ int main(int argc, char** argv) {
     if (!o.model.empty()) return run_model(o);
     auto jobs = o.batch.empty() ? pd::tools::jobs_for(o.problem) : pd::tools::jobs_from_batch_file(o.batch);
     PD_CHECK(o.batch.empty() || o.problem.op.empty(), pd::ErrorCode::kInvalidArgument, "give either an op or --batch, not both");
+    // An op named on the command line with nothing to run in the asked direction would print an empty table.
+    const bool full_run = o.problem.op.empty() && o.batch.empty();
+    for (const auto& j : jobs)
+      PD_CHECK(full_run || o.run.fwd || (j.op->differentiable && pd::is_floating(o.run.dtype)), pd::ErrorCode::kInvalidArgument,
+               "{}: {}; --direction bwd has nothing to run (use --direction fwd)", j.op->name,
+               j.op->differentiable ? fmt::format("no gradient for dtype {}", o.dtype) : std::string("the op has no gradient"));
     return o.mode == "check" ? run_check(o, jobs) : run_perf(o, jobs);
   });
 }
