@@ -10,6 +10,7 @@
 
 #include "common/cli_checks.h"
 #include "common/inputs.h"
+#include "common/output_path.h"
 #include "common/tool_main.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -191,6 +192,7 @@ int run(const Options& o) {
   std::error_code ec;
   if (fs::exists(o.out) && fs::equivalent(o.in, o.out, ec))
     usage_error(fmt::format("{}: the output is the input file; write the conversion elsewhere", o.out));
+  if (to == ModelFormat::PdModel) pd::tools::check_model_output(o.in, o.out);
   std::string what;
   const ModelFormat from = pd::io::detect_model_format(o.in, &what);
   if (from == ModelFormat::Unknown) usage_error(fmt::format("{}: not a model this tool reads: {}", o.in, what));

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common/cli_checks.h"
+#include "common/output_path.h"
 #include "common/tool_main.h"
 #include "compare.h"
 #include "pd/io/model_file.h"
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   std::vector<pd::ir::PassStats> stats;
   std::vector<std::string> pm_pipeline;
   try {
+    if (!out_path.empty()) pd::tools::check_model_output(in_path, out_path);
     if (print_after_all) opt.print_after = &std::cout;
     // Lowering makes a file for one kind of machine; pd-infer lowers portable models when it loads
     // them, so it is done here only when asked for by name.

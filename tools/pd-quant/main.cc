@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "common/cli_checks.h"
+#include "common/output_path.h"
 #include "common/progress.h"
 #include "common/test_set.h"
 #include "common/tool_main.h"
@@ -123,6 +124,7 @@ void check_flags(const Options& o) {
 int run(const Options& o) {
   using pd::tools::InputError;
   check_flags(o);
+  pd::tools::check_model_output(o.model, o.out);
   const pd::quant::QdqOptions q = qdq_options(o);
   if (o.threads > 0) pd::set_num_threads(o.threads);
 
