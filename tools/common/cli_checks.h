@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace pd::tools {
 
@@ -24,6 +25,8 @@ CLI::Validator integer_in(T lo, T hi, std::string what) {
   auto check = [lo, hi, what](std::string& text) -> std::string {
     const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
     const char* last = text.data() + text.size();
+    if constexpr (std::is_unsigned_v<T>)  // from_chars reads no sign for an unsigned type
+      if (first != last && *first == '-') return fmt::format("must be {}, got {}", what, text);
     T v{};
     const auto [end, ec] = std::from_chars(first, last, v);
     if (ec == std::errc::result_out_of_range) {

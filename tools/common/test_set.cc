@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "op_api.h"
+#include "pd/core/tensor_inl.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
 

@@ -112,9 +112,9 @@ std::string text_report(const Report& r) {
   }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
-    if (c.shape_differs) s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
-    else
-    {
+    if (c.shape_differs) {
+      s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
+    } else {
       s += fmt::format("compare    {}: {} (max abs error {:.3g} at [{}]: got {:.7g}, want {:.7g}; {} elements out of tolerance)\n",
                        r.compare_file, c.ok ? "ok" : "MISMATCH", c.max_abs_err, fmt::join(c.index, ", "), c.got, c.want,
                        c.mismatches);
