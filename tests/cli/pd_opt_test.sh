@@ -128,13 +128,13 @@ out=$("$PD_OPT" "$MLP" "$WORK/empty/no/such.pdmodel" -O2 2>&1); rc=$?
 
 # 7. Killed at every step of writing OUT over a good pair (PD_CRASH_AT, pd/io/file_pair.h): OUT loads
 # each time, as the old model before the params are in place and as the new one from then on.
-"$PD_OPT" "$MLP" "$WORK/good.pdmodel" -O0 || fail "writing the good pair: exit $?"
+"$PD_OPT" "$CB" "$WORK/good.pdmodel" -O0 || fail "writing the good pair: exit $?"
 old=$("$PD_OPT" "$WORK/good.pdmodel" -O0 --print 2>&1)
-new=$("$PD_OPT" "$MLP" -O2 --print 2>&1)
+new=$("$PD_OPT" "$CB" -O2 --print 2>&1)  # bn folded: new params too
 [ "$old" != "$new" ] || fail "-O0 and -O2 print the same program: the kill test cannot tell them apart"
 for point in staged:old first-renamed:new done:new; do
   cp "$WORK/good.pdmodel" "$WORK/k.pdmodel"; cp "$WORK/good.pdiparams" "$WORK/k.pdiparams"; rm -f "$WORK"/k.pdmodel.*
-  PD_CRASH_AT=${point%:*} "$PD_OPT" "$MLP" "$WORK/k.pdmodel" -O2 >/dev/null 2>&1; rc=$?
+  PD_CRASH_AT=${point%:*} "$PD_OPT" "$CB" "$WORK/k.pdmodel" -O2 >/dev/null 2>&1; rc=$?
   [ $rc -eq 137 ] || fail "PD_CRASH_AT=${point%:*}: exit $rc, want 137 (killed)"
   got=$("$PD_OPT" "$WORK/k.pdmodel" -O0 --print 2>&1) || fail "killed at ${point%:*}: OUT does not load: $got"
   want=$old; [ "${point#*:}" = new ] && want=$new
