@@ -1,11 +1,17 @@
 // pd-codegen OPS_YAML OUT_DIR: reads the operator definitions and writes the generated glue.
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include "emitters.h"
 #include "op_model.h"
+#include "pd_version.h"
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("pd-codegen %s\n", PD_VERSION_STRING);
+    return 0;
+  }
   if (argc != 3) {
     std::fprintf(stderr, "usage: pd-codegen OPS_YAML OUT_DIR\n");
     return 2;

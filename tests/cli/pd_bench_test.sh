@@ -51,5 +51,35 @@ out=$("$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --baseline "$WO
 out=$("$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --baseline "$WORK/run.json" --threshold 100000 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "baseline within threshold: exit $rc: $out"
 
+# 5. A baseline from another machine is compared with a warning naming both; one from this machine is not.
+grep -q "pd-bench: warning: baseline" <<< "$out" && fail "same-machine baseline warned: $out"
+sed 's/"cpu": "[^"]*"/"cpu": "Another CPU 9000"/' "$WORK/run.json" > "$WORK/other.json"
+out=$("$PD_BENCH" matmul --shape m64n64k64 $FAST --direction fwd --baseline "$WORK/other.json" --threshold 100000 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "warning: baseline .*other.json was measured on Another CPU 9000 (.*); this run is on " <<< "$out" ||
+  fail "baseline from another machine: exit $rc: $out"
+
+# 6. No share of the memory peak above 100% without a note: rows that fit in the cache say "cache".
+out=$("$PD_BENCH" relu --shape s64x1024 $FAST --direction fwd 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "relu: exit $rc: $out"
+bad=$(grep -E '^relu ' <<< "$out" | awk '{ p = $(NF-1); if (p != "cache" && p !~ /\*$/ && p + 0 > 100) print }')
+[ -z "$bad" ] || fail "a row above 100% of peak without a note: $bad"
+if grep -qE '^relu .* cache  ' <<< "$out"; then grep -q "^# cache: the problem's bytes fit in the" <<< "$out" || fail "'cache' unexplained: $out"; fi
+
+# 7. An op without a gradient refuses --direction bwd instead of printing an empty table.
+out=$("$PD_BENCH" argmax --direction bwd $FAST 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-bench: error: argmax: the op has no gradient; --direction bwd has nothing to run" <<< "$out" ||
+  fail "argmax bwd: exit $rc: $out"
+
+# 8. Ranks above oneDNN's 12 dims fall back to the reference kernel (and agree with it).
+r13=2x1x1x1x1x1x1x1x1x1x1x3x4
+out=$("$PD_BENCH" add --input x=$r13 --input y=$r13 $FAST 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qE '^add +(onednn|reference) .*fwd' <<< "$out" || fail "rank-13 add: exit $rc: $out"
+out=$("$PD_BENCH" softmax --input x=$r13 $FAST 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "rank-13 softmax: exit $rc: $out"
+if [ "${PD_TEST_ONEDNN:-1}" != 0 ]; then
+  out=$("$PD_BENCH" mul --input x=$r13 --input y=$r13 --mode check 2>&1); rc=$?
+  [ $rc -eq 0 ] && grep -q '^PASSED mul .* onednn f32 fwd' <<< "$out" || fail "rank-13 mul check: exit $rc: $out"
+fi
+
 [ $fails -eq 0 ] && echo "pd-bench CLI tests passed"
 exit $((fails > 0))

@@ -58,5 +58,45 @@ out=$("$PD_INFER" "$MODEL" --input img="$WORK/out/logits.npy" 2>&1); rc=$?
 out=$("$PD_INFER" "$MODEL" --input image="$WORK/out/logits.npy" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "shape \[4, 10\]" || fail "wrong input shape: exit $rc: $out"
 
+# 6. --compare names the element with the largest absolute error, and apart from it the one furthest
+# beyond its tolerance: A gets +50 on a small logit (within rtol 10), B the small target 0.05.
+picked=$(python3 - "$WORK/out/logits.npy" "$WORK/two.npy" <<'PY'
+import struct, sys
+raw = open(sys.argv[1], 'rb').read()
+off = 10 + struct.unpack('<H', raw[8:10])[0]
+n = (len(raw) - off) // 4
+g = list(struct.unpack('<%df' % n, raw[off:]))
+a = min(range(n), key=lambda i: abs(g[i]))
+b = max((i for i in range(n) if i != a), key=lambda i: abs(g[i]))
+w = g[:]
+w[a], w[b] = g[a] + 50, 0.05
+open(sys.argv[2], 'wb').write(raw[:off] + struct.pack('<%df' % n, *w))
+print('%d, %d;%d, %d' % (a // 10, a % 10, b // 10, b % 10))
+PY
+)
+out=$("$PD_INFER" "$MODEL" --batch 4 --repeat 1 --compare "$WORK/two.npy" --rtol 10 --atol 0 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "max abs error 50 at \[${picked%;*}\]" <<< "$out" && grep -q "furthest beyond its tolerance: \[${picked#*;}\]" <<< "$out" ||
+  fail "--compare: max abs error at [${picked%;*}], worst against the tolerance at [${picked#*;}]: exit $rc: $out"
+# Tolerances that would make every comparison pass (nan) or mean nothing (negative, inf) are refused.
+for tol in "--rtol nan" "--atol nan" "--rtol -1" "--atol inf" "--rtol 1e999"; do
+  out=$("$PD_INFER" "$MODEL" --batch 4 --repeat 1 --compare "$WORK/two.npy" $tol 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "pd-infer: error: ${tol%% *}: must be a finite number >= 0" <<< "$out" || fail "$tol: exit $rc: $out"
+done
+
+# 7. --data refuses a label outside the model's 10 classes, naming the file, the sample and the label.
+python3 - "$WORK/feat.npy" "$WORK/lab.npy" <<'PY'
+import sys
+def npy(path, descr, shape, data):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, ''.join('%d,' % d for d in shape))
+    h += ' ' * (63 - len(h) % 64) + '\n'
+    open(path, 'wb').write(b'\x93NUMPY\x01\x00' + len(h).to_bytes(2, 'little') + h.encode() + data)
+npy(sys.argv[1], '<f4', (3, 1, 28, 28), bytes(4 * 3 * 784))
+npy(sys.argv[2], '<i8', (3,), b''.join(v.to_bytes(8, 'little', signed=True) for v in (1, 12, 0)))
+PY
+printf 'data:\n  test: {format: npy, features: %s, labels: %s}\n' "$WORK/feat.npy" "$WORK/lab.npy" > "$WORK/badlabels.yaml"
+out=$("$PD_INFER" "$MODEL" --data "$WORK/badlabels.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "lab.npy: sample 1 has label 12, but the model has 10 classes (labels 0 to 9)" <<< "$out" ||
+  fail "--data with label 12: exit $rc: $out"
+
 [ $fails -eq 0 ] && echo "pd-infer end-to-end: all checks passed"
 exit $fails

@@ -107,5 +107,39 @@ out=$("$PD_OPT" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pd-opt: error:" <<< "$out" || fail "no arguments: $rc $out"
 out=$("$PD_OPT" --list-passes 2>&1) && grep -q "^-O2:" <<< "$out" || fail "--list-passes: $out"
 
+# 6. No command replaces what the user had. OUT equal to the input (by name, by link, or a NAME whose
+# params are the input's) is refused and the input stays as it was.
+cp "$MLP" "$WORK/keep.pdmodel"; cp "$WORK/mlp/model.pdiparams" "$WORK/keep.pdiparams"
+ln -s "$WORK/keep.pdmodel" "$WORK/link.pdmodel"
+for o in "$WORK/keep.pdmodel" "$WORK/./keep.pdmodel" "$WORK/link.pdmodel"; do
+  out=$("$PD_OPT" "$WORK/keep.pdmodel" "$o" -O2 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "would replace the input model" <<< "$out" || fail "OUT = IN ($o): exit $rc: $out"
+done
+out=$("$PD_OPT" "$WORK/keep.pdmodel" "$WORK/keep" -O2 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "extension is '(none)'" <<< "$out" || fail "OUT without .pdmodel: exit $rc: $out"
+cmp -s "$MLP" "$WORK/keep.pdmodel" && cmp -s "$WORK/mlp/model.pdiparams" "$WORK/keep.pdiparams" || fail "a refused OUT changed the input"
+# A .pdmodel that cannot be written (a directory of that name; a missing directory) writes no .pdiparams.
+mkdir -p "$WORK/dir.pdmodel" "$WORK/empty"
+out=$("$PD_OPT" "$MLP" "$WORK/dir.pdmodel" -O2 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "is a directory" <<< "$out" || fail "OUT a directory: exit $rc: $out"
+[ -e "$WORK/dir.pdiparams" ] && fail "OUT a directory: a .pdiparams was written"
+out=$("$PD_OPT" "$MLP" "$WORK/empty/no/such.pdmodel" -O2 2>&1); rc=$?
+[ $rc -ne 0 ] && [ -z "$(ls -A "$WORK/empty")" ] || fail "OUT in a missing directory: exit $rc, left $(ls -A "$WORK/empty"): $out"
+
+# 7. Killed at every step of writing OUT over a good pair (PD_CRASH_AT, pd/io/file_pair.h): OUT loads
+# each time, as the old model before the params are in place and as the new one from then on.
+"$PD_OPT" "$CB" "$WORK/good.pdmodel" -O0 || fail "writing the good pair: exit $?"
+old=$("$PD_OPT" "$WORK/good.pdmodel" -O0 --print 2>&1)
+new=$("$PD_OPT" "$CB" -O2 --print 2>&1)  # bn folded: new params too
+[ "$old" != "$new" ] || fail "-O0 and -O2 print the same program: the kill test cannot tell them apart"
+for point in staged:old first-renamed:new done:new; do
+  cp "$WORK/good.pdmodel" "$WORK/k.pdmodel"; cp "$WORK/good.pdiparams" "$WORK/k.pdiparams"; rm -f "$WORK"/k.pdmodel.*
+  PD_CRASH_AT=${point%:*} "$PD_OPT" "$CB" "$WORK/k.pdmodel" -O2 >/dev/null 2>&1; rc=$?
+  [ $rc -eq 137 ] || fail "PD_CRASH_AT=${point%:*}: exit $rc, want 137 (killed)"
+  got=$("$PD_OPT" "$WORK/k.pdmodel" -O0 --print 2>&1) || fail "killed at ${point%:*}: OUT does not load: $got"
+  want=$old; [ "${point#*:}" = new ] && want=$new
+  [ "$got" = "$want" ] || fail "killed at ${point%:*}: OUT is not the ${point#*:} model: $got"
+done
+
 [ $fails -eq 0 ] && echo "pd-opt: all checks passed"
 exit $fails

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "op_api.h"
+#include "pd/core/tensor_inl.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
 
@@ -68,6 +69,18 @@ std::vector<data::Transform> parse_transforms(const Spec& s, const YAML::Node& n
   return out;
 }
 
+// A label outside the model's classes can never be predicted: counted, it would read as a wrong answer
+// and lower the accuracy silently. Classes come from the first output, [batch, classes], when static.
+void check_label_range(const ir::Program& p, const Tensor& labels, const std::string& where) {
+  const Shape& out = p.value(p.outputs().at(0)).type.shape;
+  if (out.size() != 2 || out[1] < 2) return;  // not a classifier's logits (or classes unknown until run)
+  const int64_t classes = out[1];
+  const auto v = labels.to_vector<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < 0 || v[i] >= classes)
+      fail("{}: sample {} has label {}, but the model has {} classes (labels 0 to {})", where, i, v[i], classes, classes - 1);
+}
+
 }  // namespace
 
 TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_t limit, const char* flag) {
@@ -93,6 +106,7 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
 
   TestSet t;
   t.input = input.name;
+  std::string labels_file = features;  // csv: the label column is in the features file
   if (section["transforms"]) t.transforms = parse_transforms(s, section["transforms"]);
   try {
     if (format == "csv") {
@@ -101,7 +115,7 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
       t.data = {table.features, table.labels};
     } else if (format == "idx" || format == "npy") {
       if (!src["labels"]) fail("{}: the test source needs 'labels' (a file path)", s.at(src));
-      const std::string labels = s.text(src["labels"], "labels");
+      const std::string labels = labels_file = s.text(src["labels"], "labels");
       t.data.features = format == "idx" ? data::read_idx(features) : data::read_npy(features);
       t.data.labels = format == "idx" ? data::read_idx(labels) : data::read_npy(labels);
     } else {
@@ -128,6 +142,7 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
   s2.insert(s2.end(), per_sample.begin(), per_sample.end());
   d.features = ops::reshape(d.features, s2);
   d.labels = ops::cast(d.labels, DType::i64);
+  check_label_range(p, d.labels, fmt::format("{} {}: {}", flag, spec_path, labels_file));
   return t;
 }
 

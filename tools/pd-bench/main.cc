@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/cli_checks.h"
 #include "common/tool_main.h"
 #include "jobs.h"
 #include "pd/bench/model_bench.h"
@@ -93,9 +94,15 @@ int run_perf(const Options& o, const std::vector<pd::tools::Job>& jobs) {
       ++errors;
     }
   }
+  if (table) pd::bench::print_peak_notes(stdout, peak, rows);
   if (o.format == "json") pd::bench::write_json(stdout, machine, peak, rows);
   if (o.format == "csv") pd::bench::write_csv(stdout, machine, rows);
   if (!o.baseline.empty()) {
+    // Times from another machine (or thread count, oneDNN, compiler) say nothing about a regression.
+    const std::string then = pd::bench::baseline_machine(o.baseline), now = pd::bench::machine_summary(machine);
+    if (then != now)
+      fmt::print(stderr, "pd-bench: warning: baseline {} was measured on {}; this run is on {}: differences may be the "
+                         "machine's, not the code's\n", o.baseline, then.empty() ? "an unnamed machine" : then, now);
     int matched = 0;
     auto regs = pd::bench::compare_baseline(o.baseline, rows, o.threshold / 100, &matched);
     fmt::print(stderr, "pd-bench: baseline {}: {} of {} rows compared, {} slower by more than {}%\n", o.baseline, matched,
@@ -122,19 +129,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   app.add_option("--backend", o.backend, "cpu (fastest available), onednn, reference or cuda")
       ->check(CLI::IsMember({"cpu", "onednn", "reference", "cuda"}));
-  app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.run.threads, "CPU threads for the kernels")->check(pd::tools::positive<int>());
   app.add_option("--mode", o.mode, "perf (time) or check (compare every backend with the reference kernel)")
       ->check(CLI::IsMember({"perf", "check"}));
   app.add_option("--direction", o.direction, "fwd, bwd (input gradients) or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(CLI::PositiveNumber);
-  app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
+  app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(pd::tools::positive_number());
+  app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(pd::tools::positive<int>());
+  app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(pd::tools::non_negative<int>());
   app.add_flag("--reprobe", o.reprobe, "measure the machine's peaks again instead of reading the cache");
   app.add_option("--format", o.format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_option("--baseline", o.baseline, "a JSON file of an earlier run: exit 3 when a row got slower than --threshold");
-  app.add_option("--threshold", o.threshold, "regression threshold in percent (default 10)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threshold", o.threshold, "regression threshold in percent (default 10)")->check(pd::tools::non_negative_number());
   app.add_option("--model", o.model, "a model file (pd-train's model.pdparams): per-layer time of a training step");
-  app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", o.batch_size, "model mode batch size (default 64)")->check(pd::tools::positive<int64_t>());
   app.add_flag("--inference", o.inference, "model mode: time the forward pass only, without gradients");
   app.add_flag("--list", o.list, "list the ops and their problem count, then exit");
   return pd::tools::run_tool("pd-bench", app, argc, argv, [&]() -> int {
@@ -152,6 +159,12 @@ int main(int argc, char** argv) {
     if (!o.model.empty()) return run_model(o);
     auto jobs = o.batch.empty() ? pd::tools::jobs_for(o.problem) : pd::tools::jobs_from_batch_file(o.batch);
     PD_CHECK(o.batch.empty() || o.problem.op.empty(), pd::ErrorCode::kInvalidArgument, "give either an op or --batch, not both");
+    // An op named on the command line with nothing to run in the asked direction would print an empty table.
+    const bool full_run = o.problem.op.empty() && o.batch.empty();
+    for (const auto& j : jobs)
+      PD_CHECK(full_run || o.run.fwd || (j.op->differentiable && pd::is_floating(o.run.dtype)), pd::ErrorCode::kInvalidArgument,
+               "{}: {}; --direction bwd has nothing to run (use --direction fwd)", j.op->name,
+               j.op->differentiable ? fmt::format("no gradient for dtype {}", o.dtype) : std::string("the op has no gradient"));
     return o.mode == "check" ? run_check(o, jobs) : run_perf(o, jobs);
   });
 }

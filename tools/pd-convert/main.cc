@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/cli_checks.h"
 #include "common/inputs.h"
+#include "common/output_path.h"
 #include "common/tool_main.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -190,6 +192,7 @@ int run(const Options& o) {
   std::error_code ec;
   if (fs::exists(o.out) && fs::equivalent(o.in, o.out, ec))
     usage_error(fmt::format("{}: the output is the input file; write the conversion elsewhere", o.out));
+  if (to == ModelFormat::PdModel) pd::tools::check_model_output(o.in, o.out);
   std::string what;
   const ModelFormat from = pd::io::detect_model_format(o.in, &what);
   if (from == ModelFormat::Unknown) usage_error(fmt::format("{}: not a model this tool reads: {}", o.in, what));
@@ -271,15 +274,16 @@ int main(int argc, char** argv) {
   app.add_option("--input-shape", o.input_shapes, "fix an ONNX or Paddle input's extents, NAME=1x3x224x224 "
                  "(repeatable); shape computations on them fold at import");
   app.add_option("--params", o.params, "a PaddlePaddle model's parameters (default: its path with .pdiparams)");
-  app.add_option("--opset", o.opset, "ONNX opset to export at (11-17, default 13)");
+  app.add_option("--opset", o.opset, "ONNX opset to export at (11-17, default 13)")
+      ->check(pd::tools::integer_in<int>(11, 17, "an ONNX opset from 11 to 17"));
   app.add_flag("--verify", o.verify, "run the converted model and the source on the same inputs and compare "
                "(onnxruntime or paddle through --python); exit 1 and write nothing beyond tolerance");
   app.add_option("--input", o.inputs, "--verify input NAME=FILE.npy (repeatable; default random)");
   app.add_option("--reference", o.references, "--verify expected output OUTPUT=FILE.npy (repeatable), for when no "
                  "runtime of the source is installed");
-  app.add_option("--batch", o.batch, "--verify: the extent of dynamic dims in random inputs (default 2)")->check(CLI::PositiveNumber);
-  app.add_option("--atol", o.atol, "--verify absolute tolerance (default 1e-4)")->check(CLI::NonNegativeNumber);
-  app.add_option("--rtol", o.rtol, "--verify relative tolerance (default 1e-3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", o.batch, "--verify: the extent of dynamic dims in random inputs (default 2)")->check(pd::tools::positive<int64_t>());
+  app.add_option("--atol", o.atol, "--verify absolute tolerance (default 1e-4)")->check(pd::tools::non_negative_number());
+  app.add_option("--rtol", o.rtol, "--verify relative tolerance (default 1e-3)")->check(pd::tools::non_negative_number());
   app.add_option("--python", o.python, "the python with onnxruntime or paddle for --verify (default $PD_PYTHON or python3)");
   app.add_flag("--report", o.report, "print what the source holds and what it became: node and op counts, params, "
                "inputs, outputs, time");

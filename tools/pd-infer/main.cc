@@ -9,7 +9,9 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/cli_checks.h"
 #include "common/inputs.h"
+#include "common/tool_main.h"
 #include "op_api.h"
 #include "pd/bench/profiler.h"
 #include "pd/core/threads.h"
@@ -198,26 +200,20 @@ int main(int argc, char** argv) {
   app.add_option("model", o.model, "MODEL.pdmodel (or a pd-train run directory)")->required();
   app.add_option("--input,-i", o.inputs, "NAME=FILE.npy, one per model input (repeatable)");
   app.add_option("--data", o.data, "a YAML with a model-YAML style data.test source: report accuracy");
-  app.add_option("--limit", o.limit, "with --data: use only the first N samples")->check(CLI::PositiveNumber);
-  app.add_option("--batch,-b", o.batch, "batch size for -1 dims (random data: 1, --data: 64)")->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "seed of the random inputs");
-  app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
-  app.add_option("--repeat", o.repeat, "timed runs (random or .npy inputs)")->check(CLI::PositiveNumber);
+  app.add_option("--limit", o.limit, "with --data: use only the first N samples")->check(pd::tools::positive<int64_t>());
+  app.add_option("--batch,-b", o.batch, "batch size for -1 dims (random data: 1, --data: 64)")->check(pd::tools::positive<int64_t>());
+  app.add_option("--seed", o.seed, "seed of the random inputs")->check(pd::tools::non_negative<uint64_t>());
+  app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(pd::tools::positive<int>());
+  app.add_option("--warmup", o.warmup, "untimed runs first")->check(pd::tools::non_negative<int64_t>());
+  app.add_option("--repeat", o.repeat, "timed runs (random or .npy inputs)")->check(pd::tools::positive<int64_t>());
   app.add_option("--output-dir,-o", o.output_dir, "write every output as DIR/NAME.npy");
   app.add_option("--compare", o.compare, "[NAME=]REF.npy: exit 1 unless the output matches");
-  app.add_option("--rtol", o.rtol, "relative tolerance of --compare")->check(CLI::NonNegativeNumber);
-  app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", o.rtol, "relative tolerance of --compare")->check(pd::tools::non_negative_number());
+  app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(pd::tools::non_negative_number());
   app.add_flag("--json", o.json, "print one JSON object instead of the text report");
   app.add_flag("--profile", o.profile, "time every op over --repeat extra runs and print a per-op table");
   app.add_flag("--no-lower", o.no_lower, "run the model's ops as they are, without lowering them for this machine");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    fmt::print(stderr, "pd-infer: error: {}\n", e.what());
-    return 2;
-  }
+  if (auto rc = pd::tools::parse_command_line("pd-infer", app, argc, argv)) return *rc;
   try {
     return run(o);
   } catch (const pd::tools::InputError& e) {

@@ -56,26 +56,29 @@ Comparison compare(const Tensor& got, const Tensor& want, double rtol, double at
     c.shape_differs = true;
     return c;
   }
+  // A NaN tolerance makes every comparison false, so nothing would ever count as a mismatch.
+  PD_CHECK(std::isfinite(rtol) && rtol >= 0 && std::isfinite(atol) && atol >= 0, pd::ErrorCode::kInvalidArgument,
+           "compare: tolerances must be finite and >= 0, got rtol {} and atol {}", rtol, atol);
   const auto g = got.to_vector<double>(), w = want.to_vector<double>();
-  double worst = -INFINITY;
-  int64_t at = 0;
+  double worst = -INFINITY, largest = -1;
+  size_t at_worst = 0, at_largest = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     if (std::isnan(g[i]) && std::isnan(w[i])) continue;
-    const double err = std::abs(g[i] - w[i]);
-    const double excess = std::isnan(err) ? INFINITY : err - (atol + rtol * std::abs(w[i]));
-    if (excess > 0) ++c.mismatches;
-    if (std::isnan(err) || err > c.max_abs_err) c.max_abs_err = std::isnan(err) ? NAN : err;
+    double err = std::abs(g[i] - w[i]);
+    if (std::isnan(err)) err = INFINITY;  // NaN against a number: the largest error there is
+    const double excess = err - (atol + rtol * std::abs(w[i]));
+    if (!(excess <= 0)) ++c.mismatches;
+    if (err > largest) largest = err, at_largest = i;
     if (w[i] != 0) c.max_rel_err = std::max(c.max_rel_err, err / std::abs(w[i]));
-    if (excess > worst) {
-      worst = excess;
-      at = static_cast<int64_t>(i);
-    }
+    if (excess > worst) worst = excess, at_worst = i;
   }
   c.ok = c.mismatches == 0;
-  if (!g.empty()) {
-    c.index = unravel(at, got.shape());
-    c.got = g[static_cast<size_t>(at)];
-    c.want = w[static_cast<size_t>(at)];
+  if (largest >= 0) {
+    c.max_abs_err = std::isnan(g[at_largest] - w[at_largest]) ? NAN : largest;
+    c.index = unravel(static_cast<int64_t>(at_largest), got.shape());
+    c.got = g[at_largest], c.want = w[at_largest];
+    c.worst_index = unravel(static_cast<int64_t>(at_worst), got.shape());
+    c.worst_got = g[at_worst], c.worst_want = w[at_worst];
   }
   return c;
 }
@@ -109,11 +112,16 @@ std::string text_report(const Report& r) {
   }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
-    if (c.shape_differs) s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
-    else
+    if (c.shape_differs) {
+      s += fmt::format("compare    {}: MISMATCH (shapes differ)\n", r.compare_file);
+    } else {
       s += fmt::format("compare    {}: {} (max abs error {:.3g} at [{}]: got {:.7g}, want {:.7g}; {} elements out of tolerance)\n",
                        r.compare_file, c.ok ? "ok" : "MISMATCH", c.max_abs_err, fmt::join(c.index, ", "), c.got, c.want,
                        c.mismatches);
+      if (!c.ok && c.worst_index != c.index)
+        s += fmt::format("           furthest beyond its tolerance: [{}]: got {:.7g}, want {:.7g}\n", fmt::join(c.worst_index, ", "),
+                         c.worst_got, c.worst_want);
+    }
   }
   return s;
 }
@@ -139,9 +147,9 @@ std::string json_report(const Report& r) {
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     s += fmt::format(", \"compare\": {{\"file\": {}, \"ok\": {}, \"shape_differs\": {}, \"max_abs_err\": {}, \"max_rel_err\": {}, "
-                     "\"index\": [{}], \"mismatches\": {}}}",
+                     "\"index\": [{}], \"worst_index\": [{}], \"mismatches\": {}}}",
                      json_str(r.compare_file), c.ok, c.shape_differs, num(c.max_abs_err), num(c.max_rel_err),
-                     fmt::join(c.index, ", "), c.mismatches);
+                     fmt::join(c.index, ", "), fmt::join(c.worst_index, ", "), c.mismatches);
   }
   return s + "}";
 }

@@ -14,13 +14,17 @@ struct Latency {
 };
 Latency summarize(std::vector<double> ms);
 
-// Elementwise |got - want| <= atol + rtol * |want|; on failure, the worst element.
+// Elementwise |got - want| <= atol + rtol * |want| (tolerances finite and >= 0, else pd::Error). Two
+// elements are reported: the one with the largest absolute error, and the one furthest beyond its
+// tolerance (they differ when the tolerance grows with |want|).
 struct Comparison {
   bool ok = true;
   bool shape_differs = false;
   double max_abs_err = 0, max_rel_err = 0;
-  std::vector<int64_t> index;  // of the largest violation (or largest error when ok)
+  std::vector<int64_t> index;  // of the largest absolute error (NaN counts as largest)
   double got = 0, want = 0;
+  std::vector<int64_t> worst_index;  // of the largest excess over the tolerance
+  double worst_got = 0, worst_want = 0;
   int64_t mismatches = 0;
 };
 Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol);

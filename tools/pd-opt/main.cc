@@ -5,6 +5,9 @@
 
 #include <iostream>
 
+#include "common/cli_checks.h"
+#include "common/output_path.h"
+#include "common/tool_main.h"
 #include "compare.h"
 #include "pd/io/model_file.h"
 #include "pd/ir/pass.h"
@@ -29,7 +32,7 @@ int main(int argc, char** argv) {
   double rtol = 1e-4, atol = 1e-5;
   app.add_option("input", in_path, "the model to optimise (.pdmodel)");
   app.add_option("output", out_path, "where to write the optimised model (.pdmodel; its .pdiparams goes next to it)");
-  app.add_option("-O", opt.level, "optimisation level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  app.add_option("-O", opt.level, "optimisation level 0-3 (default 2)")->check(pd::tools::integer_in<int>(0, 3, "an optimisation level from 0 to 3"));
   app.add_option("--passes", opt.passes, "run exactly these passes, in this order (comma-separated)")->delimiter(',');
   app.add_option("--disable", opt.disable, "leave these passes out (comma-separated)")->delimiter(',');
   app.add_option("--target", target,
@@ -37,16 +40,11 @@ int main(int argc, char** argv) {
   app.add_flag("--print-after-all", print_after_all, "print the program's text form after every pass");
   app.add_flag("--report", report, "print what each pass did: ops before/after, removed, fused, folded, time");
   app.add_flag("--verify", verify, "run the original and the optimised model on random inputs and compare");
-  app.add_option("--rtol", rtol, "relative tolerance of --verify")->check(CLI::NonNegativeNumber);
-  app.add_option("--atol", atol, "absolute tolerance of --verify")->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", rtol, "relative tolerance of --verify")->check(pd::tools::non_negative_number());
+  app.add_option("--atol", atol, "absolute tolerance of --verify")->check(pd::tools::non_negative_number());
   app.add_flag("--print", print, "print the optimised program's text form");
   app.add_flag("--list-passes", list, "list the passes and the levels, then exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    return error(e.what(), 2);
-  }
+  if (auto rc = pd::tools::parse_command_line("pd-opt", app, argc, argv)) return *rc;
   if (list) {
     for (const std::string& n : pd::ir::pass_names()) {
       auto pass = pd::ir::make_pass(n);
@@ -66,6 +64,7 @@ int main(int argc, char** argv) {
   std::vector<pd::ir::PassStats> stats;
   std::vector<std::string> pm_pipeline;
   try {
+    if (!out_path.empty()) pd::tools::check_model_output(in_path, out_path);
     if (print_after_all) opt.print_after = &std::cout;
     // Lowering makes a file for one kind of machine; pd-infer lowers portable models when it loads
     // them, so it is done here only when asked for by name.

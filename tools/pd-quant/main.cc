@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/cli_checks.h"
+#include "common/output_path.h"
 #include "common/progress.h"
 #include "common/test_set.h"
 #include "common/tool_main.h"
@@ -122,6 +124,7 @@ void check_flags(const Options& o) {
 int run(const Options& o) {
   using pd::tools::InputError;
   check_flags(o);
+  pd::tools::check_model_output(o.model, o.out);
   const pd::quant::QdqOptions q = qdq_options(o);
   if (o.threads > 0) pd::set_num_threads(o.threads);
 
@@ -242,10 +245,11 @@ int main(int argc, char** argv) {
   app.add_option("model", o.model, "MODEL.pdmodel to quantize (batch norms are folded first, as pd-opt -O2 does)")->required();
   app.add_option("output", o.out, "where to write the quantized model (.pdmodel; its .pdiparams goes next to it)")->required();
   app.add_option("--calib", o.calib, "a YAML with a model-YAML style data.test source: the calibration samples (required unless --weight-only)");
-  app.add_option("--samples", o.samples, "calibration samples to use (default 512)")->check(CLI::PositiveNumber);
-  app.add_option("--batch", o.batch, "batch size for calibration and --eval (default 64)")->check(CLI::PositiveNumber);
+  app.add_option("--samples", o.samples, "calibration samples to use (default 512)")->check(pd::tools::positive<int64_t>());
+  app.add_option("--batch", o.batch, "batch size for calibration and --eval (default 64)")->check(pd::tools::positive<int64_t>());
   app.add_option("--method", o.method, "activation ranges: minmax, percentile (default), kl, mse");
-  app.add_option("--percentile", o.percentile, "with --method percentile (default 99.99)");
+  app.add_option("--percentile", o.percentile, "with --method percentile (default 99.99)")
+      ->check(pd::tools::number_in(0, 100, "a percentile in (0, 100]", true));
   app.add_option("--activations", o.activations, "u8 (asymmetric, default) or s8 (symmetric)");
   app.add_flag("--per-tensor", o.per_tensor, "one weight scale per tensor instead of per output channel");
   app.add_flag("--reduce-range", o.reduce_range,
@@ -253,14 +257,15 @@ int main(int argc, char** argv) {
   app.add_option("--exclude", o.exclude, "leave these in f32: op types, output value or weight param names")
       ->delimiter(',');
   app.add_option("--eval", o.eval, "a YAML with a data.test source: report f32 and quantized accuracy");
-  app.add_option("--eval-limit", o.eval_limit, "with --eval: use only the first N samples")->check(CLI::PositiveNumber);
+  app.add_option("--eval-limit", o.eval_limit, "with --eval: use only the first N samples")->check(pd::tools::positive<int64_t>());
   app.add_option("--max-drop", o.max_drop,
-                 "with --eval: the accuracy the int8 model may lose (absolute, e.g. 0.005); the most sensitive layers fall back to f32 until it holds, exit 1 if it cannot");
+                 "with --eval: the accuracy the int8 model may lose (absolute, e.g. 0.005); the most sensitive layers fall back to f32 until it holds, exit 1 if it cannot")
+      ->check(pd::tools::number_in(0, 1, "an absolute accuracy drop in [0, 1)"));
   app.add_flag("--weight-only", o.weight_only, "quantize only linear / matmul weights (s8, 4x smaller), activations stay f32; no calibration");
   app.add_flag("--report", o.report, "print each activation's observed range, scale and zero point");
   app.add_option("--cache-dir", o.cache_dir, "where calibration statistics are cached (default $XDG_CACHE_HOME/pd-quant or ~/.cache/pd-quant)");
   app.add_flag("--no-cache", o.no_cache, "neither read nor write cached calibration statistics");
-  app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(pd::tools::positive<int>());
   return pd::tools::run_tool("pd-quant", app, argc, argv, [&] {
     try {
       return run(o);

@@ -49,18 +49,22 @@ void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Ten
 
 template <typename T>
 void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (beyond_onednn_rank(out.dim())) return reference::add<float>(ctx, x, y, out);
   binary_op("add", dnnl::algorithm::binary_add, x, y, out);
 }
 template <typename T>
 void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (beyond_onednn_rank(out.dim())) return reference::sub<float>(ctx, x, y, out);
   binary_op("sub", dnnl::algorithm::binary_sub, x, y, out);
 }
 template <typename T>
 void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (beyond_onednn_rank(out.dim())) return reference::mul<float>(ctx, x, y, out);
   binary_op("mul", dnnl::algorithm::binary_mul, x, y, out);
 }
 template <typename T>
 void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (beyond_onednn_rank(out.dim())) return reference::div<float>(ctx, x, y, out);
   binary_op("div", dnnl::algorithm::binary_div, x, y, out);
 }
 

@@ -10,7 +10,8 @@ namespace pd::kernels::onednn {
 template <typename T>
 void matmul(const KernelContext& ctx, const Tensor& x, const Tensor& y, bool transpose_x, bool transpose_y, Tensor& out) {
   if (out.numel() == 0) return;
-  if (x.dim() == 1 || y.dim() == 1) return reference::matmul<float>(ctx, x, y, transpose_x, transpose_y, out);
+  if (x.dim() == 1 || y.dim() == 1 || beyond_onednn_rank(out.dim()))
+    return reference::matmul<float>(ctx, x, y, transpose_x, transpose_y, out);
   guarded("matmul", [&] {
     const dims od = to_dims(out.shape());
     const dims xs = pad_left(to_dims(x.shape()), od.size());

@@ -30,6 +30,10 @@ dnnl::stream& cpu_stream();
 
 // Shape -> oneDNN dims; a 0-D shape becomes {1} because oneDNN has no 0-D memory.
 dims to_dims(const Shape& shape);
+// oneDNN describes at most DNNL_MAX_NDIMS (12) dims: kernels whose descriptors follow the tensor's rank
+// hand higher ranks to the reference kernel, as they do for other shapes oneDNN serves badly.
+inline bool beyond_onednn_rank(int64_t rank) { return rank > DNNL_MAX_NDIMS; }
+
 // Prepends 1s so that `d` has `rank` dims (NumPy right alignment).
 dims pad_left(dims d, size_t rank);
 // Row-major tag for a rank (a, ab, abc, ...).

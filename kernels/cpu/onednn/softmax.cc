@@ -29,11 +29,13 @@ void softmax_like(const char* name, const Tensor& x, int64_t axis, Tensor& out) 
 
 template <typename T>
 void softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
+  if (beyond_onednn_rank(x.dim())) return reference::softmax<float>(ctx, x, axis, out);
   softmax_like<dnnl::softmax_forward>("softmax", x, axis, out);
 }
 
 template <typename T>
 void log_softmax(const KernelContext& ctx, const Tensor& x, int64_t axis, Tensor& out) {
+  if (beyond_onednn_rank(x.dim())) return reference::log_softmax<float>(ctx, x, axis, out);
   softmax_like<dnnl::logsoftmax_forward>("log_softmax", x, axis, out);
 }
 

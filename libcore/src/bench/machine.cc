@@ -87,6 +87,22 @@ std::string json_escape(const std::string& s) {
 
 }  // namespace
 
+double last_level_cache_bytes() {
+  double best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i));
+    std::string s;
+    if (!(f >> s) || s.empty()) continue;
+    const char unit = s.back();
+    const double v = std::atof(s.c_str()) * (unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : unit == 'G' ? 1073741824.0 : 1.0);
+    best = std::max(best, v);
+  }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  if (best == 0) best = std::max<double>(0, static_cast<double>(sysconf(_SC_LEVEL3_CACHE_SIZE)));
+#endif
+  return best;
+}
+
 MachineInfo machine_info() {
   MachineInfo m;
   std::ifstream f("/proc/cpuinfo");
@@ -125,6 +141,7 @@ MachineInfo machine_info() {
 Peak machine_peak(int threads, bool reprobe) {
   Peak p;
   p.cache_path = cache_file();
+  p.cache_bytes = last_level_cache_bytes();
   MachineInfo m = machine_info();
   std::string key = fmt::format("{}|{}", m.cpu, threads);
   // One entry per line: {"key": "...", "gemm_gflops": X, "mem_gbps": Y}; other lines are kept as they are.

@@ -43,8 +43,10 @@ void print_header(std::FILE* f, const MachineInfo& m, const Peak& p) {
 }
 
 void print_row(std::FILE* f, const Result& r) {
-  fmt::print(f, "{:<18} {:<9} {:<4} {:<3} {:>10.4f} {:>10.4f} {:>6} {:>10.2f} {:<7} {:>5.1f}%  {}\n", r.op, r.backend,
-             r.dtype, r.direction, r.min_ms, r.median_ms, r.reps, r.rate, unit(r), r.pct_peak, r.problem);
+  // "cache" and "*" are explained under the table (peak_notes).
+  const std::string pct = r.in_cache ? "cache" : fmt::format("{:.1f}%{}", r.pct_peak, r.pct_peak > 100 ? "*" : "");
+  fmt::print(f, "{:<18} {:<9} {:<4} {:<3} {:>10.4f} {:>10.4f} {:>6} {:>10.2f} {:<7} {:>6}  {}\n", r.op, r.backend,
+             r.dtype, r.direction, r.min_ms, r.median_ms, r.reps, r.rate, unit(r), pct, r.problem);
   std::fflush(f);
 }
 
@@ -61,9 +63,9 @@ void write_json(std::FILE* f, const MachineInfo& m, const Peak& p, const std::ve
     fmt::print(f,
                "  {{\"op\": \"{}\", \"problem\": \"{}\", \"backend\": \"{}\", \"dtype\": \"{}\", \"direction\": \"{}\", "
                "\"min_ms\": {:.6g}, \"median_ms\": {:.6g}, \"reps\": {}, \"unit\": \"{}\", \"rate\": {:.6g}, "
-               "\"pct_peak\": {:.4g}}}{}\n",
+               "\"pct_peak\": {:.4g}, \"in_cache\": {}}}{}\n",
                r.op, esc(r.problem), r.backend, r.dtype, r.direction, r.min_ms, r.median_ms, r.reps, unit(r), r.rate,
-               r.pct_peak, i + 1 < rows.size() ? "," : "");
+               r.pct_peak, r.in_cache, i + 1 < rows.size() ? "," : "");
   }
   fmt::print(f, " ]}}\n");
 }
@@ -108,6 +110,39 @@ std::vector<Regression> compare_baseline(const std::string& path, const std::vec
     if (r.min_ms > it->second * (1 + threshold)) out.push_back({result_key(r), it->second, r.min_ms});
   }
   return out;
+}
+
+void print_peak_notes(std::FILE* f, const Peak& p, const std::vector<Result>& rows) {
+  bool cache = false, above = false;
+  for (const Result& r : rows) cache |= r.in_cache, above |= r.pct_peak > 100;
+  if (cache)
+    fmt::print(f, "# cache: the problem's bytes fit in the {:.0f} MiB CPU cache, so its rate is a cache rate and not a share "
+                  "of the memory peak (measured beyond the caches)\n", p.cache_bytes / 1048576.0);
+  if (above)
+    fmt::print(f, "# *: above the probed peak: the probe ran before, under other load, or with other threads; --reprobe "
+                  "measures it again\n");
+}
+
+std::string machine_summary(const MachineInfo& m) {
+  return fmt::format("{} ({}), {} threads, oneDNN {}, {}", m.cpu, m.isa, m.threads, m.onednn, m.compiler);
+}
+
+std::string baseline_machine(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::smatch m;
+  static const std::regex machine(
+      R"re("machine": \{"cpu": "((?:[^"\\]|\\.)*)", "isa": "([^"]*)", "cores": [0-9]+, "threads": ([0-9]+), "onednn": "([^"]*)", "compiler": "((?:[^"\\]|\\.)*)"\})re");
+  if (!std::regex_search(text, m, machine)) return "";
+  MachineInfo b;
+  b.cpu = std::regex_replace(m[1].str(), std::regex(R"(\\(.))"), "$1");
+  b.isa = m[2];
+  b.threads = std::stoi(m[3]);
+  b.onednn = m[4];
+  b.compiler = std::regex_replace(m[5].str(), std::regex(R"(\\(.))"), "$1");
+  return machine_summary(b);
 }
 
 }  // namespace pd::bench

@@ -136,6 +136,8 @@ std::vector<Result> bench_op(const OpSchema& op, const BenchProblem& p, const st
     r.rate = (flops > 0 ? flops : bytes) / (t.min_ms * 1e-3) / 1e9;
     double pk = flops > 0 ? peak.gemm_gflops : peak.mem_gbps;
     r.pct_peak = pk > 0 ? 100.0 * r.rate / pk : 0;
+    // The memory peak is DRAM bandwidth; a problem that fits in the cache runs several times faster.
+    if (flops <= 0 && bytes > 0 && bytes <= peak.cache_bytes) r.in_cache = true, r.pct_peak = 0;
     rows.push_back(r);
   };
   double fwd_flops = 0;

@@ -10,12 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "model.pb.h"
 #include "pd/core/target.h"
+#include "pd/io/file_pair.h"
 #include "pd/io/tensor_file.h"
 #include "pd/ops/op_schema.h"
 
@@ -184,6 +186,29 @@ ir::Program build(const proto::Model& m, const std::map<std::string, Tensor>& pa
   return p;
 }
 
+std::string params_path_of(const std::string& model_path, const proto::Model& m) {
+  return (std::filesystem::path(model_path).parent_path() / m.params_file()).string();
+}
+
+bool params_match(const std::string& model_path, const proto::Model& m) {
+  const std::string params = params_path_of(model_path, m);
+  return !m.params_file().empty() && std::filesystem::exists(params) && file_checksum(params) == m.params_checksum();
+}
+
+// A save cut between its two renames leaves the new params beside the old model and the new model in
+// the pending file (pd/io/file_pair.h): that one is the pair's model when it matches the params in place.
+std::optional<proto::Model> pending_model(const std::string& path, const proto::Model& m) {
+  const std::string pending = pending_path(path);
+  if (!std::filesystem::exists(pending)) return std::nullopt;
+  try {
+    proto::Model p = read_model(pending);
+    if (p.params_file() == m.params_file() && params_match(path, p)) return p;
+  } catch (const Error&) {
+    // a damaged pending file is no evidence; the pair is reported as it is
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 uint32_t op_version(const std::string& op) {
@@ -201,12 +226,14 @@ std::string params_path_for(const std::string& model_path) {
 
 void save_program(const std::string& path, const ir::Program& program, const std::map<std::string, std::string>& metadata) {
   const std::string params_path = params_path_for(path);
-  save_tensors(params_path, program.params(), {{"kind", "paddle-cpp program params"}});
+  PD_CHECK(params_path != path, ErrorCode::kInvalidArgument,
+           "{}: the model and its params would be the same file; name the model *.pdmodel", path);
+  const std::string params = encode_tensors(params_path, program.params(), {{"kind", "paddle-cpp program params"}});
   proto::Model m;
   m.set_format_version(kModelFormatVersion);
   m.set_producer("paddle-cpp");
   m.set_params_file(std::filesystem::path(params_path).filename().string());
-  m.set_params_checksum(file_checksum(params_path));
+  m.set_params_checksum(fnv1a64(params.data(), params.size()));
   for (const auto& [k, v] : metadata) (*m.mutable_metadata())[k] = v;
   m.set_target(program.target());
   for (const ir::Value& v : program.values()) {
@@ -246,11 +273,15 @@ void save_program(const std::string& path, const ir::Program& program, const std
   put<uint64_t>(out, payload.size());
   out += payload;
   put<uint64_t>(out, fnv1a64(out.data(), out.size()));
-  write_file_atomic(path, out);
+  // The params first and the model (which vouches for them) last, each atomically, as one pair.
+  write_pair_atomic(params_path, params, path, out);
 }
 
 ir::Program load_program(const std::string& path, std::map<std::string, std::string>* metadata) {
-  const proto::Model m = read_model(path);
+  proto::Model m = read_model(path);
+  bool matched = params_match(path, m);
+  if (!matched)
+    if (auto p = pending_model(path, m)) m = *std::move(p), matched = true;
   // Op versions: an op this build lacks, or whose meaning is newer than this build's, is refused.
   std::set<std::string> used;
   for (const auto& op : m.ops()) used.insert(op.type());
@@ -267,12 +298,12 @@ ir::Program load_program(const std::string& path, std::map<std::string, std::str
              "{}: op '{}' has version {} in the model, but this build implements version {}; use a newer paddle-cpp", path,
              type, it->second, mine);
   }
-  const std::string params_path = (std::filesystem::path(path).parent_path() / m.params_file()).string();
+  const std::string params_path = params_path_of(path, m);
   PD_CHECK(!m.params_file().empty() && std::filesystem::exists(params_path), ErrorCode::kIO,
            "{}: its params file {} is missing", path, params_path);
-  PD_CHECK(file_checksum(params_path) == m.params_checksum(), ErrorCode::kParse,
-           "{}: the params file {} does not belong to this model (checksum differs); save both files together", path,
-           params_path);
+  PD_CHECK(matched, ErrorCode::kParse,
+           "{}: the params file {} does not belong to this model (its checksum differs from the one the model "
+           "records): the two files come from different saves; copy or save them together", path, params_path);
   TensorArchive params = load_tensors(params_path);
   ir::Program p;
   try {

@@ -106,8 +106,8 @@ uint64_t fnv1a64(const void* data, size_t n, uint64_t seed) {
   return h;
 }
 
-void save_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                  const std::map<std::string, std::string>& metadata) {
+std::string encode_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                           const std::map<std::string, std::string>& metadata) {
   std::string out(kMagic, sizeof(kMagic));
   put<uint32_t>(out, kTensorFileVersion);
   put<uint32_t>(out, static_cast<uint32_t>(metadata.size()));
@@ -130,7 +130,12 @@ void save_tensors(const std::string& path, const std::map<std::string, Tensor>& 
     out.append(bytes, nbytes);
   }
   put<uint64_t>(out, fnv1a64(out.data(), out.size()));
-  write_file_atomic(path, out);
+  return out;
+}
+
+void save_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                  const std::map<std::string, std::string>& metadata) {
+  write_file_atomic(path, encode_tensors(path, tensors, metadata));
 }
 
 TensorArchive load_tensors(const std::string& path) {

@@ -19,11 +19,15 @@ MachineInfo machine_info();
 struct Peak {
   double gemm_gflops = 0;  // best FP32 GEMM (2048^3 through pd::ops::matmul, default backend)
   double mem_gbps = 0;     // best of a triad and a two-array read over arrays far beyond the caches
+  double cache_bytes = 0;  // largest CPU cache (0 when unknown): memory-bound problems that fit run from it
   bool cached = false;     // read from the cache file rather than measured now
   std::string cache_path;
 };
 // Measures once per (CPU model, thread count) and keeps the result in
 // $XDG_CACHE_HOME or ~/.cache/paddle-cpp/peak.json; `reprobe` measures again.
 Peak machine_peak(int threads, bool reprobe);
+
+// The largest CPU cache in bytes (sysfs, else sysconf), 0 when unknown.
+double last_level_cache_bytes();
 
 }  // namespace pd::bench

@@ -12,6 +12,7 @@ namespace pd::bench {
 
 void print_header(std::FILE* f, const MachineInfo& m, const Peak& p);  // for the human table
 void print_row(std::FILE* f, const Result& r);                          // one table row, printed as it is measured
+void print_peak_notes(std::FILE* f, const Peak& p, const std::vector<Result>& rows);  // what "cache" and "*" mean
 void write_json(std::FILE* f, const MachineInfo& m, const Peak& p, const std::vector<Result>& rows);
 void write_csv(std::FILE* f, const MachineInfo& m, const std::vector<Result>& rows);
 
@@ -26,5 +27,10 @@ struct Regression {
 // baseline by more than `threshold` (0.10 = 10%) on min time.
 std::vector<Regression> compare_baseline(const std::string& path, const std::vector<Result>& rows, double threshold,
                                          int* matched);
+
+// "Intel Xeon ... (avx512), 16 threads, oneDNN 2.7.3, GCC 12.2.0": what a run's times depend on.
+std::string machine_summary(const MachineInfo& m);
+// The machine a baseline JSON was measured on, as machine_summary writes it ("" when the file has none).
+std::string baseline_machine(const std::string& path);
 
 }  // namespace pd::bench

@@ -29,6 +29,9 @@ struct Result {
   int reps = 0;
   bool compute_bound = false;  // rate is GFLOP/s (else GB/s of bytes read + written)
   double rate = 0, pct_peak = 0;
+  // A memory-bound problem whose bytes fit in the CPU cache: its rate is a cache rate, and no share of
+  // the memory peak is reported (pct_peak 0).
+  bool in_cache = false;
 };
 
 // Warm-up runs, then repetitions until `budget_ms` of wall time has passed and at least `min_reps`

@@ -22,6 +22,10 @@ struct TensorArchive {
 void save_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                   const std::map<std::string, std::string>& metadata = {});
 TensorArchive load_tensors(const std::string& path);
+// The bytes save_tensors writes (`path` only names the file in error messages), for callers that write
+// the archive together with another file (save_program).
+std::string encode_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                           const std::map<std::string, std::string>& metadata = {});
 
 // The whole file (pd::Error kIO naming the path when it cannot be read).
 std::string read_file_bytes(const std::string& path);
