@@ -133,7 +133,8 @@ old=$("$PD_OPT" "$WORK/good.pdmodel" -O0 --print 2>&1)
 new=$("$PD_OPT" "$CB" -O2 --print 2>&1)  # bn folded: new params too
 [ "$old" != "$new" ] || fail "-O0 and -O2 print the same program: the kill test cannot tell them apart"
 for point in staged:old first-renamed:new done:new; do
-  cp "$WORK/good.pdmodel" "$WORK/k.pdmodel"; cp "$WORK/good.pdiparams" "$WORK/k.pdiparams"; rm -f "$WORK"/k.pdmodel.*
+  # Written in place, not copied: a model names its params file, so a copy would still read good.pdiparams.
+  rm -f "$WORK"/k.*; "$PD_OPT" "$CB" "$WORK/k.pdmodel" -O0 || fail "writing the good pair as k: exit $?"
   PD_CRASH_AT=${point%:*} "$PD_OPT" "$CB" "$WORK/k.pdmodel" -O2 >/dev/null 2>&1; rc=$?
   [ $rc -eq 137 ] || fail "PD_CRASH_AT=${point%:*}: exit $rc, want 137 (killed)"
   got=$("$PD_OPT" "$WORK/k.pdmodel" -O0 --print 2>&1) || fail "killed at ${point%:*}: OUT does not load: $got"

@@ -52,7 +52,7 @@ keys = ("epoch", "train_loss", "test_loss", "test_acc", "lr", "steps")  # not th
 a, b = ([{k: json.loads(l)[k] for k in keys} for l in open(p)] for p in sys.argv[1:])
 assert a == b, (a, b)
 PY
-leftover=$(find "$WORK/k" -name '*.tmp.*')
+leftover=$(find "$WORK/k" -name '*.tmp.*' -o -name '*.old.*')
 [ -z "$leftover" ] || fail "temporary files left in the run directory: $leftover"
 echo "kill-anywhere: $killed SIGKILLs, resumed each time"
 [ $fails -eq 0 ] && echo "pd-train kill-anywhere: all checks passed"

@@ -136,7 +136,9 @@ int run(const Options& o) {
   }
   // The portable passes first (batch norms folded into the convs, dead ops gone), as pd-opt -O2 would:
   // a batch norm after a quantized conv would otherwise stay an f32 op between int8 ones.
-  pd::ir::PassManager({.level = 2}).run(program);
+  pd::ir::PassOptions portable;
+  portable.level = 2;
+  pd::ir::PassManager(portable).run(program);
   const std::vector<std::string> layers = pd::quant::quantizable_layers(program, o.exclude, o.weight_only);
   if (layers.empty())
     throw InputError(fmt::format("{}: the model has no {} with an f32 weight param to quantize{}", o.model,

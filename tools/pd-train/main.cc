@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "check.h"
+#include "common/cli_checks.h"
 #include "common/tool_main.h"
 #include "pd/train/trainer.h"
 
@@ -18,10 +19,10 @@ int main(int argc, char** argv) {
   app.add_flag("--overwrite", opt.overwrite, "replace the run in --out (without it, a directory holding a run is refused)");
   app.add_flag("--check-nan-inf", opt.check_nan_inf, "check every op's outputs for NaN/Inf and stop at the first op that makes one");
   app.add_option("--init-from", opt.init_from, "fine-tune: start from the parameters of this model file");
-  app.add_option("--epochs", opt.epochs, "override train.epochs")->check(CLI::PositiveNumber);
-  app.add_option("--stop-after-epoch", opt.stop_after_epoch, "checkpoint and stop after this epoch")->check(CLI::PositiveNumber);
-  app.add_option("--limit", opt.limit, "use only the first N training and test samples")->check(CLI::PositiveNumber);
-  app.add_option("--threads", opt.threads, "CPU threads for the kernels")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", opt.epochs, "override train.epochs")->check(pd::tools::integer_in<int64_t>(1, 1000000, "an epoch count from 1 to 1000000"));
+  app.add_option("--stop-after-epoch", opt.stop_after_epoch, "checkpoint and stop after this epoch")->check(pd::tools::positive<int64_t>());
+  app.add_option("--limit", opt.limit, "use only the first N training and test samples")->check(pd::tools::positive<int64_t>());
+  app.add_option("--threads", opt.threads, "CPU threads for the kernels")->check(pd::tools::integer_in<int>(1, 4096, "a thread count from 1 to 4096"));
   app.add_option("--device", opt.device, "where to train: cpu, cuda or cuda:N (default: train.device in the YAML, else cpu)");
   app.add_flag("--quiet,-q", opt.quiet, "no progress or per-epoch text (errors only)");
   app.add_flag("--json", opt.json, "print one JSON object per epoch on stdout");

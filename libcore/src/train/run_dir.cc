@@ -107,12 +107,13 @@ void RunDir::remove_run_files() const {
 }
 
 void RunDir::remove_stale_temporaries() const {
-  // write_file_atomic's temporaries are NAME.tmp.PID.N; under our lock, no live writer owns one.
+  // Writers' temporaries are NAME.tmp.PID.N and a model pair's backup NAME.old.PID.N; under our lock no
+  // live writer owns one. (A pair's NAME.pending stays: loading the pair may need it, pd/io/file_pair.h.)
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(path_, ec)) {
     const std::string n = e.path().filename().string();
     for (const char* f : kRunFiles)
-      if (n.rfind(std::string(f) + ".tmp.", 0) == 0) fs::remove(e.path(), ec);
+      if (n.rfind(std::string(f) + ".tmp.", 0) == 0 || n.rfind(std::string(f) + ".old.", 0) == 0) fs::remove(e.path(), ec);
   }
 }
 

@@ -258,6 +258,7 @@ int Trainer::run() {
     }
     for (const auto& m : read_metrics(dir.file("metrics.jsonl")))
       if (m.epoch <= st.epoch) history.push_back(m);  // lines past the checkpoint are redone
+    dir.remove_stale_temporaries();
     if (st.epoch == spec_.train.epochs && model_files_ok(dir)) {
       if (!opt_.quiet)
         fmt::print(stderr, "{}: the run has already finished its {} epochs; nothing to do (pass --epochs N to train longer)\n",
