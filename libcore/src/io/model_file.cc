@@ -73,12 +73,13 @@ AttrValue from_proto(const proto::AttrValue& p) {
 }
 
 ir::ValueType type_of(const proto::Value& v) {
-  return {dtype_from_name(v.dtype()), Shape(v.shape().begin(), v.shape().end())};
+  Shape shape(v.shape().begin(), v.shape().end());
+  check_shape_limits(shape, fmt::format("value '{}'", v.name()), /*allow_unknown=*/true);
+  return {dtype_from_name(v.dtype()), std::move(shape)};
 }
 
 // Envelope checks, in the order that gives the most useful message for each kind of damage.
-proto::Model read_model(const std::string& path) {
-  const std::string data = read_file_bytes(path);
+proto::Model read_model(const std::string& data, const std::string& path) {
   PD_CHECK(std::memcmp(data.data(), kMagic, std::min(data.size(), sizeof(kMagic))) == 0, ErrorCode::kParse,
            "{}: not a paddle-cpp model file (bad magic); pd-train writes model.pdmodel in its run directory", path);
   PD_CHECK(data.size() >= kHeader, ErrorCode::kParse, "{}: truncated model file ({} bytes, the header alone has {})", path,
@@ -184,6 +185,41 @@ ir::Program build(const proto::Model& m, const std::map<std::string, Tensor>& pa
   return p;
 }
 
+// An op this build lacks, or whose meaning is newer than this build's, is refused.
+void check_op_versions(const proto::Model& m, const std::string& path) {
+  std::set<std::string> used;
+  for (const auto& op : m.ops()) used.insert(op.type());
+  for (const auto& type : used) {
+    uint32_t mine = 0;
+    try {
+      mine = op_version(type);
+    } catch (const Error&) {
+      raise(ErrorCode::kParse, "{}: uses op '{}', which this build of paddle-cpp does not have", path, type);
+    }
+    auto it = m.op_versions().find(type);
+    PD_CHECK(it != m.op_versions().end(), ErrorCode::kParse, "{}: op '{}' has no entry in the op version map", path, type);
+    PD_CHECK(it->second <= mine, ErrorCode::kParse,
+             "{}: op '{}' has version {} in the model, but this build implements version {}; use a newer paddle-cpp", path,
+             type, it->second, mine);
+  }
+}
+
+// The graph against its params, the target, ir::verify.
+ir::Program program_of(const proto::Model& m, const std::map<std::string, Tensor>& params, const std::string& path,
+                       std::map<std::string, std::string>* metadata) {
+  ir::Program p;
+  try {
+    p = build(m, params);
+    if (!m.target().empty()) Target::parse(m.target());  // a name this build knows, or an error naming it
+    p.set_target(m.target());
+    ir::verify(p);
+  } catch (const Error& e) {
+    raise(ErrorCode::kParse, "{}: invalid model: {}", path, e.what());
+  }
+  if (metadata) *metadata = {m.metadata().begin(), m.metadata().end()};
+  return p;
+}
+
 }  // namespace
 
 uint32_t op_version(const std::string& op) {
@@ -250,41 +286,24 @@ void save_program(const std::string& path, const ir::Program& program, const std
 }
 
 ir::Program load_program(const std::string& path, std::map<std::string, std::string>* metadata) {
-  const proto::Model m = read_model(path);
-  // Op versions: an op this build lacks, or whose meaning is newer than this build's, is refused.
-  std::set<std::string> used;
-  for (const auto& op : m.ops()) used.insert(op.type());
-  for (const auto& type : used) {
-    uint32_t mine = 0;
-    try {
-      mine = op_version(type);
-    } catch (const Error&) {
-      raise(ErrorCode::kParse, "{}: uses op '{}', which this build of paddle-cpp does not have", path, type);
-    }
-    auto it = m.op_versions().find(type);
-    PD_CHECK(it != m.op_versions().end(), ErrorCode::kParse, "{}: op '{}' has no entry in the op version map", path, type);
-    PD_CHECK(it->second <= mine, ErrorCode::kParse,
-             "{}: op '{}' has version {} in the model, but this build implements version {}; use a newer paddle-cpp", path,
-             type, it->second, mine);
-  }
+  const std::string bytes = read_file_bytes(path);
+  const proto::Model m = read_model(bytes, path);
+  check_op_versions(m, path);
   const std::string params_path = (std::filesystem::path(path).parent_path() / m.params_file()).string();
   PD_CHECK(!m.params_file().empty() && std::filesystem::exists(params_path), ErrorCode::kIO,
            "{}: its params file {} is missing", path, params_path);
-  PD_CHECK(file_checksum(params_path) == m.params_checksum(), ErrorCode::kParse,
+  const std::string params = read_file_bytes(params_path);
+  PD_CHECK(fnv1a64(params.data(), params.size()) == m.params_checksum(), ErrorCode::kParse,
            "{}: the params file {} does not belong to this model (checksum differs); save both files together", path,
            params_path);
-  TensorArchive params = load_tensors(params_path);
-  ir::Program p;
-  try {
-    p = build(m, params.tensors);
-    if (!m.target().empty()) Target::parse(m.target());  // a name this build knows, or an error naming it
-    p.set_target(m.target());
-    ir::verify(p);
-  } catch (const Error& e) {
-    raise(ErrorCode::kParse, "{}: invalid model: {}", path, e.what());
-  }
-  if (metadata) *metadata = {m.metadata().begin(), m.metadata().end()};
-  return p;
+  return program_of(m, parse_tensors(params, params_path).tensors, path, metadata);
+}
+
+ir::Program parse_program(const std::string& bytes, const std::map<std::string, Tensor>& params,
+                          const std::string& path, std::map<std::string, std::string>* metadata) {
+  const proto::Model m = read_model(bytes, path);
+  check_op_versions(m, path);
+  return program_of(m, params, path, metadata);
 }
 
 }  // namespace pd::io

@@ -22,6 +22,8 @@ struct TensorArchive {
 void save_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                   const std::map<std::string, std::string>& metadata = {});
 TensorArchive load_tensors(const std::string& path);
+// The same on bytes already read; `path` names them in messages.
+TensorArchive parse_tensors(const std::string& bytes, const std::string& path);
 
 // The whole file (pd::Error kIO naming the path when it cannot be read).
 std::string read_file_bytes(const std::string& path);
