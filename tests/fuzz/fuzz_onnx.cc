@@ -1,4 +1,5 @@
 // The ONNX importer: protobuf, onnx::checker and shape inference, then the op mapping.
+#include "fuzz_quiet_protobuf.h"
 #include "fuzz_util.h"
 #include "pd/io/onnx.h"
 

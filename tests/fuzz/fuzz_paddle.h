@@ -1,6 +1,7 @@
 // The Paddle importer targets' common part: an input is the program file, then kParamsMarker and the
 // .pdiparams (optional), so that mutations reach the params reader and the op converters.
 #pragma once
+#include "fuzz_quiet_protobuf.h"
 #include "fuzz_util.h"
 #include "pd/io/paddle.h"
 

@@ -4,6 +4,7 @@
 // and the program checks instead of stopping at the checksum; the unit tests cover the envelope itself.
 #include <cstring>
 
+#include "fuzz_quiet_protobuf.h"
 #include "fuzz_util.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"

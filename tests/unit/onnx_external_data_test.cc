@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pd/io/onnx.h"
 #include "pd/io/tensor_file.h"
@@ -17,43 +19,61 @@ using pd::test::error_of;
 
 namespace {
 
-// tests/data/onnx/bad_external.onnx: Add(x, w) with w's data in "weights.bin". The external_data entry
-// {location: weights.bin} is the 23 bytes at offset 34.
-const std::string kModel(
-    "\x08\x07\x3a\x61\x0a\x0e\x0a\x01\x78\x0a\x01\x77\x12\x01\x79\x22\x03\x41\x64\x64\x12\x01\x67\x2a\x22\x08\x04"
-    "\x10\x01\x42\x01\x77\x6a\x17\x0a\x08\x6c\x6f\x63\x61\x74\x69\x6f\x6e\x12\x0b\x77\x65\x69\x67\x68\x74\x73\x2e"
-    "\x62\x69\x6e\x70\x01\x5a\x13\x0a\x01\x78\x12\x0e\x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x01\x0a\x02\x08\x04\x62"
-    "\x13\x0a\x01\x79\x12\x0e\x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x01\x0a\x02\x08\x04\x42\x04\x0a\x00\x10\x0d",
-    107);
-constexpr size_t kEntry = 34, kEntryLen = 23;
+// Protobuf by hand (the unit tests do not link libonnx): length-delimited fields and small varints.
+std::string field(int number, const std::string& payload) {
+  std::string out(1, static_cast<char>(number << 3 | 2));
+  for (size_t n = payload.size(); ; n >>= 7) {
+    out += static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+    if (n <= 0x7f) break;
+  }
+  return out + payload;
+}
+std::string varint_field(int number, int value) { return {static_cast<char>(number << 3), static_cast<char>(value)}; }
 
-std::string import_error(const std::string& entry) {
-  REQUIRE(entry.size() == kEntryLen);
-  std::string model = kModel;
-  model.replace(kEntry, kEntryLen, entry);
-  const auto dir = std::filesystem::temp_directory_path() / ("pd_onnx_ext_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::ofstream((dir / "m.onnx").string(), std::ios::binary) << model;
-  std::ofstream((dir / "weights.bin").string(), std::ios::binary) << std::string(16, '\0');
-  const std::string msg = error_of([&] { pd::io::import_onnx((dir / "m.onnx").string()); });
-  std::filesystem::remove_all(dir);
+// y = Add(x, w), x and y f32[4], w an initializer whose data lives in external files: `entries` are its
+// external_data key/value pairs.
+std::string model_with_external(const std::vector<std::pair<std::string, std::string>>& entries) {
+  const std::string f32_4 = field(1, varint_field(1, 1) + field(2, field(1, varint_field(1, 4))));  // TypeProto
+  std::string w = varint_field(1, 4) + varint_field(2, 1) + field(8, "w");
+  for (const auto& [k, v] : entries) w += field(13, field(1, k) + field(2, v));
+  w += varint_field(14, 1);  // data_location: EXTERNAL
+  const std::string node = field(1, "x") + field(1, "w") + field(2, "y") + field(4, "Add");
+  const std::string graph = field(1, node) + field(2, "g") + field(5, w) + field(11, field(1, "x") + field(2, f32_4)) +
+                            field(12, field(1, "y") + field(2, f32_4));
+  return varint_field(1, 7) + field(7, graph) + field(8, field(1, "") + varint_field(2, 13));
+}
+
+// Imports the model from base/model/m.onnx with 16 bytes in base/model/weights.bin and base/x/ab.bin.
+std::string import_error(const std::vector<std::pair<std::string, std::string>>& entries) {
+  const auto base = std::filesystem::temp_directory_path() / ("pd_onnx_ext_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(base / "model");
+  std::filesystem::create_directories(base / "x");
+  std::ofstream((base / "model" / "m.onnx").string(), std::ios::binary) << model_with_external(entries);
+  std::ofstream((base / "model" / "weights.bin").string(), std::ios::binary) << std::string(16, '\0');
+  std::ofstream((base / "x" / "ab.bin").string(), std::ios::binary) << std::string(16, '\0');
+  const std::string msg = error_of([&] { pd::io::import_onnx((base / "model" / "m.onnx").string()); });
+  std::filesystem::remove_all(base);
   return msg;
 }
 
 }  // namespace
 
 TEST_CASE("onnx: external data offsets must be integers", "[onnx]") {
-  // {offset: "abcdefghijklm"}: std::stoll threw std::invalid_argument here.
-  CHECK_THAT(import_error(std::string("\x0a\x06offset\x12\x0d" "abcdefghijklm", 23)),
-             Catch::Contains("external data offset 'abcdefghijklm' is not a non-negative integer"));
-  CHECK_THAT(import_error(std::string("\x0a\x06offset\x12\x0d" "-999999999999", 23)),
-             Catch::Contains("is not a non-negative integer"));
+  // The model is fine with its data where it says: the checks below are what refuses the others.
+  CHECK(import_error({{"location", "weights.bin"}}).empty());
+  CHECK(import_error({{"location", "weights.bin"}, {"offset", "0"}, {"length", "16"}}).empty());
+  // std::stoll threw std::invalid_argument and std::out_of_range here.
+  CHECK_THAT(import_error({{"location", "weights.bin"}, {"offset", "abc"}}),
+             Catch::Contains("external data offset 'abc' is not a non-negative integer"));
+  CHECK_THAT(import_error({{"location", "weights.bin"}, {"length", "99999999999999999999"}}),
+             Catch::Contains("external data length '99999999999999999999' is not a non-negative integer"));
+  CHECK_THAT(import_error({{"location", "weights.bin"}, {"offset", "-4"}}), Catch::Contains("not a non-negative"));
 }
 
 TEST_CASE("onnx: external data stays inside the model's directory", "[onnx]") {
-  CHECK_THAT(import_error(std::string("\x0a\x08location\x12\x0b../x/ab.bin", 23)),
+  // base/x/ab.bin exists, so only the importer's own rule refuses it.
+  CHECK_THAT(import_error({{"location", "../x/ab.bin"}}),
              Catch::Contains("'../x/ab.bin' is not a path inside the model's directory"));
-  CHECK_THAT(import_error(std::string("\x0a\x08location\x12\x0b/etc/passwd", 23)), Catch::Contains("inside"));
 }
 
 TEST_CASE("onnx: a Conv stride of 0 is refused before shape inference divides by it", "[onnx]") {
