@@ -108,6 +108,8 @@ struct OpSet {
 
 // Parses and validates ops.yaml; throws CodegenError with "FILE:LINE:COL: message".
 OpSet load_ops(const std::string& path);
+// The same on text already read (`file` names it in messages); the fuzz target's entry point.
+OpSet parse_ops(const std::string& text, const std::string& file);
 
 struct CodegenError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "formula.h"
 #include "op_model.h"
@@ -464,16 +466,9 @@ const OpDef* OpSet::find(const std::string& name) const {
   return nullptr;
 }
 
-OpSet load_ops(const std::string& path) {
-  g_file = path;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    fail(e.mark, e.msg);
-  } catch (const YAML::BadFile&) {
-    throw CodegenError(fmt::format("{}: cannot open the file", path));
-  }
+namespace {
+
+OpSet parse_root(const YAML::Node& root) {
   OpSet set;
   std::map<std::string, Pos> seen;
   if (!root.IsMap()) fail(root, "ops.yaml must be a map from category name to a list of ops");
@@ -487,8 +482,30 @@ OpSet load_ops(const std::string& path) {
       set.ops.push_back(std::move(op));
     }
   }
-  validate_formulas(set, path);
+  validate_formulas(set, g_file);
   return set;
+}
+
+}  // namespace
+
+OpSet load_ops(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CodegenError(fmt::format("{}: cannot open the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_ops(text.str(), path);
+}
+
+OpSet parse_ops(const std::string& text, const std::string& file) {
+  g_file = file;
+  try {
+    return parse_root(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong kind (`twice_differentiable: 3`, a shape of strings) is found by yaml-cpp's
+    // conversions; its exception carries the node's position.
+    if (e.mark.is_null()) throw CodegenError(fmt::format("{}: {}", file, e.msg));
+    fail(e.mark, e.msg);
+  }
 }
 
 }  // namespace pd::codegen

@@ -85,7 +85,7 @@ expect_error "Gemm.*differ in dimension 1: (3) vs (4)" "$DATA/bad_shapes.onnx" "
 expect_error "neither .onnx nor .pdmodel" "$DATA/convnet.onnx" "$WORK/t.txt"
 expect_error "no input 'image'" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape image=1x1x32x32
 expect_error "not a positive integer" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape input=1xax32x32
-expect_error "out of the supported range" "$WORK/mlp/model.pdmodel" "$WORK/t.onnx" --opset 9
+expect_error "must be an ONNX opset from 11 to 17, got 9" "$WORK/mlp/model.pdmodel" "$WORK/t.onnx" --opset 9
 expect_error "the output is the input file" "$DATA/convnet.onnx" "$DATA/convnet.onnx"
 expect_error "no such file" "$WORK/missing.onnx" "$WORK/t.pdmodel"
 ls "$WORK"/t.* >/dev/null 2>&1 && fail "a refused conversion wrote $(ls "$WORK"/t.*)"

@@ -16,6 +16,27 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
+void check_shape_limits(const Shape& shape, const std::string& what, bool allow_unknown) {
+  PD_CHECK(static_cast<int64_t>(shape.size()) <= kMaxRank, ErrorCode::kShape,
+           "{}: rank {} is above the limit of {} dimensions", what, shape.size(), kMaxRank);
+  // The running product saturates at kMaxNumel + 1, so it never overflows.
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d == -1 && allow_unknown) continue;
+    PD_CHECK(d >= 0, ErrorCode::kShape, "{}: shape {} has a negative extent", what, shape_str(shape));
+    PD_CHECK(d <= kMaxNumel, ErrorCode::kShape, "{}: shape {} has an extent above the limit of {}", what,
+             shape_str(shape), kMaxNumel);
+    n = (d != 0 && n > kMaxNumel / d) ? kMaxNumel + 1 : n * d;
+  }
+  PD_CHECK(n <= kMaxNumel, ErrorCode::kShape, "{}: shape {} has more than {} elements (the limit)", what,
+           shape_str(shape), kMaxNumel);
+}
+
+int64_t checked_numel(const Shape& shape, const std::string& what) {
+  check_shape_limits(shape, what);
+  return shape_numel(shape);
+}
+
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t s = 1;

@@ -4,9 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include "pd/data/readers.h"
+#include "pd/io/tensor_file.h"
 
 namespace pd::data {
 namespace {
@@ -37,8 +38,11 @@ bool blank(std::string_view line) { return line.find_first_not_of(" \t") == std:
 }  // namespace
 
 CsvTable read_csv(const std::string& path, int64_t label_column, bool header, bool allow_non_finite) {
-  std::ifstream in(path, std::ios::binary);
-  PD_CHECK(in.good(), ErrorCode::kIO, "{}: cannot open file: {}", path, std::strerror(errno));
+  return parse_csv(io::read_file_bytes(path), path, label_column, header, allow_non_finite);
+}
+
+CsvTable parse_csv(const std::string& text, const std::string& path, int64_t label_column, bool header, bool allow_non_finite) {
+  std::istringstream in(text);
 
   std::vector<float> features;
   std::vector<int64_t> labels;
@@ -71,7 +75,7 @@ CsvTable read_csv(const std::string& path, int64_t label_column, bool header, bo
         labels.push_back(v);
       } else {
         // from_chars rejects a leading '+', which spreadsheets sometimes write.
-        if (b != e && *b == '+') ++b;
+        if (b + 1 < e && *b == '+' && b[1] != '-') ++b;
         double v = 0;
         auto [ptr, ec] = std::from_chars(b, e, v);
         PD_CHECK(ec == std::errc() && ptr == e && b != e, ErrorCode::kParse,
@@ -87,7 +91,6 @@ CsvTable read_csv(const std::string& path, int64_t label_column, bool header, bo
     }
     ++rows;
   }
-  PD_CHECK(!in.bad(), ErrorCode::kIO, "{}: read error", path);
   PD_CHECK(rows > 0, ErrorCode::kParse, "{}: no data rows", path);
 
   CsvTable table;

@@ -3,8 +3,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "pd/data/readers.h"
 #include "pd/io/tensor_file.h"
@@ -119,11 +117,9 @@ uint32_t read_le(const unsigned char* p, int bytes) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  PD_CHECK(in.good(), ErrorCode::kIO, "{}: cannot open file: {}", path, std::strerror(errno));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  PD_CHECK(!in.bad(), ErrorCode::kIO, "{}: read error", path);
+Tensor read_npy(const std::string& path) { return parse_npy(io::read_file_bytes(path), path); }
+
+Tensor parse_npy(const std::string& bytes, const std::string& path) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
 
   PD_CHECK(bytes.size() >= 10 && bytes.compare(0, kMagicLen, kMagic) == 0, ErrorCode::kParse,
@@ -159,10 +155,11 @@ Tensor read_npy(const std::string& path) {
 
   int64_t numel = 0;
   try {
-    numel = shape_numel(shape);
-  } catch (const Error&) {
-    raise(ErrorCode::kParse, "{}: .npy shape {} is too large", path, shape_str(shape));
+    numel = checked_numel(shape, path);
+  } catch (const Error& e) {
+    raise(ErrorCode::kParse, "{} (.npy header)", e.what());
   }
+  // Checked against the bytes present before anything is allocated; numel <= 2^40 keeps this exact.
   const uint64_t want = static_cast<uint64_t>(numel) * dtype_size(type->dtype);
   const uint64_t have = bytes.size() - prefix - header_len;
   PD_CHECK(have == want, ErrorCode::kParse, "{}: expected {} bytes of data for shape {} {}, found {}", path, want,

@@ -75,12 +75,13 @@ AttrValue from_proto(const proto::AttrValue& p) {
 }
 
 ir::ValueType type_of(const proto::Value& v) {
-  return {dtype_from_name(v.dtype()), Shape(v.shape().begin(), v.shape().end())};
+  Shape shape(v.shape().begin(), v.shape().end());
+  check_shape_limits(shape, fmt::format("value '{}'", v.name()), /*allow_unknown=*/true);
+  return {dtype_from_name(v.dtype()), std::move(shape)};
 }
 
 // Envelope checks, in the order that gives the most useful message for each kind of damage.
-proto::Model read_model(const std::string& path) {
-  const std::string data = read_file_bytes(path);
+proto::Model read_model(const std::string& data, const std::string& path) {
   PD_CHECK(std::memcmp(data.data(), kMagic, std::min(data.size(), sizeof(kMagic))) == 0, ErrorCode::kParse,
            "{}: not a paddle-cpp model file (bad magic); pd-train writes model.pdmodel in its run directory", path);
   PD_CHECK(data.size() >= kHeader, ErrorCode::kParse, "{}: truncated model file ({} bytes, the header alone has {})", path,
@@ -201,12 +202,47 @@ std::optional<proto::Model> pending_model(const std::string& path, const proto::
   const std::string pending = pending_path(path);
   if (!std::filesystem::exists(pending)) return std::nullopt;
   try {
-    proto::Model p = read_model(pending);
+    proto::Model p = read_model(read_file_bytes(pending), pending);
     if (p.params_file() == m.params_file() && params_match(path, p)) return p;
   } catch (const Error&) {
     // a damaged pending file is no evidence; the pair is reported as it is
   }
   return std::nullopt;
+}
+
+// An op this build lacks, or whose meaning is newer than this build's, is refused.
+void check_op_versions(const proto::Model& m, const std::string& path) {
+  std::set<std::string> used;
+  for (const auto& op : m.ops()) used.insert(op.type());
+  for (const auto& type : used) {
+    uint32_t mine = 0;
+    try {
+      mine = op_version(type);
+    } catch (const Error&) {
+      raise(ErrorCode::kParse, "{}: uses op '{}', which this build of paddle-cpp does not have", path, type);
+    }
+    auto it = m.op_versions().find(type);
+    PD_CHECK(it != m.op_versions().end(), ErrorCode::kParse, "{}: op '{}' has no entry in the op version map", path, type);
+    PD_CHECK(it->second <= mine, ErrorCode::kParse,
+             "{}: op '{}' has version {} in the model, but this build implements version {}; use a newer paddle-cpp", path,
+             type, it->second, mine);
+  }
+}
+
+// The graph against its params, the target, ir::verify.
+ir::Program program_of(const proto::Model& m, const std::map<std::string, Tensor>& params, const std::string& path,
+                       std::map<std::string, std::string>* metadata) {
+  ir::Program p;
+  try {
+    p = build(m, params);
+    if (!m.target().empty()) Target::parse(m.target());  // a name this build knows, or an error naming it
+    p.set_target(m.target());
+    ir::verify(p);
+  } catch (const Error& e) {
+    raise(ErrorCode::kParse, "{}: invalid model: {}", path, e.what());
+  }
+  if (metadata) *metadata = {m.metadata().begin(), m.metadata().end()};
+  return p;
 }
 
 }  // namespace
@@ -278,44 +314,25 @@ void save_program(const std::string& path, const ir::Program& program, const std
 }
 
 ir::Program load_program(const std::string& path, std::map<std::string, std::string>* metadata) {
-  proto::Model m = read_model(path);
+  proto::Model m = read_model(read_file_bytes(path), path);
   bool matched = params_match(path, m);
   if (!matched)
     if (auto p = pending_model(path, m)) m = *std::move(p), matched = true;
-  // Op versions: an op this build lacks, or whose meaning is newer than this build's, is refused.
-  std::set<std::string> used;
-  for (const auto& op : m.ops()) used.insert(op.type());
-  for (const auto& type : used) {
-    uint32_t mine = 0;
-    try {
-      mine = op_version(type);
-    } catch (const Error&) {
-      raise(ErrorCode::kParse, "{}: uses op '{}', which this build of paddle-cpp does not have", path, type);
-    }
-    auto it = m.op_versions().find(type);
-    PD_CHECK(it != m.op_versions().end(), ErrorCode::kParse, "{}: op '{}' has no entry in the op version map", path, type);
-    PD_CHECK(it->second <= mine, ErrorCode::kParse,
-             "{}: op '{}' has version {} in the model, but this build implements version {}; use a newer paddle-cpp", path,
-             type, it->second, mine);
-  }
+  check_op_versions(m, path);
   const std::string params_path = params_path_of(path, m);
   PD_CHECK(!m.params_file().empty() && std::filesystem::exists(params_path), ErrorCode::kIO,
            "{}: its params file {} is missing", path, params_path);
   PD_CHECK(matched, ErrorCode::kParse,
            "{}: the params file {} does not belong to this model (its checksum differs from the one the model "
            "records): the two files come from different saves; copy or save them together", path, params_path);
-  TensorArchive params = load_tensors(params_path);
-  ir::Program p;
-  try {
-    p = build(m, params.tensors);
-    if (!m.target().empty()) Target::parse(m.target());  // a name this build knows, or an error naming it
-    p.set_target(m.target());
-    ir::verify(p);
-  } catch (const Error& e) {
-    raise(ErrorCode::kParse, "{}: invalid model: {}", path, e.what());
-  }
-  if (metadata) *metadata = {m.metadata().begin(), m.metadata().end()};
-  return p;
+  return program_of(m, load_tensors(params_path).tensors, path, metadata);
+}
+
+ir::Program parse_program(const std::string& bytes, const std::map<std::string, Tensor>& params,
+                          const std::string& path, std::map<std::string, std::string>* metadata) {
+  const proto::Model m = read_model(bytes, path);
+  check_op_versions(m, path);
+  return program_of(m, params, path, metadata);
 }
 
 }  // namespace pd::io

@@ -138,8 +138,9 @@ void save_tensors(const std::string& path, const std::map<std::string, Tensor>& 
   write_file_atomic(path, encode_tensors(path, tensors, metadata));
 }
 
-TensorArchive load_tensors(const std::string& path) {
-  const std::string data = read_file_bytes(path);
+TensorArchive load_tensors(const std::string& path) { return parse_tensors(read_file_bytes(path), path); }
+
+TensorArchive parse_tensors(const std::string& data, const std::string& path) {
   // A short prefix of the magic is a truncated archive; anything else is some other file.
   const size_t head = std::min(data.size(), sizeof(kMagic));
   PD_CHECK(std::memcmp(data.data(), kMagic, head) == 0, ErrorCode::kParse,
@@ -168,11 +169,18 @@ TensorArchive load_tensors(const std::string& path) {
     PD_CHECK(code < kNumDTypes, ErrorCode::kParse, "{}: tensor '{}' has an invalid dtype code {}", path, name, code);
     const DType dtype = static_cast<DType>(code);
     const uint32_t ndim = r.get<uint32_t>("ndim");
+    PD_CHECK(ndim <= kMaxRank, ErrorCode::kParse, "{}: tensor '{}' has rank {}, above the limit of {}", path, name,
+             ndim, kMaxRank);
     r.need(uint64_t{ndim} * sizeof(int64_t), "dims");
     Shape shape(ndim);
     for (auto& d : shape) {
       d = r.get<int64_t>("dims");
       PD_CHECK(d >= 0, ErrorCode::kParse, "{}: tensor '{}' has a negative dimension {}", path, name, d);
+    }
+    try {
+      check_shape_limits(shape, fmt::format("{}: tensor '{}'", path, name));
+    } catch (const Error& e) {
+      raise(ErrorCode::kParse, "{}", e.what());
     }
     const uint64_t nbytes = r.get<uint64_t>("nbytes");
     const uint64_t checksum = r.get<uint64_t>("checksum");

@@ -14,9 +14,13 @@ namespace pd::data {
 // IDX (MNIST) files, gzipped (by magic bytes, not name) or not. Returns the stored dtype
 // (u8, i8, i32, f32, f64; i16 is widened to i32) and shape.
 Tensor read_idx(const std::string& path);
+// The same on the file's bytes (gzipped or not); `path` names them in messages. Gzip data may inflate
+// to the size the IDX header declares, not more.
+Tensor parse_idx(const std::string& bytes, const std::string& path);
 
 // NumPy .npy (format 1.0-3.0), little-endian, C order; dtypes f4 f8 i1 u1 i4 i8 b1.
 Tensor read_npy(const std::string& path);
+Tensor parse_npy(const std::string& bytes, const std::string& path);
 // Writes a .npy file atomically (used by pd-infer outputs and tests).
 void write_npy(const std::string& path, const Tensor& t);
 
@@ -28,5 +32,7 @@ struct CsvTable {
 // `header` skips the first line. NaN/Inf feature values are refused unless `allow_non_finite`. Errors
 // name the file, line and column.
 CsvTable read_csv(const std::string& path, int64_t label_column = -1, bool header = false, bool allow_non_finite = false);
+CsvTable parse_csv(const std::string& text, const std::string& path, int64_t label_column = -1, bool header = false,
+                   bool allow_non_finite = false);
 
 }  // namespace pd::data

@@ -29,5 +29,9 @@ void save_program(const std::string& path, const ir::Program& program,
                   const std::map<std::string, std::string>& metadata = {});
 // Loads both files, checks checksums, versions and the pair, and runs ir::verify.
 ir::Program load_program(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+// load_program on bytes already read, with the params already loaded (whether they belong to the model is
+// the caller's check); `path` names the model in messages. The fuzz target's entry point.
+ir::Program parse_program(const std::string& bytes, const std::map<std::string, Tensor>& params,
+                          const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 }  // namespace pd::io

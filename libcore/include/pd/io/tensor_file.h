@@ -26,6 +26,8 @@ TensorArchive load_tensors(const std::string& path);
 // the archive together with another file (save_program).
 std::string encode_tensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                            const std::map<std::string, std::string>& metadata = {});
+// load_tensors on bytes already read; `path` names them in messages.
+TensorArchive parse_tensors(const std::string& bytes, const std::string& path);
 
 // The whole file (pd::Error kIO naming the path when it cannot be read).
 std::string read_file_bytes(const std::string& path);

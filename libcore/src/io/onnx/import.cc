@@ -387,6 +387,26 @@ void apply_input_shapes(onnx::GraphProto* g, const std::map<std::string, Shape>&
   }
 }
 
+// libonnx's shape inference for Conv and the pools divides by strides and dilations without checking
+// them (a stride of 0 is a SIGFPE inside InferShapes, found by fuzz_onnx): refuse them first.
+void check_window_attrs(const onnx::GraphProto& g, const std::string& path) {
+  static const std::set<std::string> windowed = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool",
+                                                 "AveragePool", "LpPool", "MaxUnpool"};
+  for (const auto& n : g.node()) {
+    if (!windowed.count(n.op_type())) continue;
+    for (const auto& a : n.attribute()) {
+      const bool list = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      if (list)
+        for (int64_t v : a.ints())
+          PD_CHECK(v >= 1, ErrorCode::kParse, "{}: node '{}' ({}): attribute {} holds {} (each must be at least 1)", path,
+                   n.name(), n.op_type(), a.name(), v);
+      if (a.name() == "group")
+        PD_CHECK(a.i() >= 1, ErrorCode::kParse, "{}: node '{}' ({}): group {} (must be at least 1)", path, n.name(),
+                 n.op_type(), a.i());
+    }
+  }
+}
+
 }  // namespace
 
 ir::Program import_onnx(const std::string& path, const OnnxImportOptions& options, OnnxImportReport* report) {
@@ -413,6 +433,7 @@ ir::Program import_onnx(const std::string& path, const OnnxImportOptions& option
   } catch (const std::exception& e) {
     raise(ErrorCode::kParse, "{}: the ONNX checker refuses the model: {}", path, e.what());
   }
+  check_window_attrs(model.graph(), path);
   try {
     onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {

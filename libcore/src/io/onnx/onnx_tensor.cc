@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -20,17 +21,33 @@ void copy_field(const Field& f, Tensor& t) {
   for (int i = 0; i < f.size(); ++i) d[i] = static_cast<Dst>(f.Get(i));
 }
 
+// A non-negative decimal integer of an external_data entry.
+int64_t external_int(const std::string& text, const char* key, const std::string& where) {
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  PD_CHECK(ec == std::errc() && end == text.data() + text.size() && v >= 0, ErrorCode::kParse,
+           "{}: external data {} '{}' is not a non-negative integer", where, key, text);
+  return v;
+}
+
 std::string external_bytes(const TP& t, const std::string& model_dir, const std::string& where) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = external_int(kv.value(), "offset", where);
+    else if (kv.key() == "length") length = external_int(kv.value(), "length", where);
   }
   PD_CHECK(!location.empty(), ErrorCode::kParse, "{}: external data without a location", where);
   namespace fs = std::filesystem;
-  const fs::path file = fs::path(model_dir) / location;
+  // The ONNX rule: a location is relative to the model's directory and stays inside it, so that a
+  // downloaded model cannot make us read other files.
+  const fs::path rel(location);
+  bool escapes = rel.is_absolute() || location.find('\0') != std::string::npos;
+  for (const auto& part : rel) escapes = escapes || part == "..";
+  PD_CHECK(!escapes, ErrorCode::kParse, "{}: external data location '{}' is not a path inside the model's directory",
+           where, location);
+  const fs::path file = fs::path(model_dir) / rel;
   PD_CHECK(fs::exists(file), ErrorCode::kIO, "{}: external data file '{}' is missing (looked for {})", where, location,
            file.string());
   const std::string all = read_file_bytes(file.string());
@@ -80,15 +97,13 @@ int32_t onnx_type_of(DType t) {
 
 Tensor to_tensor(const TP& t, const std::string& model_dir, const std::string& where) {
   const DType dtype = dtype_of(t.data_type(), where);
-  Shape shape;
-  int64_t numel = 1;
-  for (int64_t d : t.dims()) {
-    PD_CHECK(d >= 0, ErrorCode::kParse, "{}: negative extent {} in dims", where, d);
-    // A corrupted file can claim any extent: refuse products past 2^48 elements before allocating.
-    PD_CHECK(d == 0 || numel <= (int64_t{1} << 48) / d, ErrorCode::kParse, "{}: dims {} hold too many elements", where,
-             fmt::format("{}", fmt::join(t.dims(), "x")));
-    numel *= d;
-    shape.push_back(d);
+  // A corrupted file can claim any dims: the limits come before anything is allocated.
+  const Shape shape(t.dims().begin(), t.dims().end());
+  int64_t numel = 0;
+  try {
+    numel = checked_numel(shape, where);
+  } catch (const Error& e) {
+    raise(ErrorCode::kParse, "{}", e.what());
   }
   const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
   const bool external = t.data_location() == TP::EXTERNAL;

@@ -71,7 +71,14 @@ std::map<std::string, Tensor> read_params(const std::string& path, const PaddleG
     PD_CHECK(desc.ParseFromArray(d, desc_size), ErrorCode::kParse, "{}: {}: the tensor descriptor does not parse", path, what);
     const DType dtype = dtype_of_var_type(desc.data_type(), path + ": " + what);
     const Shape shape(desc.dims().begin(), desc.dims().end());
-    const PaddleVar& declared = graph.vars.at(name);
+    try {
+      check_shape_limits(shape, fmt::format("{}: {}", path, what));
+    } catch (const Error& e) {
+      raise(ErrorCode::kParse, "{}", e.what());
+    }
+    const auto var = graph.vars.find(name);
+    PD_CHECK(var != graph.vars.end(), ErrorCode::kParse, "{}: {} is not a variable of the program", path, what);
+    const PaddleVar& declared = var->second;
     PD_CHECK(dtype == declared.dtype && shape == declared.shape, ErrorCode::kParse,
              "{}: {} is {}{} in the file but {}{} in the program: the params file does not belong to this program",
              path, what, dtype_name(dtype), shape, dtype_name(declared.dtype), declared.shape);
