@@ -27,33 +27,39 @@ PY
   if [ -e "$dir/config.yaml" ]; then cmp -s "$dir/config.yaml" "$WORK/kill.yaml" || fail "kill $2: config.yaml is damaged"; fi
 }
 
-killed=0
-for i in $(seq 1 "$KILLS"); do
-  flags=()
-  [ -d "$WORK/k" ] && flags=(--resume)
-  "$PD_TRAIN" "$WORK/kill.yaml" --out "$WORK/k" "${ARGS[@]}" "${flags[@]}" &
-  pid=$!
-  ms=$((RANDOM % 1400))  # a whole run takes about 1.3 s here: start-up, 3 epochs, evaluation, writes
-  sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
-  if kill -9 $pid 2>/dev/null; then killed=$((killed + 1)); fi
-  wait $pid 2>/dev/null
-  rc=$?
-  [ $rc -eq 0 ] || [ $rc -eq 137 ] || fail "run $i exited with $rc (not killed, not finished)"
-  check_files "$WORK/k" "$i"
-  [ $rc -eq 0 ] && [ -e "$WORK/k/model.pdparams" ] && break
-done
-# Finish the run (or find it finished) and compare.
-"$PD_TRAIN" "$WORK/kill.yaml" --out "$WORK/k" "${ARGS[@]}" --resume || fail "the final resume exited with $?"
-cmp -s "$WORK/ref/model.pdparams" "$WORK/k/model.pdparams" || fail "after $killed kills the weights differ from the uninterrupted run"
-cmp -s "$WORK/ref/model.pdiparams" "$WORK/k/model.pdiparams" || fail "after $killed kills model.pdiparams differs"
-python3 - "$WORK/ref/metrics.jsonl" "$WORK/k/metrics.jsonl" <<'PY' || fail "after $killed kills the per-epoch metrics differ"
+# Rounds: each trains one run to its end through as many kills as land on it; rounds go on until
+# KILLS kills have landed. Every finished round is compared with the uninterrupted run.
+finish_round() {  # DIR
+  "$PD_TRAIN" "$WORK/kill.yaml" --out "$1" "${ARGS[@]}" --resume || fail "$1: the final resume exited with $?"
+  cmp -s "$WORK/ref/model.pdparams" "$1/model.pdparams" || fail "$1: after kills the weights differ from the uninterrupted run"
+  cmp -s "$WORK/ref/model.pdiparams" "$1/model.pdiparams" || fail "$1: after kills model.pdiparams differs"
+  python3 - "$WORK/ref/metrics.jsonl" "$1/metrics.jsonl" <<'PY' || fail "$1: after kills the per-epoch metrics differ"
 import json, sys
 keys = ("epoch", "train_loss", "test_loss", "test_acc", "lr", "steps")  # not the timings
 a, b = ([{k: json.loads(l)[k] for k in keys} for l in open(p)] for p in sys.argv[1:])
 assert a == b, (a, b)
 PY
-leftover=$(find "$WORK/k" -name '*.tmp.*' -o -name '*.old.*')
-[ -z "$leftover" ] || fail "temporary files left in the run directory: $leftover"
-echo "kill-anywhere: $killed SIGKILLs, resumed each time"
+  leftover=$(find "$1" -name '*.tmp.*' -o -name '*.old.*')
+  [ -z "$leftover" ] || fail "$1: temporary files left in the run directory: $leftover"
+}
+killed=0 round=1 tries=0
+while [ $killed -lt "$KILLS" ] && [ $tries -lt $((KILLS * 3)) ]; do
+  tries=$((tries + 1))
+  dir=$WORK/k$round
+  flags=()
+  [ -d "$dir" ] && flags=(--resume)
+  "$PD_TRAIN" "$WORK/kill.yaml" --out "$dir" "${ARGS[@]}" "${flags[@]}" &
+  pid=$!
+  ms=$((RANDOM % 1300))  # a whole run takes about 1.3 s here: start-up, 3 epochs, evaluation, writes
+  sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+  if kill -9 $pid 2>/dev/null; then killed=$((killed + 1)); fi
+  wait $pid 2>/dev/null
+  rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 137 ] || fail "run $tries exited with $rc (not killed, not finished)"
+  check_files "$dir" "$tries"
+  if [ $rc -eq 0 ] && [ -e "$dir/model.pdparams" ]; then finish_round "$dir"; round=$((round + 1)); fi
+done
+[ -d "$WORK/k$round" ] && finish_round "$WORK/k$round"
+echo "kill-anywhere: $killed SIGKILLs; $tries starts; $round runs resumed to their end and compared"
 [ $fails -eq 0 ] && echo "pd-train kill-anywhere: all checks passed"
 exit $fails
