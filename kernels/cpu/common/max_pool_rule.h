@@ -19,7 +19,7 @@ constexpr T max_identity() {
 // The running max: NaN wins and sticks (once m is NaN, v > m stays false).
 template <typename T>
 inline T nan_max(T m, T v) {
-  return (v > m) | (v != v) ? v : m;
+  return ((v > m) | (v != v)) ? v : m;
 }
 
 // Whether v is the window max m (a NaN max is matched by a NaN): the gradient goes to the first such v.

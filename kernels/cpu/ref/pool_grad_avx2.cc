@@ -9,9 +9,9 @@
 #include <immintrin.h>
 
 #include "cpu/common/max_pool_rule.h"
+#include "cpu/common/target_pragma.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+PD_TARGET_PUSH("avx2,fma")
 
 namespace pd::kernels::reference {
 namespace {
@@ -87,7 +87,7 @@ void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t 
 
 }  // namespace pd::kernels::reference
 
-#pragma GCC pop_options
+PD_TARGET_POP
 
 #else  // not x86-64: pd::cpu_has_avx2_fma() is false and pool.cc never calls this
 

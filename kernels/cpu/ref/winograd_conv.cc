@@ -93,7 +93,7 @@ struct Of {
   PD_WINO_INLINE T operator()(T v) const { return activate<A>(v, alpha); }
   PD_WINO_INLINE Vec<T> vec(Vec<T> v) const {
     if constexpr (A == Activation::none) return v;
-    else if constexpr (A == Activation::relu) return (v > T(0)) | (v != v) ? v : Vec<T>{};  // NaN stays
+    else if constexpr (A == Activation::relu) return ((v > T(0)) | (v != v)) ? v : Vec<T>{};  // NaN stays
     else return lanes<T>(*this, v);
   }
 };

@@ -62,35 +62,46 @@ PD_WINO_INLINE void store(T* p, const V& v) {
 }
 
 // Lane 0 shuffled into every lane: one broadcast instruction (a loop or `{} + s` is not turned into one).
+// __builtin_shufflevector (constant lane indices) is the spelling GCC (12+) and clang share.
+template <typename V, size_t... I>
+PD_WINO_INLINE V lane0_everywhere(const V& v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I * 0)...);
+}
 template <typename T, typename V = Vec<T>>
 PD_WINO_INLINE V splat(T s) {
-  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> Index;
-  typedef Index Mask __attribute__((vector_size(sizeof(V))));
-  return __builtin_shuffle(V{s}, Mask{});
+  return lane0_everywhere(V{s}, std::make_index_sequence<lanes_of<V>>{});
 }
 
 // o[j][i] = r[i][j] for an 8x8 block of floats: the gathers and scatters between the channel vectors and
 // NCHW rows. The masks are those of unpack, shuffle and 128-bit permutes, which GCC emits as such.
 PD_WINO_INLINE void transpose8(const Vec<float>* r, Vec<float>* o) {
-  typedef int32_t Mask __attribute__((vector_size(32)));
-  const Mask lo{0, 8, 1, 9, 4, 12, 5, 13}, hi{2, 10, 3, 11, 6, 14, 7, 15};
-  const Mask pair_lo{0, 1, 8, 9, 4, 5, 12, 13}, pair_hi{2, 3, 10, 11, 6, 7, 14, 15};
-  const Mask half_lo{0, 1, 2, 3, 8, 9, 10, 11}, half_hi{4, 5, 6, 7, 12, 13, 14, 15};
+#define PD_LO 0, 8, 1, 9, 4, 12, 5, 13
+#define PD_HI 2, 10, 3, 11, 6, 14, 7, 15
+#define PD_PAIR_LO 0, 1, 8, 9, 4, 5, 12, 13
+#define PD_PAIR_HI 2, 3, 10, 11, 6, 7, 14, 15
+#define PD_HALF_LO 0, 1, 2, 3, 8, 9, 10, 11
+#define PD_HALF_HI 4, 5, 6, 7, 12, 13, 14, 15
   Vec<float> t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], PD_LO);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], PD_HI);
   }
   for (int i = 0; i < 8; i += 4) {
-    u[i] = __builtin_shuffle(t[i], t[i + 2], pair_lo);
-    u[i + 1] = __builtin_shuffle(t[i], t[i + 2], pair_hi);
-    u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], pair_lo);
-    u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], pair_hi);
+    u[i] = __builtin_shufflevector(t[i], t[i + 2], PD_PAIR_LO);
+    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], PD_PAIR_HI);
+    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], PD_PAIR_LO);
+    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], PD_PAIR_HI);
   }
   for (int i = 0; i < 4; ++i) {
-    o[i] = __builtin_shuffle(u[i], u[i + 4], half_lo);
-    o[i + 4] = __builtin_shuffle(u[i], u[i + 4], half_hi);
+    o[i] = __builtin_shufflevector(u[i], u[i + 4], PD_HALF_LO);
+    o[i + 4] = __builtin_shufflevector(u[i], u[i + 4], PD_HALF_HI);
   }
+#undef PD_LO
+#undef PD_HI
+#undef PD_PAIR_LO
+#undef PD_PAIR_HI
+#undef PD_HALF_LO
+#undef PD_HALF_HI
 }
 
 // out[k * os] = (B^T in)[k] for the 6 values in[0], in[is], ..., in[5 * is].

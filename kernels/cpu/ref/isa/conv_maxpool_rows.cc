@@ -2,7 +2,7 @@
 // once per set (libcore/CMakeLists.txt, pd_add_isa_variants), through a wrapper that defines
 //   PD_ISA         the vector type of conv_maxpool_simd.h (Avx2, Avx512)
 //   PD_ISA_FN(f)   f with the set's suffix (pooled_rows_avx2)
-//   PD_ISA_TARGET  GCC's target string ("avx2,fma")
+//   PD_ISA_TARGET  the target string ("avx2,fma")
 // (the build targets baseline x86-64); conv_maxpool.cc calls them only after the runtime check in
 // pd/core/cpu_features.h.
 #include <algorithm>
@@ -17,12 +17,10 @@
 #if defined(__x86_64__)
 #include "cpu/ref/conv_maxpool_simd.h"
 
-#define PD_DO_PRAGMA(x) _Pragma(#x)
-#define PD_TARGET_PRAGMA(t) PD_DO_PRAGMA(GCC target(t))
+#include "cpu/common/target_pragma.h"
 
 // The kernel templates after every other header, so that only their code takes the target.
-#pragma GCC push_options
-PD_TARGET_PRAGMA(PD_ISA_TARGET)
+PD_TARGET_PUSH(PD_ISA_TARGET)
 #include "cpu/ref/conv_maxpool_channels.h"
 #include "cpu/ref/conv_maxpool_columns.h"
 
@@ -33,7 +31,7 @@ void PD_ISA_FN(pooled_rows)(const Geom& g, int64_t n, int64_t p0, int64_t p1) {
 }
 
 }  // namespace pd::kernels::reference::direct
-#pragma GCC pop_options
+PD_TARGET_POP
 
 #else  // not x86-64: the CPU checks are false and the composition always runs
 
