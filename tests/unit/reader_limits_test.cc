@@ -78,9 +78,13 @@ TEST_CASE("shape limits: rank, extent and element count", "[limits]") {
              Catch::StartsWith("x.npy: rank 65 is above the limit of 64"));
   CHECK(pd::checked_numel({1 << 20, 1 << 20}, "x") == pd::kMaxNumel);
   CHECK_THAT(error_of([] { pd::check_shape_limits({(1 << 20) + 1, 1 << 20}, "x"); }), Catch::Contains("more than"));
-  // An empty tensor has no elements, but no extent may pass the limit either.
+  // An empty tensor has no elements, but no extent may pass the limit either, nor may the other extents
+  // multiply past it (its strides would overflow: fuzz_idx found that with UBSan).
   CHECK_NOTHROW(pd::check_shape_limits({0, pd::kMaxNumel}, "x"));
   CHECK_THAT(error_of([] { pd::check_shape_limits({0, pd::kMaxNumel + 1}, "x"); }), Catch::Contains("extent"));
+  CHECK_THAT(error_of([] { pd::check_shape_limits({0, 1 << 30, 1 << 30}, "x"); }), Catch::Contains("more than"));
+  // Strides of such a tensor made by hand wrap instead of overflowing (UBSan in the PD_FUZZ build).
+  CHECK(pd::contiguous_strides({0, int64_t{1} << 40, int64_t{1} << 40, 2})[3] == 1);
   // Saturating products: extents whose true product overflows int64 are refused, not wrapped.
   CHECK_THAT(error_of([] { pd::check_shape_limits({1 << 30, 1 << 30, 1 << 30}, "x"); }), Catch::Contains("more than"));
   CHECK_THAT(error_of([] { pd::check_shape_limits({-1, 3}, "x"); }), Catch::Contains("negative"));
