@@ -96,8 +96,6 @@ RunDir::~RunDir() {
   if (created_ && !committed_) fs::remove(path_, ec);  // only if empty: never takes anything else with it
 }
 
-bool RunDir::has_run() const { return !run_files_in(path_).empty(); }
-
 void RunDir::remove_run_files() const {
   for (const char* f : kRunFiles) {
     std::error_code ec;

@@ -24,7 +24,6 @@ class RunDir {
 
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
-  bool has_run() const;  // any file a run writes is there
   // Removes the files of an earlier run (overwrite mode) and temporaries left by a killed writer.
   void remove_run_files() const;
   void remove_stale_temporaries() const;
