@@ -29,6 +29,8 @@ class AccumulateGrad final : public GradNode {
     if (!creating_graph()) g = g.detach();
     Tensor& acc = leaf->autograd->grad;
     acc = acc.defined() ? ops::add(acc, g) : g;
+    // Every gradient reaching this leaf has been summed before this node ran (the engine counts them).
+    for (auto& hook : leaf->autograd->post_accumulate_hooks) hook();
     return {};
   }
   std::string name() const override { return "AccumulateGrad"; }

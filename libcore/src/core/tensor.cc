@@ -148,4 +148,14 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
     meta.hooks.push_back(std::move(hook));
 }
 
+void Tensor::register_post_accumulate_grad_hook(std::function<void()> hook) const {
+  PD_CHECK(requires_grad() && is_leaf(), ErrorCode::kInvalidArgument,
+           "register_post_accumulate_grad_hook: only a leaf that requires grad accumulates a gradient");
+  autograd_meta(impl_.get()).post_accumulate_hooks.push_back(std::move(hook));
+}
+
+void Tensor::clear_post_accumulate_grad_hooks() const {
+  if (defined() && impl_->autograd) impl_->autograd->post_accumulate_hooks.clear();
+}
+
 }  // namespace pd

@@ -119,6 +119,8 @@ DataLoader::DataLoader(Dataset data, LoaderOptions options, std::vector<Transfor
            options_.batch_size);
   PD_CHECK(options_.prefetch >= 0, ErrorCode::kInvalidArgument, "DataLoader: prefetch must be >= 0, got {}",
            options_.prefetch);
+  PD_CHECK(options_.shards >= 1 && options_.shard >= 0 && options_.shard < options_.shards, ErrorCode::kInvalidArgument,
+           "DataLoader: shard {} is not one of {} shards", options_.shard, options_.shards);
   data_.features = data_.features.contiguous();  // make_batch copies whole rows
   data_.labels = data_.labels.contiguous();
   const Shape sample(data_.features.shape().begin() + 1, data_.features.shape().end());
@@ -193,9 +195,11 @@ std::optional<Batch> DataLoader::next() {
 
 Batch DataLoader::make_batch(int64_t index) const {
   const int64_t n = data_.size();
-  const int64_t begin = index * options_.batch_size;
-  const int64_t end = std::min(n, begin + options_.batch_size);
-  const int64_t count = end - begin;
+  const int64_t global_begin = index * options_.batch_size;
+  const int64_t global_count = std::min(n, global_begin + options_.batch_size) - global_begin;
+  const int64_t part = global_count / options_.shards, extra = global_count % options_.shards;
+  const int64_t begin = global_begin + options_.shard * part + std::min<int64_t>(options_.shard, extra);
+  const int64_t count = part + (options_.shard < extra ? 1 : 0);
   Shape shape = data_.features.shape();
   const Shape sample_shape(shape.begin() + 1, shape.end());
   const int64_t row = shape_numel(sample_shape);
@@ -203,6 +207,7 @@ Batch DataLoader::make_batch(int64_t index) const {
 
   Batch batch;
   batch.index = index;
+  batch.global_size = global_count;
   batch.x = Tensor::empty(shape, DType::f32);
   batch.y = Tensor::empty({count}, DType::i64);
   float* x = batch.x.data<float>();

@@ -291,7 +291,7 @@ void parse_data(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
 
 void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads",
-                               "device", "check_nan_inf", "checkpoint_every"});
+                               "device", "check_nan_inf", "checkpoint_every", "bucket_mb"});
   TrainSpec& t = spec.train;
   if (node["batch_size"]) t.batch_size = c.integer_in(node["batch_size"], "batch_size", 1, kMaxBatch);
   if (node["epochs"]) t.epochs = c.integer_in(node["epochs"], "epochs", 1, kMaxEpochs);
@@ -310,6 +310,8 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   }
   if (node["check_nan_inf"]) t.check_nan_inf = c.boolean(node["check_nan_inf"], "check_nan_inf");
   if (node["checkpoint_every"]) t.checkpoint_every = c.integer(node["checkpoint_every"], "checkpoint_every", 1);
+  if (node["bucket_mb"])
+    t.bucket_mb = c.number_in(node["bucket_mb"], "bucket_mb", [](double v) { return v > 0 && v <= 4096; }, "(0, 4096] (MiB)");
   t.schedule.base_lr = 0.01;
   if (const YAML::Node o = node["optimizer"]) {
     c.check_keys(o, "optimizer", {"type", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay"});

@@ -85,7 +85,8 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     const LayerSpec& l = layers_[i]->spec();
     std::vector<Tensor> in;
     for (const auto& name : l.inputs) in.push_back(values.at(name));
-    ForwardCtx ctx{training, mix(mix(spec_.train.seed, static_cast<uint64_t>(step)), i)};
+    const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
+    ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i)};
     values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
   }
   return values;

@@ -26,11 +26,16 @@ T field(const io::TensorArchive& a, const std::string& path, const char* key, T 
 
 void save_checkpoint(const std::string& path, model::Network& net, const Optimizer& opt, const RunState& s,
                      const RunFacts& f, uint64_t spec_hash) {
+  io::write_file_atomic(path, encode_checkpoint(net, opt, s, f, spec_hash));
+}
+
+std::string encode_checkpoint(model::Network& net, const Optimizer& opt, const RunState& s, const RunFacts& f,
+                              uint64_t spec_hash, const std::map<std::string, std::string>& extra) {
   std::map<std::string, Tensor> t;
   for (const auto& [k, v] : net.state()) t["param/" + k] = v;
   for (const auto& [k, v] : opt.state()) t["optim/" + k] = v;
-  io::save_tensors(path, t,
-                   {{"kind", "paddle-cpp checkpoint"},
+  std::map<std::string, std::string> meta = extra;
+  meta.merge(std::map<std::string, std::string>{{"kind", "paddle-cpp checkpoint"},
                     {"epoch", std::to_string(s.epoch)},
                     {"batch", std::to_string(s.batch)},
                     {"step", std::to_string(s.step)},
@@ -43,10 +48,16 @@ void save_checkpoint(const std::string& path, model::Network& net, const Optimiz
                     {"schedule_steps", std::to_string(f.schedule_steps)},
                     {"spec_hash", std::to_string(spec_hash)},
                     {"model_yaml", net.spec().yaml_text}});
+  return io::encode_tensors("checkpoint", t, meta);
 }
 
 Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer& opt, uint64_t spec_hash) {
-  io::TensorArchive a = io::load_tensors(path);
+  return restore_checkpoint(io::read_file_bytes(path), path, net, opt, spec_hash);
+}
+
+Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer& opt,
+                              uint64_t spec_hash) {
+  io::TensorArchive a = io::parse_tensors(bytes, path);
   PD_CHECK(a.metadata["kind"] == "paddle-cpp checkpoint", ErrorCode::kParse, "{}: not a pd-train checkpoint", path);
   PD_CHECK(a.metadata["spec_hash"] == std::to_string(spec_hash), ErrorCode::kInvalidArgument,
            "{}: the checkpoint was written for a different model, optimizer or schedule than {}; resume with the YAML it was "
@@ -67,6 +78,7 @@ Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimiz
            "{}: the checkpoint lacks its epoch, batch or step", path);
   c.facts = {field<int64_t>(a, path, "train_samples", -1), field<int64_t>(a, path, "batches_per_epoch", -1),
              field<int64_t>(a, path, "epochs", -1), field<int64_t>(a, path, "schedule_steps", -1)};
+  c.metadata = a.metadata;
   return c;
 }
 

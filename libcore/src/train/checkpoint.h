@@ -23,12 +23,19 @@ struct RunFacts {
 
 void save_checkpoint(const std::string& path, model::Network& net, const Optimizer& opt, const RunState& state,
                      const RunFacts& facts, uint64_t spec_hash);
+// The checkpoint's bytes (pd-dist sends them from rank 0 to the other ranks); `extra` adds metadata.
+std::string encode_checkpoint(model::Network& net, const Optimizer& opt, const RunState& state, const RunFacts& facts,
+                              uint64_t spec_hash, const std::map<std::string, std::string>& extra = {});
 
 struct Checkpoint {
   RunState state;
   RunFacts facts;
+  std::map<std::string, std::string> metadata;
 };
 // Loads parameters and optimizer state into `net` and `opt`; refuses a checkpoint of another model.
 Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer& opt, uint64_t spec_hash);
+// The same, from bytes already read; `path` names them in messages.
+Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer& opt,
+                              uint64_t spec_hash);
 
 }  // namespace pd::train

@@ -16,6 +16,7 @@
 #include "pd/autograd/autograd.h"
 #include "pd/core/allocator.h"
 #include "pd/data/readers.h"
+#include "pd/dist/data_parallel.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
 #include "pd/core/threads.h"
@@ -97,12 +98,16 @@ struct EvalResult {
   double loss = 0, acc = 0;
 };
 
-EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::string& feature, int64_t step) {
+// Loss and accuracy over the test set; with data parallel each rank evaluates its shard and the sums
+// are added up over ranks.
+EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::string& feature, int64_t step,
+                    dist::DataParallel* dp) {
   NoGradGuard no_grad;
   loader.start_epoch(0);
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
   while (auto b = loader.next()) {
+    if (b->y.numel() == 0) continue;  // a rank's empty share of a short last batch
     const Tensor y = b->y.to(net.place());
     auto values = net.forward({{feature, b->x.to(net.place())}}, false, step);
     const int64_t n = y.numel();
@@ -111,7 +116,9 @@ EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::st
     correct += ops::sum(ops::cast(ops::equal(pred, y), DType::i64)).item<int64_t>();
     seen += n;
   }
-  return {seen ? loss_sum / seen : 0, seen ? static_cast<double>(correct) / seen : 0};
+  std::vector<double> sums{loss_sum, static_cast<double>(correct), static_cast<double>(seen)};
+  if (dp) dp->sum(sums, "evaluation sums");
+  return {sums[2] > 0 ? sums[0] / sums[2] : 0, sums[2] > 0 ? sums[1] / sums[2] : 0};
 }
 
 double peak_rss_mib() {
@@ -200,29 +207,48 @@ int Trainer::run() {
            "--resume continues the run in --out and --overwrite replaces it: pass one of them");
   PD_CHECK(!(opt_.resume && !opt_.init_from.empty()), ErrorCode::kInvalidArgument,
            "--init-from starts a new run from a model's parameters; --resume continues from the run's checkpoint: pass one of them");
+  // Started by pd-dist: meet the other ranks first. Rank 0 owns the run directory and decides where
+  // the run starts; the others receive its state and write nothing.
+  std::unique_ptr<dist::DataParallel> dp;
+  if (auto env = dist::DistEnv::from_environment()) dp = std::make_unique<dist::DataParallel>(*env);
+  const int rank = dp ? dp->rank() : 0, world = dp ? dp->world() : 1;
+  const bool lead = rank == 0;
+  if (dp && dp->env().restart > 0) {
+    // A restarted job continues the run its first start made.
+    if (auto path = dp->store().try_get("job/run_dir"); path && opt_.out_dir.empty()) opt_.out_dir.assign(path->begin(), path->end());
+    opt_.resume = true;
+    opt_.overwrite = false;
+    opt_.init_from.clear();
+  }
+  if (!lead) opt_.quiet = true, opt_.json = false;
   // Claimed first, so that a used directory is refused before any work; a failure before commit()
   // removes a directory this start created.
-  RunDir dir = RunDir::claim(opt_.out_dir, spec_.name,
-                             opt_.resume ? RunDir::Mode::resume : opt_.overwrite ? RunDir::Mode::overwrite : RunDir::Mode::fresh);
+  std::optional<RunDir> dir;
+  if (lead)
+    dir.emplace(RunDir::claim(opt_.out_dir, spec_.name,
+                              opt_.resume ? RunDir::Mode::resume : opt_.overwrite ? RunDir::Mode::overwrite : RunDir::Mode::fresh));
   if (opt_.epochs > 0) spec_.train.epochs = opt_.epochs;
   if (opt_.check_nan_inf) spec_.train.check_nan_inf = true;
   pd::set_num_threads(opt_.threads > 0 ? opt_.threads : spec_.train.threads);
   const bool tty = !opt_.quiet && isatty(STDERR_FILENO);
-  const std::string ckpt = dir.file("checkpoint.pdckpt");
+  const std::string ckpt = lead ? dir->file("checkpoint.pdckpt") : "";
 
   const Place device = parse_place(opt_.device.empty() ? spec_.train.device : opt_.device);
   model::Network net(spec_);
   net.to(device);  // before the optimizer, whose state is made beside the parameters
+  net.set_rng_stream(static_cast<uint64_t>(rank));
   const model::InputSpec& feat = feature_input(spec_);
+  // With N ranks, batch_size stays the global batch: each rank takes its share of every batch.
   data::DataLoader train_loader(load_source(spec_.data.train, feat, opt_.limit),
-                                {.batch_size = spec_.train.batch_size, .shuffle = true, .seed = spec_.train.seed},
+                                {.batch_size = spec_.train.batch_size, .shuffle = true, .seed = spec_.train.seed,
+                                 .shard = rank, .shards = world},
                                 [&] {
                                   auto t = spec_.data.transforms;
                                   t.insert(t.end(), spec_.data.train_transforms.begin(), spec_.data.train_transforms.end());
                                   return t;
                                 }());
-  data::DataLoader test_loader(load_source(spec_.data.test, feat, opt_.limit), {.batch_size = 500, .shuffle = false},
-                               spec_.data.transforms);
+  data::DataLoader test_loader(load_source(spec_.data.test, feat, opt_.limit),
+                               {.batch_size = 500, .shuffle = false, .shard = rank, .shards = world}, spec_.data.transforms);
   const int64_t per_epoch = train_loader.batches_per_epoch();
   ScheduleConfig sched_cfg = spec_.train.schedule;
   if (sched_cfg.total_steps == 0) sched_cfg.total_steps = std::max<int64_t>(1, per_epoch * spec_.train.epochs);
@@ -232,58 +258,86 @@ int Trainer::run() {
 
   RunState st;
   std::vector<EpochMetrics> history;
-  const bool resuming = opt_.resume && fs::exists(ckpt);
-  if (resuming) {
-    const Checkpoint c = load_checkpoint(ckpt, net, optim, hash);
-    st = c.state;
-    const RunFacts& was = c.facts;
-    PD_CHECK(was.train_samples < 0 || (was.train_samples == facts_now.train_samples && was.batches_per_epoch == per_epoch),
-             ErrorCode::kInvalidArgument,
-             "{}: the run trained on {} samples per epoch ({} batches), but this start has {} ({} batches): resume with the "
-             "same data and --limit, or start a new run",
-             ckpt, was.train_samples, was.batches_per_epoch, facts_now.train_samples, per_epoch);
-    PD_CHECK(st.epoch <= spec_.train.epochs, ErrorCode::kInvalidArgument,
-             "{}: the run has already trained {} epochs, more than the {} asked for; pass --epochs {} or more to continue it",
-             ckpt, st.epoch, spec_.train.epochs, st.epoch + 1);
-    // A schedule laid out over the run's length changes with it: say so, with what it does to the lr.
-    if (was.schedule_steps > 0 && was.schedule_steps != sched_cfg.total_steps && sched_cfg.kind == ScheduleKind::Cosine &&
-        !opt_.quiet) {
-      ScheduleConfig old_cfg = sched_cfg;
-      old_cfg.total_steps = was.schedule_steps;
-      fmt::print(stderr,
-                 "note: the cosine schedule is stretched from {} steps ({} epochs) to {} ({} epochs); at step {} the learning "
-                 "rate goes from {:.3g} on the old curve to {:.3g} on the new one\n",
-                 was.schedule_steps, was.epochs, sched_cfg.total_steps, spec_.train.epochs, st.step,
-                 LrSchedule(old_cfg).lr(st.step), LrSchedule(sched_cfg).lr(st.step));
-    }
-    for (const auto& m : read_metrics(dir.file("metrics.jsonl")))
-      if (m.epoch <= st.epoch) history.push_back(m);  // lines past the checkpoint are redone
-    dir.remove_stale_temporaries();
-    if (st.epoch == spec_.train.epochs && model_files_ok(dir)) {
-      if (!opt_.quiet)
+  bool resuming = false, finished = false;
+  if (lead) {
+    resuming = opt_.resume && fs::exists(ckpt);
+    if (resuming) {
+      const Checkpoint c = load_checkpoint(ckpt, net, optim, hash);
+      st = c.state;
+      const RunFacts& was = c.facts;
+      PD_CHECK(was.train_samples < 0 || (was.train_samples == facts_now.train_samples && was.batches_per_epoch == per_epoch),
+               ErrorCode::kInvalidArgument,
+               "{}: the run trained on {} samples per epoch ({} batches), but this start has {} ({} batches): resume with the "
+               "same data and --limit, or start a new run",
+               ckpt, was.train_samples, was.batches_per_epoch, facts_now.train_samples, per_epoch);
+      PD_CHECK(st.epoch <= spec_.train.epochs, ErrorCode::kInvalidArgument,
+               "{}: the run has already trained {} epochs, more than the {} asked for; pass --epochs {} or more to continue it",
+               ckpt, st.epoch, spec_.train.epochs, st.epoch + 1);
+      // A schedule laid out over the run's length changes with it: say so, with what it does to the lr.
+      if (was.schedule_steps > 0 && was.schedule_steps != sched_cfg.total_steps && sched_cfg.kind == ScheduleKind::Cosine &&
+          !opt_.quiet) {
+        ScheduleConfig old_cfg = sched_cfg;
+        old_cfg.total_steps = was.schedule_steps;
+        fmt::print(stderr,
+                   "note: the cosine schedule is stretched from {} steps ({} epochs) to {} ({} epochs); at step {} the learning "
+                   "rate goes from {:.3g} on the old curve to {:.3g} on the new one\n",
+                   was.schedule_steps, was.epochs, sched_cfg.total_steps, spec_.train.epochs, st.step,
+                   LrSchedule(old_cfg).lr(st.step), LrSchedule(sched_cfg).lr(st.step));
+      }
+      for (const auto& m : read_metrics(dir->file("metrics.jsonl")))
+        if (m.epoch <= st.epoch) history.push_back(m);  // lines past the checkpoint are redone
+      dir->remove_stale_temporaries();
+      finished = st.epoch == spec_.train.epochs && model_files_ok(*dir);
+      if (finished && !opt_.quiet)
         fmt::print(stderr, "{}: the run has already finished its {} epochs; nothing to do (pass --epochs N to train longer)\n",
-                   dir.path(), st.epoch);
-      dir.commit();
-      return 0;
+                   dir->path(), st.epoch);
+      else if (!opt_.quiet)
+        fmt::print(stderr, "resuming {} at epoch {}, batch {} (step {})\n", dir->path(), st.epoch + 1, st.batch, st.step);
+    } else {
+      if (opt_.resume && !opt_.quiet)
+        fmt::print(stderr, "note: {} has no checkpoint yet; starting the run from the beginning\n", dir->path());
+      if (opt_.overwrite) dir->remove_run_files();
+      if (!opt_.init_from.empty()) init_from_model(net, opt_.init_from, opt_.quiet);
     }
-    if (!opt_.quiet)
-      fmt::print(stderr, "resuming {} at epoch {}, batch {} (step {})\n", dir.path(), st.epoch + 1, st.batch, st.step);
-  } else {
-    if (opt_.resume && !opt_.quiet)
-      fmt::print(stderr, "note: {} has no checkpoint yet; starting the run from the beginning\n", dir.path());
-    if (opt_.overwrite) dir.remove_run_files();
-    if (!opt_.init_from.empty()) init_from_model(net, opt_.init_from, opt_.quiet);
+  }
+  if (dp) {
+    // Every rank starts from rank 0's weights, optimizer state and place in the run.
+    const std::string state = lead ? encode_checkpoint(net, optim, st, facts_now, hash,
+                                                       {{"finished", finished ? "1" : "0"}, {"resuming", resuming ? "1" : "0"}})
+                                   : std::string();
+    const std::string got = dp->broadcast_bytes(state, "initial state from rank 0");
+    if (!lead) {
+      const Checkpoint c = restore_checkpoint(got, "the state rank 0 sent", net, optim, hash);
+      st = c.state;
+      finished = c.metadata.at("finished") == "1";
+      resuming = c.metadata.at("resuming") == "1";
+    }
+  }
+  if (finished) {
+    if (lead) dir->commit();
+    return 0;
   }
   LrSchedule sched(sched_cfg);
   RunFacts facts = facts_now;
   facts.schedule_steps = sched_cfg.total_steps;
-  dir.remove_stale_temporaries();
-  dir.commit();
-  if (!resuming) io::write_file_atomic(dir.file("config.yaml"), spec_.yaml_text);
-  write_metrics(dir, history, spec_.name);
+  if (lead) {
+    dir->remove_stale_temporaries();
+    dir->commit();
+    if (dp) dp->store().set("job/run_dir", dir->path());
+    if (!resuming) io::write_file_atomic(dir->file("config.yaml"), spec_.yaml_text);
+    write_metrics(*dir, history, spec_.name);
+  }
   if (!opt_.quiet && !resuming)
-    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}; run directory {}\n", spec_.name,
-               net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str(), dir.path());
+    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}{}; run directory {}\n", spec_.name,
+               net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str(),
+               dp ? fmt::format(" x {} ranks (batch {} = {} per rank)", world, spec_.train.batch_size,
+                                spec_.train.batch_size / world)
+                  : "",
+               dir->path());
+  std::unique_ptr<dist::GradientReducer> reducer;
+  if (dp)
+    reducer = std::make_unique<dist::GradientReducer>(dp->group(), optim.params(),
+                                                      static_cast<size_t>(spec_.train.bucket_mb * (1 << 20)));
 
   g_signal = 0;
   auto prev_int = std::signal(SIGINT, on_signal);
@@ -308,22 +362,46 @@ int Trainer::run() {
     while (auto b = train_loader.next()) {
       lr = sched.lr(st.step);
       const std::string where = fmt::format("step {} (epoch {}, batch {})", st.step + 1, st.epoch + 1, b->index + 1);
+      const int64_t n_local = b->y.numel();
+      int64_t n = n_local;
       nan_check.set_where(where + ", forward");
-      auto values = net.forward({{feature, b->x.to(device)}}, true, st.step);
-      Tensor loss = net.loss(values, b->y.to(device));
-      const double loss_value = loss.item<double>();
+      Tensor loss;
+      double loss_value = 0;
+      if (n_local > 0) {
+        auto values = net.forward({{feature, b->x.to(device)}}, true, st.step);
+        loss = net.loss(values, b->y.to(device));
+        loss_value = loss.item<double>();
+      }
+      bool stop = g_signal != 0;
+      if (dp) {
+        // The batch's loss over all ranks, and whether any rank was asked to stop: every rank decides alike.
+        std::vector<double> sums{loss_value * static_cast<double>(n_local), stop ? 1.0 : 0.0};
+        dp->sum(sums, fmt::format("loss of step {}", st.step + 1));
+        n = b->global_size;
+        loss_value = sums[0] / static_cast<double>(n);
+        stop = sums[1] > 0;
+      }
       // Checked before backward, so the weights never take a step from a NaN loss.
       PD_CHECK(std::isfinite(loss_value), ErrorCode::kInvalidArgument,
                "{}: the training loss is {}; stopped before the weights took a step from it (the last checkpoint is {}). "
                "Lower the learning rate (now {:.3g}), set train.clip_grad_norm, or run with --check-nan-inf to find the op "
                "and layer that first produced a NaN or Inf",
-               where, std::isnan(loss_value) ? "nan" : fmt::format("{}", loss_value), fs::exists(ckpt) ? ckpt : "none yet", lr);
+               where, std::isnan(loss_value) ? "nan" : fmt::format("{}", loss_value),
+               lead && fs::exists(ckpt) ? ckpt : "none yet", lr);
       nan_check.set_where(where + ", backward");
-      backward(loss);
+      if (!dp) {
+        backward(loss);
+      } else {
+        // Each rank's mean loss, weighted by its share of the batch: the averaged gradients are then
+        // exactly the gradient of the batch's mean loss, even when the shares differ.
+        const double weight = static_cast<double>(n_local) * world / static_cast<double>(n);
+        if (n_local > 0) backward({loss}, {Tensor::full_scalar(weight, loss.dtype(), loss.place())});
+        reducer->finish();
+      }
       if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
       optim.step(lr);
-      st.epoch_loss_sum += loss_value * static_cast<double>(b->y.numel());
-      st.epoch_samples += b->y.numel();
+      st.epoch_loss_sum += loss_value * static_cast<double>(n);
+      st.epoch_samples += n;
       ++st.step;
       st.batch = b->index + 1;
       st.epoch_seconds = seconds_before + seconds_since(t0);
@@ -334,24 +412,28 @@ int Trainer::run() {
                    spec_.train.epochs, st.batch, per_epoch, st.epoch_loss_sum / st.epoch_samples, lr, rate,
                    fmt_duration(remaining));
       }
-      if (g_signal != 0) {
-        save_checkpoint(ckpt, net, optim, st, facts, hash);
-        fmt::print(stderr, "\n{}: interrupted; checkpoint saved at epoch {} batch {}. Resume with: pd-train {} --out {} --resume\n",
-                   spec_.name, st.epoch + 1, st.batch, spec_.file, dir.path());
+      if (stop) {
+        if (lead) {
+          save_checkpoint(ckpt, net, optim, st, facts, hash);
+          fmt::print(stderr, "\n{}: interrupted; checkpoint saved at epoch {} batch {}. Resume with: pd-train {} --out {} --resume\n",
+                     spec_.name, st.epoch + 1, st.batch, spec_.file, dir->path());
+        }
         return 130;
       }
-      if (spec_.train.checkpoint_every > 0 && st.step % spec_.train.checkpoint_every == 0 && st.batch < per_epoch)
+      if (lead && spec_.train.checkpoint_every > 0 && st.step % spec_.train.checkpoint_every == 0 && st.batch < per_epoch)
         save_checkpoint(ckpt, net, optim, st, facts, hash);
     }
     if (tty) fmt::print(stderr, "\r\033[K");
     nan_check.set_where(fmt::format("evaluation after epoch {}", st.epoch + 1));
-    EvalResult ev = evaluate(net, test_loader, feature, st.step);
+    EvalResult ev = evaluate(net, test_loader, feature, st.step, dp.get());
     EpochMetrics m{st.epoch + 1, st.epoch_samples ? st.epoch_loss_sum / st.epoch_samples : 0, ev.loss, ev.acc,
                    st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step};
     history.push_back(m);
-    // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
-    write_metrics(dir, history, spec_.name);
-    save_checkpoint(ckpt, net, optim, RunState{st.epoch + 1, 0, st.step}, facts, hash);
+    if (lead) {
+      // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
+      write_metrics(*dir, history, spec_.name);
+      save_checkpoint(ckpt, net, optim, RunState{st.epoch + 1, 0, st.step}, facts, hash);
+    }
     if (opt_.json) fmt::print("{}\n", metrics_json(m));
     else if (!opt_.quiet)
       fmt::print(stderr, "epoch {}/{}: train_loss {:.4f} test_loss {:.4f} test_acc {:.4f} ({:.0f} samples/s, {:.1f} s, peak RSS {:.0f} MiB)\n",
@@ -363,13 +445,14 @@ int Trainer::run() {
     }
   }
   checking.reset();
+  if (!lead) return 0;
   const double acc = history.empty() ? 0 : history.back().test_acc;
   net.to(Place::cpu());  // model files hold host tensors; export traces the network on the CPU
-  save_model(dir.file("model.pdparams"), net, {{"test_acc", fmt::format("{:.5f}", acc)}});
+  save_model(dir->file("model.pdparams"), net, {{"test_acc", fmt::format("{:.5f}", acc)}});
   // The same model as a static program for pd-infer (model.pdmodel + model.pdiparams).
-  io::save_program(dir.file("model.pdmodel"), model::to_program(net),
+  io::save_program(dir->file("model.pdmodel"), model::to_program(net),
                    {{"name", spec_.name}, {"test_acc", fmt::format("{:.5f}", acc)}, {"model_yaml", spec_.yaml_text}});
-  if (!opt_.quiet) fmt::print(stderr, "model written to {0}/model.pdparams and {0}/model.pdmodel\n", dir.path());
+  if (!opt_.quiet) fmt::print(stderr, "model written to {0}/model.pdparams and {0}/model.pdmodel\n", dir->path());
   return 0;
 }
 

@@ -28,6 +28,9 @@ struct AutogradMeta {
   int output_nr = 0;
   std::shared_ptr<GradNode> accumulator;  // leaves: the AccumulateGrad node, created on first use
   std::vector<std::function<Tensor(const Tensor&)>> hooks;
+  // Leaves: run once .grad holds this backward pass's whole gradient (data-parallel reducers start
+  // their allreduce here, while backward goes on).
+  std::vector<std::function<void()>> post_accumulate_hooks;
 };
 
 class GradNode : public std::enable_shared_from_this<GradNode> {

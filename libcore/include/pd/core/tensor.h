@@ -106,6 +106,10 @@ class Tensor {
   Tensor detach() const;                    // same storage, no history
   // Called with the gradient flowing into this tensor; may return a replacement.
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // Leaves only: called after backward has added this pass's gradient into .grad() (PyTorch's
+  // register_post_accumulate_grad_hook). The hook must not hold the tensor itself (a cycle).
+  void register_post_accumulate_grad_hook(std::function<void()> hook) const;
+  void clear_post_accumulate_grad_hooks() const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

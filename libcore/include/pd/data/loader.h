@@ -43,12 +43,17 @@ struct LoaderOptions {
   bool drop_last = false;  // false: the last partial batch is returned
   uint64_t seed = 0;
   int prefetch = 2;        // batches prepared ahead by the background thread (0 = synchronous)
+  // Data parallel: batch_size is the global batch; this loader returns part `shard` of `shards` of each
+  // (equal parts, the first ones one sample larger when it does not divide). Order and augmentation
+  // are the same as with one shard, so N ranks see exactly the samples one process would.
+  int shard = 0, shards = 1;
 };
 
 struct Batch {
   Tensor x;            // f32 [B, ...] after transforms
   Tensor y;            // i64 [B]
   int64_t index = 0;   // batch number within the epoch
+  int64_t global_size = 0;  // samples in the whole batch, over all shards
 };
 
 class DataLoader {

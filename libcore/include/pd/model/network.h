@@ -70,6 +70,7 @@ struct TrainSpec {
   std::string device = "cpu";       // where pd-train runs: cpu, cuda, cuda:N (--device overrides)
   bool check_nan_inf = false;       // check every op's outputs for NaN/Inf (--check-nan-inf)
   int64_t checkpoint_every = 0;     // also checkpoint every N steps within an epoch (0 = per epoch only)
+  double bucket_mb = 25;            // pd-dist: gradients are averaged in buckets of about this size
 };
 
 struct ModelSpec {
@@ -120,6 +121,9 @@ class Network {
   // optimizer made afterwards see them there). Inputs passed to forward must be on it too.
   void to(Place place);
   Place place() const { return place_; }
+  // Data parallel: each rank passes its rank, so that ranks draw different dropout masks (0 = the
+  // single-process stream).
+  void set_rng_stream(uint64_t stream) { rng_stream_ = stream; }
 
   // One row per layer: name, type, output shape (with the batch axis as -1... shown as N), parameter count.
   struct Row {
@@ -135,6 +139,7 @@ class Network {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
+  uint64_t rng_stream_ = 0;
   std::vector<Row> rows_;
 };
 

@@ -1,0 +1,189 @@
+#include "pd/dist/data_parallel.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "pd/core/error.h"
+
+namespace pd::dist {
+namespace {
+
+const char* env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  int x = 0;
+  const char* end = v + std::strlen(v);
+  auto [p, ec] = std::from_chars(v, end, x);
+  PD_CHECK(ec == std::errc() && p == end && x >= lo && x <= hi, ErrorCode::kInvalidArgument,
+           "environment variable {}='{}' is not an integer from {} to {} (pd-dist sets it; start distributed runs with "
+           "pd-dist)",
+           name, v, lo, hi);
+  return x;
+}
+
+}  // namespace
+
+std::optional<DistEnv> DistEnv::from_environment() {
+  if (!std::getenv("WORLD_SIZE")) return std::nullopt;
+  DistEnv e;
+  e.world = env_int("WORLD_SIZE", 1, 1, 1 << 20);
+  e.rank = env_int("RANK", -1, 0, e.world - 1);
+  PD_CHECK(e.rank >= 0, ErrorCode::kInvalidArgument, "WORLD_SIZE is set ({}) but RANK is not; start distributed runs with pd-dist",
+           e.world);
+  e.local_rank = env_int("LOCAL_RANK", 0, 0, 1 << 20);
+  e.restart = env_int("PD_DIST_RESTART", 0, 0, 1 << 20);
+  e.master_host = env_or("MASTER_ADDR", "127.0.0.1");
+  e.master_port = env_int("MASTER_PORT", -1, 1, 65535);
+  PD_CHECK(e.master_port > 0 || e.world == 1, ErrorCode::kInvalidArgument,
+           "WORLD_SIZE is {} but MASTER_PORT is not set; start distributed runs with pd-dist", e.world);
+  e.host = env_or("PD_DIST_HOST", "");
+  e.timeout = std::chrono::seconds(env_int("PD_DIST_TIMEOUT", 60, 1, 1 << 24));
+  e.status_file = env_or("PD_DIST_STATUS_FILE", "");
+  return e;
+}
+
+DataParallel::DataParallel(const DistEnv& env) : env_(env) {
+  store_ = std::make_unique<StoreClient>(env.master_host, env.master_port, env.timeout);
+  group_ = make_gloo_group(*store_, {.rank = env.rank, .world = env.world, .generation = env.restart, .host = env.host,
+                                    .timeout = env.timeout, .status_file = env.status_file});
+}
+
+std::string DataParallel::broadcast_bytes(const std::string& bytes, const std::string& what) {
+  uint64_t n = rank() == 0 ? bytes.size() : 0;
+  group_->broadcast(&n, sizeof n, 0, what + ", size");
+  std::string out = rank() == 0 ? bytes : std::string(n, '\0');
+  if (n > 0) group_->broadcast(out.data(), n, 0, what);
+  return out;
+}
+
+void DataParallel::sum(std::vector<double>& values, const std::string& what) {
+  if (!values.empty()) group_->allreduce_sum(values.data(), values.size(), what);
+}
+
+// ---- GradientReducer ----
+
+GradientReducer::GradientReducer(ProcessGroup& group, std::vector<train::NamedParam> params, size_t bucket_bytes)
+    : group_(group), params_(std::move(params)) {
+  where_.resize(params_.size());
+  arrived_.assign(params_.size(), false);
+  size_t bytes = bucket_bytes;  // start a bucket at the first parameter
+  for (size_t k = params_.size(); k-- > 0;) {
+    const Tensor& v = params_[k].value;
+    PD_CHECK(v.dtype() == DType::f32 && v.place().is_cpu(), ErrorCode::kNotImplemented,
+             "data-parallel training over Gloo averages f32 gradients on the CPU, but parameter '{}' is {} on {}",
+             params_[k].name, dtype_name(v.dtype()), v.place().str());
+    if (bytes >= bucket_bytes) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    Bucket& b = buckets_.back();
+    where_[k] = {buckets_.size() - 1, b.params.size()};
+    b.offsets.push_back(b.data.size());
+    b.params.push_back(k);
+    b.data.resize(b.data.size() + static_cast<size_t>(v.numel()));
+    bytes += static_cast<size_t>(v.numel()) * sizeof(float);
+  }
+  for (auto& b : buckets_) b.pending = b.params.size();
+  for (size_t k = 0; k < params_.size(); ++k)
+    params_[k].value.register_post_accumulate_grad_hook([this, k] { on_grad_ready(k); });
+  thread_ = std::thread([this] { communicate(); });
+}
+
+GradientReducer::~GradientReducer() {
+  for (auto& p : params_) p.value.clear_post_accumulate_grad_hooks();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void GradientReducer::on_grad_ready(size_t k) {
+  if (arrived_[k]) return;  // a second backward in one step adds nothing we have not packed
+  arrived_[k] = true;
+  const auto [bi, slot] = where_[k];
+  Bucket& b = buckets_[bi];
+  const Tensor g = params_[k].value.grad().contiguous();
+  std::memcpy(b.data.data() + b.offsets[slot], g.data<float>(), static_cast<size_t>(g.numel()) * sizeof(float));
+  if (--b.pending == 0) mark_ready(b);
+}
+
+void GradientReducer::mark_ready(Bucket& b) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    b.ready = true;
+  }
+  cv_.notify_all();
+}
+
+void GradientReducer::communicate() {
+  const float inv_world = 1.0f / static_cast<float>(group_.world());
+  for (;;) {
+    size_t i = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || (next_to_reduce_ < buckets_.size() && buckets_[next_to_reduce_].ready); });
+      if (stop_) return;
+      i = next_to_reduce_;
+    }
+    Bucket& b = buckets_[i];
+    try {
+      group_.allreduce_sum(b.data.data(), b.data.size(), fmt::format("gradients, bucket {} of {}", i + 1, buckets_.size()));
+      for (float& x : b.data) x *= inv_world;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+      return;  // the group is unusable after a failure
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      b.reduced = true;
+      ++next_to_reduce_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void GradientReducer::finish() {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (arrived_[k]) continue;
+    arrived_[k] = true;
+    const auto [bi, slot] = where_[k];
+    Bucket& b = buckets_[bi];
+    std::fill_n(b.data.data() + b.offsets[slot], params_[k].value.numel(), 0.0f);
+    if (--b.pending == 0) mark_ready(b);
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return error_ || next_to_reduce_ == buckets_.size(); });
+    if (error_) std::rethrow_exception(error_);
+  }
+  for (auto& b : buckets_) {
+    for (size_t s = 0; s < b.params.size(); ++s) {
+      const Tensor& v = params_[b.params[s]].value;
+      Tensor g = Tensor::empty(v.shape(), DType::f32);
+      std::memcpy(g.data<float>(), b.data.data() + b.offsets[s], static_cast<size_t>(v.numel()) * sizeof(float));
+      v.set_grad(g);
+    }
+  }
+  // Ready for the next step (the communication thread is idle: no bucket is ready).
+  std::fill(arrived_.begin(), arrived_.end(), false);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& b : buckets_) {
+    b.pending = b.params.size();
+    b.ready = b.reduced = false;
+  }
+  next_to_reduce_ = 0;
+}
+
+}  // namespace pd::dist
