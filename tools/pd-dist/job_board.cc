@@ -19,7 +19,9 @@ void JobBoard::meet() {
   PD_CHECK(store_.add(fmt::format("job/claim/node{}", node_), 1) == 1, ErrorCode::kInvalidArgument,
            "another pd-dist has already joined the job at {} as --node-rank {}; give each node its own --node-rank from 0 to {}",
            store_.address(), node_, settings_.nnodes - 1);
-  store_.set(fmt::format("job/node{}", node_), settings_.str());
+  // Node 0 announces itself first; the others read node 0's settings before they announce theirs, so
+  // that each side of a mismatch can say what the other has.
+  if (node_ == 0) store_.set(fmt::format("job/node{}", node_), settings_.str());
   auto check_same = [&](int other) {
     const std::string theirs = store_.get_string(
         fmt::format("job/node{}", other), {},
@@ -33,19 +35,35 @@ void JobBoard::meet() {
     for (int n = 1; n < settings_.nnodes; ++n) check_same(n);
     store_.set("job/go", "1");
   } else {
-    check_same(0);
+    const std::string node0 = store_.get_string("job/node0", {}, "node 0 to start (pd-dist --node-rank 0)");
+    store_.set(fmt::format("job/node{}", node_), settings_.str());
+    PD_CHECK(node0 == settings_.str(), ErrorCode::kInvalidArgument,
+             "node 0 joined the job at {} with {}, but node {} has {}; every node must be started with the same settings",
+             store_.address(), node0, node_, settings_.str());
     store_.get("job/go", {}, fmt::format("node 0 to see all {} nodes arrive", settings_.nnodes));
   }
 }
 
-void JobBoard::report_failure(int generation, const std::string& message) {
+void JobBoard::report_failure(int generation, const std::string& message, bool cause) {
   if (store_.add(fmt::format("gen{}/failures", generation), 1) == 1) store_.set(fmt::format("gen{}/failure", generation), message);
+  if (cause && store_.add(fmt::format("gen{}/causes", generation), 1) == 1)
+    store_.set(fmt::format("gen{}/cause", generation), message);
 }
 
 std::optional<std::string> JobBoard::failure(int generation) {
-  auto v = store_.try_get(fmt::format("gen{}/failure", generation));
+  auto v = store_.try_get(fmt::format("gen{}/cause", generation));
+  if (!v) v = store_.try_get(fmt::format("gen{}/failure", generation));
   if (!v) return std::nullopt;
   return std::string(v->begin(), v->end());
+}
+
+std::optional<std::string> JobBoard::cause(int generation, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    if (auto v = store_.try_get(fmt::format("gen{}/cause", generation))) return std::string(v->begin(), v->end());
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 void JobBoard::report_done(int generation) { store_.add(fmt::format("gen{}/done", generation), 1); }

@@ -2,6 +2,7 @@
 // arrived with the same job settings, which rank failed first in a generation (and why), and which
 // nodes finished.
 #pragma once
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -20,9 +21,13 @@ class JobBoard {
   // Announces this node and waits for every node (node 0) or for node 0's go (the others). pd::Error
   // naming a node that never came, one with other settings, or two nodes with one --node-rank.
   void meet();
-  // Records this generation's first failure; a later one is ignored (it is usually a consequence).
-  void report_failure(int generation, const std::string& message);
+  // Records a failure of this generation. A `cause` is a rank that failed by itself; the others are
+  // ranks whose collective failed because a peer went away. The first of each kind is kept.
+  void report_failure(int generation, const std::string& message, bool cause);
+  // The first cause, else the first failure; nullopt while none was reported.
   std::optional<std::string> failure(int generation);
+  // The first cause, waiting up to `wait` for one to be reported.
+  std::optional<std::string> cause(int generation, std::chrono::milliseconds wait);
   void report_done(int generation);
   // Node 0 waits for the others before it stops serving the store they use.
   void wait_all_done(int generation);

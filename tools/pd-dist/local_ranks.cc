@@ -61,7 +61,7 @@ std::string tail_lines(const std::string& path, int n) {
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
+    if (line.empty() || line.rfind("==== pd-dist", 0) == 0) continue;  // not our own start headers
     lines.push_back(line);
     if (static_cast<int>(lines.size()) > n) lines.erase(lines.begin());
   }
@@ -172,7 +172,10 @@ bool LocalRanks::all_exited() const {
 
 std::vector<RankExit> LocalRanks::stop(int grace_ms) {
   for (auto& c : children_)
-    if (!c.exited) kill(-c.pid, SIGTERM);
+    if (!c.exited) {
+      kill(-c.pid, SIGTERM);
+      kill(-c.pid, SIGCONT);  // a stopped rank handles SIGTERM only once it runs again
+    }
   std::vector<RankExit> exits;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   while (!all_exited() && std::chrono::steady_clock::now() < deadline) {

@@ -44,13 +44,22 @@ std::string now_text() {
 }
 
 // Why a rank's exit stopped the job: how it ended, the collective it was in, its log and last lines.
-std::string failure_report(const RankExit& e, const pd::dist_tool::RankSpec& s, int node) {
+// The other ranks' last collectives show which one lags behind when a collective timed out.
+std::string failure_report(const RankExit& e, const pd::dist_tool::RankSpec& s, int node,
+                           const std::vector<pd::dist_tool::RankSpec>& all) {
   std::string msg = fmt::format("rank {} (node {}, local rank {}, pid {}) {}", e.rank, node, e.local_rank, e.pid, e.describe());
   const std::string in = pd::dist::CollectiveStatus::read(s.status_path);
   if (!in.empty()) msg += fmt::format("; its last collective was {}", in);
   msg += fmt::format("; log: {}", s.log_path);
   const std::string tail = pd::dist_tool::tail_lines(s.log_path, 3);
   if (!tail.empty()) msg += "\n  its last lines:\n" + tail;
+  if (all.size() > 1) {
+    msg += fmt::format("  last collective of each rank on node {}:", node);
+    for (const auto& r : all) {
+      const std::string c = pd::dist::CollectiveStatus::read(r.status_path);
+      msg += fmt::format("\n    rank {}: {}", r.rank, c.empty() ? "none yet" : c);
+    }
+  }
   return msg;
 }
 
@@ -90,18 +99,29 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::st
   for (;;) {
     for (const RankExit& e : ranks.poll(100)) {
       if (e.ok()) continue;
-      report = failure_report(e, ranks.spec(e.local_rank), o.node_rank);
+      report = failure_report(e, ranks.spec(e.local_rank), o.node_rank, specs);
+      // A rank whose collective failed usually lost a peer that failed first, perhaps on another node:
+      // report that one, the cause, when it shows up on the board.
+      const bool consequence = pd::dist_tool::tail_lines(ranks.spec(e.local_rank).log_path, 1).find("failed on rank") !=
+                               std::string::npos;
+      const auto failed_at = std::chrono::steady_clock::now();
       try {
-        board.report_failure(gen, report);
+        board.report_failure(gen, report, !consequence);
+        ranks.stop(grace_ms);
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - failed_at);
+        if (consequence)
+          if (auto cause = board.cause(gen, std::max(std::chrono::milliseconds(0), std::chrono::milliseconds(2000) - waited));
+              cause && *cause != report)
+            report = *cause + fmt::format("\n  on node {} as a consequence: rank {} {}", o.node_rank, e.rank, e.describe());
       } catch (const pd::Error&) {
-      }  // the store may be gone with node 0; stopping here is what matters
-      ranks.stop(grace_ms);
+        ranks.stop(grace_ms);  // the store may be gone with node 0; stopping the ranks is what matters
+      }
       return Outcome::failed;
     }
     if (g_signal != 0) {
       report = fmt::format("pd-dist on node {} was interrupted (signal {})", o.node_rank, g_signal.load());
       try {
-        board.report_failure(gen, report);
+        board.report_failure(gen, report, true);
       } catch (const pd::Error&) {
       }
       // SIGTERM lets pd-train save a checkpoint before it exits.
