@@ -114,14 +114,14 @@ two_nodes() {  # two_nodes TAG MASTER_HOST [NS0 NS1]
 }
 two_nodes loopback 127.0.0.1
 if ip netns add pdd0-$$ 2>/dev/null && ip netns add pdd1-$$ 2>/dev/null &&
-   ip link add pdv0-$$ type veth peer name pdv1-$$ 2>/dev/null; then
+   ip link add pdv0-$$ type veth peer name pdv1-$$ 2>/dev/null && ip netns exec pdd0-$$ true 2>/dev/null; then
   ip link set pdv0-$$ netns pdd0-$$ && ip link set pdv1-$$ netns pdd1-$$
   ip -n pdd0-$$ addr add 10.251.0.1/24 dev pdv0-$$ && ip -n pdd1-$$ addr add 10.251.0.2/24 dev pdv1-$$
   for n in 0 1; do ip -n pdd$n-$$ link set pdv$n-$$ up; ip -n pdd$n-$$ link set lo up; done
   two_nodes netns 10.251.0.1 pdd0-$$ pdd1-$$
   ip netns del pdd0-$$; ip netns del pdd1-$$
 else
-  ip netns del pdd0-$$ 2>/dev/null; ip netns del pdd1-$$ 2>/dev/null
+  ip netns del pdd0-$$ 2>/dev/null; ip netns del pdd1-$$ 2>/dev/null; ip link del pdv0-$$ 2>/dev/null
   echo "SKIP: network namespaces cannot be made here (needs root or CAP_NET_ADMIN); the loopback two-node run above ran"
 fi
 
