@@ -147,7 +147,6 @@ void GradientReducer::communicate() {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      b.reduced = true;
       ++next_to_reduce_;
     }
     cv_.notify_all();
@@ -181,7 +180,7 @@ void GradientReducer::finish() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& b : buckets_) {
     b.pending = b.params.size();
-    b.ready = b.reduced = false;
+    b.ready = false;
   }
   next_to_reduce_ = 0;
 }

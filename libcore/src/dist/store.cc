@@ -187,7 +187,7 @@ StoreClient::~StoreClient() = default;
 
 std::string StoreClient::local_address() const { return dist::local_address(conn_->s); }
 
-Bytes StoreClient::request(char op, const std::string& key, const Bytes& value, int64_t arg, Millis wait,
+std::optional<Bytes> StoreClient::request(char op, const std::string& key, const Bytes& value, int64_t arg, Millis wait,
                            const std::string& waiting_for) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto deadline = Clock::now() + wait + Millis(5000);  // the server answers a get's wait itself
@@ -200,9 +200,7 @@ Bytes StoreClient::request(char op, const std::string& key, const Bytes& value, 
     raise(ErrorCode::kIO, "lost the rendezvous store at {} ({}) while {}; the master node's pd-dist has probably exited",
           address_, timed_out ? "no answer" : "connection closed", waiting_for.empty() ? "using key '" + key + "'" : "waiting for " + waiting_for);
   }
-  if (reply.op == 'T')
-    raise(ErrorCode::kIO, "timed out after {} s at the rendezvous store {} waiting for {}", wait.count() / 1000.0, address_,
-          waiting_for.empty() ? "key '" + key + "'" : waiting_for);
+  if (reply.op == 'T') return std::nullopt;  // a get whose key was not set in time
   return reply.value;
 }
 
@@ -210,7 +208,11 @@ void StoreClient::set(const std::string& key, const Bytes& value) { request('S',
 
 Bytes StoreClient::get(const std::string& key, std::optional<Millis> timeout, const std::string& waiting_for) {
   const Millis wait = timeout.value_or(timeout_);
-  return request('G', key, {}, std::max<int64_t>(1, wait.count()), wait, waiting_for);
+  auto v = request('G', key, {}, std::max<int64_t>(1, wait.count()), wait, waiting_for);
+  if (!v)
+    raise(ErrorCode::kIO, "timed out after {} s at the rendezvous store {} waiting for {}", wait.count() / 1000.0, address_,
+          waiting_for.empty() ? "key '" + key + "'" : waiting_for);
+  return *v;
 }
 
 std::string StoreClient::get_string(const std::string& key, std::optional<Millis> timeout, const std::string& waiting_for) {
@@ -218,21 +220,10 @@ std::string StoreClient::get_string(const std::string& key, std::optional<Millis
   return std::string(b.begin(), b.end());
 }
 
-std::optional<Bytes> StoreClient::try_get(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto deadline = Clock::now() + Millis(5000);
-  Message reply;
-  PD_CHECK(conn_->s.valid(), ErrorCode::kIO, "the connection to the rendezvous store at {} was lost earlier", address_);
-  if (!write_message(conn_->s, {'G', key, {}, 0}, deadline) || !read_message(conn_->s, reply, deadline)) {
-    conn_->s = Socket();
-    raise(ErrorCode::kIO, "lost the rendezvous store at {}; the master node's pd-dist has probably exited", address_);
-  }
-  if (reply.op == 'T') return std::nullopt;
-  return reply.value;
-}
+std::optional<Bytes> StoreClient::try_get(const std::string& key) { return request('G', key, {}, 0, Millis(0), ""); }
 
 int64_t StoreClient::add(const std::string& key, int64_t delta) {
-  Bytes b = request('A', key, {}, delta, Millis(0), "");
+  const Bytes b = request('A', key, {}, delta, Millis(0), "").value_or(Bytes());
   int64_t v = 0;
   if (b.size() == 8) std::memcpy(&v, b.data(), 8);
   return v;

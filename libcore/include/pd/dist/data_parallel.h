@@ -77,7 +77,7 @@ class GradientReducer {
     std::vector<size_t> offsets;  // element offset of each in data
     std::vector<float> data;
     size_t pending = 0;           // gradients still to arrive this step
-    bool ready = false, reduced = false;
+    bool ready = false;           // all gradients packed: the communication thread may reduce it
   };
   void on_grad_ready(size_t param);
   void mark_ready(Bucket& b);

@@ -62,7 +62,8 @@ class StoreClient {
   std::string local_address() const;
 
  private:
-  Bytes request(char op, const std::string& key, const Bytes& value, int64_t arg, std::chrono::milliseconds wait,
+  // nullopt when the server answered that a get's key was not set in time.
+  std::optional<Bytes> request(char op, const std::string& key, const Bytes& value, int64_t arg, std::chrono::milliseconds wait,
                 const std::string& waiting_for);
 
   std::string host_, address_;
