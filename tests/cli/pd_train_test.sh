@@ -144,5 +144,20 @@ expect_check_error 's/label: {shape: \[\]/label: {shape: [1]/' "needs shape \[\]
 expect_check_error 's/train_transforms: \[{random_flip: 0.5}\]/train_transforms: [{random_crop: {padding: 100000}}]/' "padding must be in \[0, 28\]"
 expect_check_error 's/  epochs: 3/  epochs: 99999999999999999999/' "epochs"
 
+# 11. --profile: each epoch's step split into phases that add up, the ops with the most time (the
+# network's linear layers and the optimizer among them), and the allocator's cache hits.
+out=$("$PD_TRAIN" "$YAML" --out "$WORK/prof" --limit 512 --epochs 2 --threads 1 --profile 2>&1) || fail "--profile exited with $?: $out"
+[ "$(echo "$out" | grep -c '^profile of epoch [12]: 16 steps')" -eq 2 ] || fail "--profile: no per-epoch profile header: $out"
+for want in "data (waiting for the batch)" "forward + loss" "backward" "optimizer" "other" "linear" "momentum_step" "from the cache"; do
+  echo "$out" | grep -q "$want" || fail "--profile output lacks '$want': $out"
+done
+phase_sum=$(echo "$out" | awk '/^profile of epoch 1/ { on = 1; next }
+  on && /^  (data|forward|backward|optimizer|other)/ { sub(/%$/, "", $NF); s += $NF } on && /^  op / { on = 0 } END { print s }')
+awk -v s="$phase_sum" 'BEGIN { exit !(s > 99.5 && s < 100.5) }' || fail "--profile phase shares add up to $phase_sum%, not 100%"
+# With --check-nan-inf (the one op observer), phases only, and said.
+out=$("$PD_TRAIN" "$YAML" --out "$WORK/prof2" --limit 256 --epochs 1 --threads 1 --profile --check-nan-inf 2>&1) || fail "--profile --check-nan-inf exited with $?"
+echo "$out" | grep -q "forward + loss" && echo "$out" | grep -q "per-op times not collected" &&
+  ! echo "$out" | grep -q "momentum_step" || fail "--profile with --check-nan-inf: $out"
+
 [ $fails -eq 0 ] && echo "pd-train end-to-end: all checks passed"
 exit $fails

@@ -368,6 +368,31 @@ TEST_CASE("DataLoader: prefetch on/off identical, skip_batches resumes, transfor
   CHECK(!ahead.next());
 }
 
+TEST_CASE("DataLoader: leading scale/normalize folded into the conversion match the transforms applied one by one", "[data]") {
+  // Scale, per-channel normalize, a flip, then another scale after the random transform (not folded).
+  const std::vector<Transform> ts = {make(Transform::Scale, 1.0 / 255), normalize({0.1, 0.2}, {0.5, 0.25}), flip(0.5),
+                                     make(Transform::Scale, 3.0)};
+  Dataset data = toy_dataset(9);
+  DataLoader loader(data, {.batch_size = 9, .seed = 5, .prefetch = 0}, ts);
+  loader.start_epoch(2);
+  const std::vector<float> got = loader.next()->x.to_vector<float>();
+  DataLoader plain(data, {.batch_size = 9, .seed = 5, .prefetch = 0});  // no transforms: the raw values
+  plain.start_epoch(2);
+  std::vector<float> want = plain.next()->x.to_vector<float>();
+  bool flipped_some = false;
+  for (int64_t i = 0; i < 9; ++i) {
+    float* sample = want.data() + i * 24;
+    const std::vector<float> before(sample, sample + 24);
+    // The loader's seeds: sample index i (no shuffle), transform index t.
+    for (size_t t = 0; t < ts.size(); ++t)
+      pd::data::apply_transform(ts[t], sample, {2, 3, 4}, pd::data::transform_seed(5, 2, i, t));
+    flipped_some |= (sample[0] - sample[3]) * (before[0] - before[3]) < 0;
+  }
+  CHECK(flipped_some);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == Approx(want[k]).epsilon(1e-6).margin(1e-6));
+}
+
 TEST_CASE("apply_transform: flip, crop, normalize", "[data]") {
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   pd::data::apply_transform(flip(1.0), x.data(), {2, 3}, 0);

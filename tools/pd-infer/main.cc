@@ -13,7 +13,7 @@
 #include "common/inputs.h"
 #include "common/tool_main.h"
 #include "op_api.h"
-#include "pd/bench/profiler.h"
+#include "pd/ops/op_profiler.h"
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -57,12 +57,12 @@ struct RuntimeFailure : std::runtime_error {
 // Per-op times over `runs` extra runs, apart from the timed ones so that the timers do not skew the
 // latency figures.
 void profile_runs(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, int64_t runs, pd::infer::Report& r) {
-  pd::bench::profile_reset();
-  pd::bench::set_profiling(true);
+  pd::profiler::profile_reset();
+  pd::profiler::set_profiling(true);
   for (int64_t i = 0; i < runs; ++i) exec.run(in);
-  pd::bench::set_profiling(false);
-  const double overhead_ns = pd::bench::timer_overhead_ns();
-  for (const pd::bench::OpStat& s : pd::bench::profile_snapshot())
+  pd::profiler::set_profiling(false);
+  const double overhead_ns = pd::profiler::timer_overhead_ns();
+  for (const pd::profiler::OpStat& s : pd::profiler::profile_snapshot())
     r.profile.push_back({s.name, s.calls, std::max(0.0, (static_cast<double>(s.ns) - s.calls * overhead_ns) / 1e6)});
   std::sort(r.profile.begin(), r.profile.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
   r.profile_runs = static_cast<double>(runs);

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", opt.device, "where to train: cpu, cuda or cuda:N (default: train.device in the YAML, else cpu)");
   app.add_flag("--quiet,-q", opt.quiet, "no progress or per-epoch text (errors only)");
   app.add_flag("--json", opt.json, "print one JSON object per epoch on stdout");
+  app.add_flag("--profile", opt.profile,
+               "after each epoch, print where a training step's time went: data, forward, backward, optimizer, other; "
+               "the ops with the most time; allocations served from the cache");
   return pd::tools::run_tool("pd-train", app, argc, argv, [&]() -> int {
     pd::model::ModelSpec spec = pd::model::load_model_yaml(yaml);
     if (check) {

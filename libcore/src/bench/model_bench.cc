@@ -9,10 +9,11 @@
 #include "pd/model/layers.h"
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
-#include "pd/bench/profiler.h"
+#include "pd/ops/op_profiler.h"
 #include "pd/train/trainer.h"
 
 namespace pd::bench {
+using namespace pd::profiler;
 namespace {
 
 int64_t now_ns() {

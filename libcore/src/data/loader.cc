@@ -2,6 +2,7 @@
 // background thread. Everything random comes from mt19937_64 with our own reductions, so results
 // do not depend on the standard library's distributions.
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "pd/data/loader.h"
@@ -59,10 +60,14 @@ void check_transform(const Transform& t, const Shape& shape) {
   raise(ErrorCode::kInvalidArgument, "apply_transform: unknown transform kind {}", static_cast<int>(t.kind));
 }
 
-void apply_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed) {
-  check_transform(t, sample_shape);
+namespace {
+
+// apply_transform without the check (done once, when the loader is made). The generator is seeded
+// only for the random transforms: seeding an mt19937_64 fills 312 words, per sample and transform.
+void apply_checked_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed) {
   const int64_t n = shape_numel(sample_shape);
-  std::mt19937_64 rng(rng_seed);
+  std::optional<std::mt19937_64> rng_state;
+  auto rng = [&]() -> std::mt19937_64& { return rng_state ? *rng_state : rng_state.emplace(rng_seed); };
   switch (t.kind) {
     case Transform::Scale:
       for (int64_t i = 0; i < n; ++i) sample[i] = static_cast<float>(sample[i] * t.scale);
@@ -79,7 +84,7 @@ void apply_transform(const Transform& t, float* sample, const Shape& sample_shap
       break;
     }
     case Transform::RandomFlip: {
-      if (uniform01(rng) >= t.p) break;
+      if (uniform01(rng()) >= t.p) break;
       const int64_t w = sample_shape.back();
       for (int64_t row = 0; w > 0 && row < n / w; ++row) std::reverse(sample + row * w, sample + (row + 1) * w);
       break;
@@ -87,8 +92,8 @@ void apply_transform(const Transform& t, float* sample, const Shape& sample_shap
     case Transform::RandomCrop: {
       const int64_t h = sample_shape[sample_shape.size() - 2], w = sample_shape.back();
       // Offsets into the padded image: 0..2*padding; the crop is the original size.
-      const auto dy = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(2 * t.padding + 1))) - t.padding;
-      const auto dx = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(2 * t.padding + 1))) - t.padding;
+      const auto dy = static_cast<int64_t>(uniform_below(rng(), static_cast<uint64_t>(2 * t.padding + 1))) - t.padding;
+      const auto dx = static_cast<int64_t>(uniform_below(rng(), static_cast<uint64_t>(2 * t.padding + 1))) - t.padding;
       if (h * w == 0 || (dy == 0 && dx == 0)) break;
       std::vector<float> plane(static_cast<size_t>(h * w));
       for (int64_t base = 0; base < n; base += h * w) {
@@ -104,6 +109,19 @@ void apply_transform(const Transform& t, float* sample, const Shape& sample_shap
       break;
     }
   }
+}
+
+bool is_affine(const Transform& t) { return t.kind == Transform::Scale || t.kind == Transform::Normalize; }
+
+}  // namespace
+
+uint64_t transform_seed(uint64_t seed, int64_t epoch, int64_t sample, size_t transform) {
+  return mix(mix(mix(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(sample)), transform);
+}
+
+void apply_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed) {
+  check_transform(t, sample_shape);
+  apply_checked_transform(t, sample, sample_shape, rng_seed);
 }
 
 DataLoader::DataLoader(Dataset data, LoaderOptions options, std::vector<Transform> transforms)
@@ -125,6 +143,24 @@ DataLoader::DataLoader(Dataset data, LoaderOptions options, std::vector<Transfor
   data_.labels = data_.labels.contiguous();
   const Shape sample(data_.features.shape().begin() + 1, data_.features.shape().end());
   for (const Transform& t : transforms_) check_transform(t, sample);  // fail here, not in the worker
+  // The leading scale/normalize transforms fold into one per-channel x * a + b, applied while the
+  // samples are converted to f32: one pass over the batch instead of one per transform.
+  const int64_t channels = sample.empty() ? 1 : sample[0];
+  const bool empty = shape_numel(sample) == 0;
+  std::vector<double> a(empty ? 1 : static_cast<size_t>(channels), 1.0), b(a.size(), 0.0);
+  for (; !empty && affine_prefix_ < transforms_.size() && is_affine(transforms_[affine_prefix_]); ++affine_prefix_) {
+    const Transform& t = transforms_[affine_prefix_];
+    for (size_t c = 0; c < a.size(); ++c) {
+      if (t.kind == Transform::Scale) {
+        a[c] *= t.scale, b[c] *= t.scale;
+      } else {
+        const double m = t.mean.size() == 1 ? t.mean[0] : t.mean[c], sd = t.std.size() == 1 ? t.std[0] : t.std[c];
+        a[c] /= sd, b[c] = (b[c] - m) / sd;
+      }
+    }
+  }
+  channel_scale_.assign(a.begin(), a.end());
+  channel_shift_.assign(b.begin(), b.end());
 }
 
 DataLoader::~DataLoader() { stop_worker(); }
@@ -212,18 +248,22 @@ Batch DataLoader::make_batch(int64_t index) const {
   batch.y = Tensor::empty({count}, DType::i64);
   float* x = batch.x.data<float>();
   int64_t* y = batch.y.data<int64_t>();
-  const uint64_t epoch_seed = mix(options_.seed, static_cast<uint64_t>(epoch_));
+  const int64_t channels = static_cast<int64_t>(channel_scale_.size());
+  const int64_t per_channel = row / channels;
   visit_dtype(data_.features.dtype(), [&]<typename T>() {
     const T* src = static_cast<const T*>(data_.features.raw_data());
     for (int64_t i = 0; i < count; ++i) {
       const int64_t s = order_[static_cast<size_t>(begin + i)];
-      float* dst = x + i * row;
-      for (int64_t k = 0; k < row; ++k) dst[k] = convert<float>(src[s * row + k]);
-      // Seeded by the sample's dataset index, so its augmentation does not depend on batch layout.
-      const uint64_t sample_seed = mix(epoch_seed, static_cast<uint64_t>(s));
-      for (size_t t = 0; t < transforms_.size(); ++t) {
-        apply_transform(transforms_[t], dst, sample_shape, mix(sample_seed, t));
+      float* __restrict dst = x + i * row;
+      const T* __restrict from = src + s * row;
+      for (int64_t c = 0; c < channels; ++c) {
+        const float a = channel_scale_[static_cast<size_t>(c)], b = channel_shift_[static_cast<size_t>(c)];
+#pragma omp simd
+        for (int64_t k = c * per_channel; k < (c + 1) * per_channel; ++k) dst[k] = convert<float>(from[k]) * a + b;
       }
+      // Seeded by the sample's dataset index, so its augmentation does not depend on batch layout.
+      for (size_t t = affine_prefix_; t < transforms_.size(); ++t)
+        apply_checked_transform(transforms_[t], dst, sample_shape, transform_seed(options_.seed, epoch_, s, t));
     }
   });
   visit_dtype(data_.labels.dtype(), [&]<typename T>() {

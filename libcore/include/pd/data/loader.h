@@ -33,6 +33,9 @@ struct Transform {
   int64_t padding = 0;             // RandomCrop: zero-pad each side of the last two axes, then crop back
 };
 void apply_transform(const Transform& t, float* sample, const Shape& sample_shape, uint64_t rng_seed);
+// The rng_seed a DataLoader seeded `seed` gives transform number `transform` of dataset sample `sample`
+// in `epoch`.
+uint64_t transform_seed(uint64_t seed, int64_t epoch, int64_t sample, size_t transform);
 // Whether `t` applies to samples of `sample_shape` (pd::Error saying why not): the model YAML checks its
 // transforms with it, so that --check finds what training would.
 void check_transform(const Transform& t, const Shape& sample_shape);
@@ -77,6 +80,8 @@ class DataLoader {
   Dataset data_;
   LoaderOptions options_;
   std::vector<Transform> transforms_;
+  size_t affine_prefix_ = 0;  // the leading scale/normalize transforms, folded into:
+  std::vector<float> channel_scale_, channel_shift_;  // x * scale[c] + shift[c] per channel of a sample
   std::vector<int64_t> order_;
   int64_t epoch_ = 0, next_index_ = 0;
   // Prefetching.

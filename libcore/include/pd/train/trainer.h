@@ -24,6 +24,7 @@ struct TrainOptions {
   bool quiet = false;         // no progress line, no per-epoch text
   bool json = false;          // one JSON object per epoch on stdout
   std::string device;         // "" = the YAML's train.device (default cpu); cpu, cuda, cuda:N
+  bool profile = false;       // print where each epoch's step time went (phases, ops, allocator)
 };
 
 // Exit codes: 0 finished (or stopped as asked, or nothing left to do), 130 interrupted by SIGINT/SIGTERM

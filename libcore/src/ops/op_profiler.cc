@@ -1,4 +1,4 @@
-#include "pd/bench/profiler.h"
+#include "pd/ops/op_profiler.h"
 
 #include "pd/ops/op_observer.h"
 
@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-namespace pd::bench {
+namespace pd::profiler {
 namespace detail {
 
 std::atomic<bool> g_profiling{false};
@@ -159,4 +159,4 @@ double timer_overhead_ns() {
   return samples[10];
 }
 
-}  // namespace pd::bench
+}  // namespace pd::profiler

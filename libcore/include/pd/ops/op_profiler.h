@@ -1,18 +1,18 @@
-// Per-op timing for pd-bench's model mode. While profiling is on, an OpObserver (pd/ops/op_observer.h,
-// the hook every generated op opens) times each op call on the profiling thread. Times are exclusive:
-// an op that calls other ops (casts, grad formulas) is charged only for its own work, so that the
-// per-op times add up.
+// Per-op timing for pd-bench's model mode and the --profile of pd-infer and pd-train. While profiling
+// is on, an OpObserver (pd/ops/op_observer.h, the hook every generated op opens) times each op call on
+// the profiling thread. Times are exclusive: an op that calls other ops (casts, grad formulas) is
+// charged only for its own work, so that the per-op times add up.
 //
-//   pd::bench::set_profiling(true);
+//   pd::profiler::set_profiling(true);
 //   net.forward(...);                       // every op call records (name, ns)
-//   for (auto& s : pd::bench::profile_snapshot()) ...
+//   for (auto& s : pd::profiler::profile_snapshot()) ...
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace pd::bench {
+namespace pd::profiler {
 
 namespace detail {
 extern std::atomic<bool> g_profiling;
@@ -36,4 +36,4 @@ std::vector<OpStat> profile_snapshot();  // summed over threads, by name
 // Nanoseconds one profiled, empty op scope costs (median of many), to subtract per call.
 double timer_overhead_ns();
 
-}  // namespace pd::bench
+}  // namespace pd::profiler
