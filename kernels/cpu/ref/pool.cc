@@ -7,7 +7,7 @@
 
 #include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
-#include "cpu/ref/pool_grad_avx2.h"
+#include "cpu/ref/pool2x2_avx2.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -87,6 +87,11 @@ void max_row(const T* __restrict plane, const PoolGeom& g, int64_t oh, const std
   }
 }
 
+// 2x2 windows with stride 2 tiling the plane exactly (LeNet's pools): the AVX2 kernels' case.
+bool tiles_2x2(const PoolGeom& g) {
+  return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2 * g.oH == g.H && 2 * g.oW == g.W;
+}
+
 std::vector<Window> column_windows(const PoolGeom& g) {
   std::vector<Window> cols(static_cast<size_t>(g.oW));
   for (int64_t ow = 0; ow < g.oW; ++ow) cols[ow] = window(ow, g.sw, g.kw, g.pw, g.W);
@@ -109,10 +114,18 @@ template <typename T>
 void max_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
   const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
-  const std::vector<Window> cols = column_windows(g);
-  const bool full = full_columns(g);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (tiles_2x2(g) && cpu_has_avx2_fma()) {
+      cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
+        max_pool2x2_plane_avx2(xd + p * g.H * g.W, g.H, g.W, od + p * g.oH * g.oW);
+      });
+      return;
+    }
+  }
+  const std::vector<Window> cols = column_windows(g);
+  const bool full = full_columns(g);
   cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
     thread_local std::vector<T> tmp;
     tmp.resize(static_cast<size_t>(g.W));
@@ -131,11 +144,9 @@ void max_pool2d_grad(const KernelContext& ctx, const Tensor& x, const Tensor& gr
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
-  // 2x2 windows with stride 2 tiling the plane exactly (LeNet's pools): the AVX2 kernel, 2x faster
-  // ([64, 6, 28, 28]: 0.33 -> 0.16 ms).
+  // The AVX2 kernel, 2x faster on [64, 6, 28, 28] (0.33 -> 0.16 ms).
   if constexpr (std::is_same_v<T, float>) {
-    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2 * g.oH == g.H &&
-        2 * g.oW == g.W && cpu_has_avx2_fma()) {
+    if (tiles_2x2(g) && cpu_has_avx2_fma()) {
       cpu::parallel_for(g.planes, g.H * g.W, [&](int64_t p) {
         max_pool2x2_grad_plane_avx2(xd + p * g.H * g.W, gd + p * g.oH * g.oW, g.H, g.W, dd + p * g.H * g.W);
       });

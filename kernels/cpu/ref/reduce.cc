@@ -5,6 +5,8 @@
 
 #include "cpu/common/reduce.h"
 #include "cpu/common/parallel.h"
+#include "cpu/ref/sum_run.h"
+#include "pd/core/cpu_features.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -13,23 +15,17 @@ using cpu::make_reduce_plan;
 using cpu::ReducePlan;
 
 namespace {
-// Floating sums accumulate in double; integer sums in int64 (int32 sums wrap only on the final store).
 template <typename T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+using Acc = SumAcc<T>;
 
-// The sum of n contiguous values in 8 independent accumulators: one accumulator is a chain of
-// dependent adds, 4 cycles each, which made a conv bias gradient (6 sums of 50k floats) latency-bound
-// (83 us; 8 chains: the memory bound). Floats are summed in double, so the order hardly shows.
+// sum_run with the widest vector code the CPU has (the same bits on every path: sum_run.h).
 template <typename T>
-Acc<T> sum_run(const T* x, int64_t n) {
-  constexpr int kChains = 8;
-  Acc<T> part[kChains] = {};
-  int64_t k = 0;
-  for (; k + kChains <= n; k += kChains)
-    for (int j = 0; j < kChains; ++j) part[j] += static_cast<Acc<T>>(x[k + j]);
-  Acc<T> acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  for (; k < n; ++k) acc += static_cast<Acc<T>>(x[k]);
-  return acc;
+Acc<T> sum_contiguous(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto run = cpu_has_avx512() ? sum_run_avx512 : cpu_has_avx2_fma() ? sum_run_avx2 : sum_run<float>;
+    return run(x, n);
+  }
+  return sum_run<T>(x, n);
 }
 
 template <typename T>
@@ -68,7 +64,7 @@ void sum(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& 
     Acc<T> acc = 0;
     p.for_each_run_in_group(o, [&](int64_t i, int64_t length, int64_t stride) {
       if (stride == 1) {
-        acc += sum_run<T>(xd + i, length);
+        acc += sum_contiguous<T>(xd + i, length);
         return;
       }
       for (int64_t k = 0; k < length; ++k) acc += static_cast<Acc<T>>(xd[i + k * stride]);
