@@ -1,6 +1,8 @@
 // Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double.
 #include <cmath>
 
+#include "cpu/common/parallel.h"
+#include "cpu/ref/sum_run.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -26,8 +28,26 @@ void norm_split(const Shape& s, int64_t begin_norm_axis, int64_t& outer, int64_t
   for (int64_t i = 0; i < nd; ++i) (i < begin ? outer : inner) *= s[i];
 }
 
+// The sum loops of sum_run.h, in the widest vector code the CPU has for floats.
+template <typename T>
+double sum_of(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) return sum_run_widest(x, n);
+  else return sum_run<T>(x, n);
+}
+template <typename T>
+double sum_sq_dev_of(const T* x, int64_t n, double mean) {
+  if constexpr (std::is_same_v<T, float>) return sum_sq_dev_run_widest(x, n, mean);
+  else return sum_sq_dev_run<T>(x, n, mean);
+}
+template <typename T>
+void grad_sums_of(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
+  if constexpr (std::is_same_v<T, float>) grad_sums_run_widest(g, x, n, mean, sum_g, sum_gd);
+  else grad_sums_run<T>(g, x, n, mean, sum_g, sum_gd);
+}
+
 }  // namespace
 
+// Channels across threads, each walking its N runs of `inner` contiguous values (as batch_norm_grad).
 template <typename T>
 void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
                 const Tensor& running_var, double momentum, double epsilon, bool training, Tensor& out,
@@ -42,19 +62,15 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   const T* sc = scale.defined() ? scale.data<T>() : nullptr;
   const T* bs = bias.defined() ? bias.data<T>() : nullptr;
   const int64_t n = v.N * v.inner;
-  for (int64_t c = 0; c < v.C; ++c) {
+  auto run = [&](int64_t b, int64_t c) { return xd + (b * v.C + c) * v.inner; };
+  cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
     double mean, var;
     if (training && n > 0) {
       double sum = 0;
-      for (int64_t b = 0; b < v.N; ++b)
-        for (int64_t i = 0; i < v.inner; ++i) sum += xd[(b * v.C + c) * v.inner + i];
+      for (int64_t b = 0; b < v.N; ++b) sum += sum_of(run(b, c), v.inner);
       mean = sum / static_cast<double>(n);
       double sq = 0;  // two-pass variance: no cancellation
-      for (int64_t b = 0; b < v.N; ++b)
-        for (int64_t i = 0; i < v.inner; ++i) {
-          const double d = xd[(b * v.C + c) * v.inner + i] - mean;
-          sq += d * d;
-        }
+      for (int64_t b = 0; b < v.N; ++b) sq += sum_sq_dev_of(run(b, c), v.inner, mean);
       var = sq / static_cast<double>(n);
       const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
       rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
@@ -70,16 +86,21 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
     const double invstd = 1.0 / std::sqrt(var + epsilon);
     sm[c] = static_cast<T>(mean);
     si[c] = static_cast<T>(invstd);
-    const double g = sc ? static_cast<double>(sc[c]) : 1.0;
-    const double b0 = bs ? static_cast<double>(bs[c]) : 0.0;
-    for (int64_t b = 0; b < v.N; ++b)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const int64_t k = (b * v.C + c) * v.inner + i;
-        od[k] = static_cast<T>((xd[k] - mean) * invstd * g + b0);
-      }
-  }
+    // out = (x - mean) * invstd * scale + bias, as one multiply-add per element.
+    const double k = invstd * (sc ? static_cast<double>(sc[c]) : 1.0);
+    const T mul = static_cast<T>(k), add = static_cast<T>((bs ? static_cast<double>(bs[c]) : 0.0) - mean * k);
+    for (int64_t b = 0; b < v.N; ++b) {
+      const T* __restrict xr = run(b, c);
+      T* __restrict orow = od + (b * v.C + c) * v.inner;
+      for (int64_t i = 0; i < v.inner; ++i) orow[i] = xr[i] * mul + add;
+    }
+  });
 }
 
+// One channel's sums and gradients at a time, channels across threads (each channel's sums in one
+// fixed order, so the result does not depend on the thread count), walking the channel's N runs of
+// `inner` contiguous values. The sums accumulate in double; the elementwise pass is the formula
+// rearranged into per-channel constants.
 template <typename T>
 void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean, const Tensor& saved_invstd,
                      const Tensor& grad, bool training, Tensor& dx, Tensor& dscale, Tensor& dbias) {
@@ -93,31 +114,32 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   T* dsd = dscale.defined() ? dscale.data<T>() : nullptr;
   T* dbd = dbias.defined() ? dbias.data<T>() : nullptr;
   const int64_t n = v.N * v.inner;
-  for (int64_t c = 0; c < v.C; ++c) {
-    const double mean = sm[c], invstd = si[c];
-    double sum_g = 0, sum_gx = 0;  // dbias and dscale
-    for (int64_t b = 0; b < v.N; ++b)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const int64_t k = (b * v.C + c) * v.inner + i;
-        sum_g += gd[k];
-        sum_gx += gd[k] * (xd[k] - mean) * invstd;
-      }
+  cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
+    const T mean = sm[c];
+    const double invstd = si[c];
+    double sum_g = 0, sum_gd = 0;  // dbias, and dscale / invstd
+    for (int64_t b = 0; b < v.N; ++b) {
+      const int64_t base = (b * v.C + c) * v.inner;
+      grad_sums_of(gd + base, xd + base, v.inner, mean, &sum_g, &sum_gd);
+    }
+    const double sum_gx = sum_gd * invstd;
     if (dsd) dsd[c] = static_cast<T>(sum_gx);
     if (dbd) dbd[c] = static_cast<T>(sum_g);
-    const double g = sc ? static_cast<double>(sc[c]) : 1.0;
-    for (int64_t b = 0; b < v.N; ++b)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const int64_t k = (b * v.C + c) * v.inner + i;
-        if (training) {
-          // Batch statistics depend on x: dx = scale*invstd/n * (n*g - sum(g) - xhat*sum(g*xhat)).
-          const double xhat = (xd[k] - mean) * invstd;
-          dxd[k] = static_cast<T>(g * invstd / static_cast<double>(n) *
-                                  (static_cast<double>(n) * gd[k] - sum_g - xhat * sum_gx));
-        } else {
-          dxd[k] = static_cast<T>(gd[k] * g * invstd);
-        }
-      }
-  }
+    const double a = (sc ? static_cast<double>(sc[c]) : 1.0) * invstd;
+    // training: dx = a * (g - sum(g)/n - xhat * sum(g*xhat)/n), xhat = (x - mean) * invstd (batch
+    // statistics depend on x); eval: dx = a * g.
+    const double nn = n > 0 ? static_cast<double>(n) : 1.0;
+    const T ka = static_cast<T>(a);
+    const T kx = training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0);
+    const T k0 = training ? static_cast<T>(-a * sum_g / nn) : T(0);
+    for (int64_t b = 0; b < v.N; ++b) {
+      const int64_t base = (b * v.C + c) * v.inner;
+      const T* __restrict xr = xd + base;
+      const T* __restrict gr = gd + base;
+      T* __restrict dr = dxd + base;
+      for (int64_t i = 0; i < v.inner; ++i) dr[i] = ka * gr[i] + kx * (xr[i] - mean) + k0;
+    }
+  });
 }
 
 template <typename T>

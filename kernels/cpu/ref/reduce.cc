@@ -6,7 +6,6 @@
 #include "cpu/common/reduce.h"
 #include "cpu/common/parallel.h"
 #include "cpu/ref/sum_run.h"
-#include "pd/core/cpu_features.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -18,14 +17,10 @@ namespace {
 template <typename T>
 using Acc = SumAcc<T>;
 
-// sum_run with the widest vector code the CPU has (the same bits on every path: sum_run.h).
 template <typename T>
 Acc<T> sum_contiguous(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    static const auto run = cpu_has_avx512() ? sum_run_avx512 : cpu_has_avx2_fma() ? sum_run_avx2 : sum_run<float>;
-    return run(x, n);
-  }
-  return sum_run<T>(x, n);
+  if constexpr (std::is_same_v<T, float>) return sum_run_widest(x, n);
+  else return sum_run<T>(x, n);
 }
 
 template <typename T>

@@ -1,8 +1,9 @@
-// The sum of n contiguous values in 8 independent accumulators (reduce.cc's sums). One accumulator is
-// a chain of dependent adds, 4 cycles each, which made a conv bias gradient (6 sums of 50k floats)
-// latency-bound; floats are summed in double, so the order hardly shows. The loop is compiled again
-// for AVX2 and AVX-512 (isa/sum_runs.cc), where the 8 chains become the lanes of one or two vectors:
-// the same additions in the same order, so every instruction set gives the same bits.
+// Sums of n contiguous values in 8 independent accumulators (reduce.cc's sums, batch_norm's statistics
+// and gradient sums). One accumulator is a chain of dependent adds, 4 cycles each, which made a conv
+// bias gradient (6 sums of 50k floats) latency-bound; floats are summed in double, so the order hardly
+// shows. The loops are compiled again for AVX2 and AVX-512 (isa/sum_runs.cc), where the 8 chains
+// become the lanes of one or two vectors: the same additions in the same order, so every instruction
+// set gives the same bits. The *_widest functions (sum_run.cc) pick the form the CPU runs.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -13,21 +14,74 @@ namespace pd::kernels::reference {
 template <typename T>
 using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
+constexpr int kSumChains = 8;
+
+template <typename A>
+inline A combine_chains(const A (&part)[kSumChains]) {
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // Static: each file compiles its own copy for its own instruction set (see optimizer_rows.h).
+// sum of x[0..n)
 template <typename T>
 static inline SumAcc<T> sum_run(const T* x, int64_t n) {
-  constexpr int kChains = 8;
-  SumAcc<T> part[kChains] = {};
+  SumAcc<T> part[kSumChains] = {};
   int64_t k = 0;
-  for (; k + kChains <= n; k += kChains)
-    for (int j = 0; j < kChains; ++j) part[j] += static_cast<SumAcc<T>>(x[k + j]);
-  SumAcc<T> acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  for (; k + kSumChains <= n; k += kSumChains)
+    for (int j = 0; j < kSumChains; ++j) part[j] += static_cast<SumAcc<T>>(x[k + j]);
+  SumAcc<T> acc = combine_chains(part);
   for (; k < n; ++k) acc += static_cast<SumAcc<T>>(x[k]);
   return acc;
 }
 
-// The float and double forms for wider instruction sets; call only after the CPU check.
+// sum of (x - mean)^2 (a two-pass variance's second pass)
+template <typename T>
+static inline double sum_sq_dev_run(const T* x, int64_t n, double mean) {
+  double part[kSumChains] = {};
+  int64_t k = 0;
+  for (; k + kSumChains <= n; k += kSumChains)
+    for (int j = 0; j < kSumChains; ++j) {
+      const double d = static_cast<double>(x[k + j]) - mean;
+      part[j] += d * d;
+    }
+  double acc = combine_chains(part);
+  for (; k < n; ++k) {
+    const double d = static_cast<double>(x[k]) - mean;
+    acc += d * d;
+  }
+  return acc;
+}
+
+// sum of g and of g * (x - mean), added to *sum_g and *sum_gd (batch_norm_grad's dbias and dscale)
+template <typename T>
+static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
+  double pg[kSumChains] = {}, pd[kSumChains] = {};
+  int64_t k = 0;
+  for (; k + kSumChains <= n; k += kSumChains)
+    for (int j = 0; j < kSumChains; ++j) {
+      pg[j] += static_cast<double>(g[k + j]);
+      pd[j] += static_cast<double>(g[k + j]) * static_cast<double>(x[k + j] - mean);
+    }
+  double ag = combine_chains(pg), ad = combine_chains(pd);
+  for (; k < n; ++k) {
+    ag += static_cast<double>(g[k]);
+    ad += static_cast<double>(g[k]) * static_cast<double>(x[k] - mean);
+  }
+  *sum_g += ag;
+  *sum_gd += ad;
+}
+
+// The float forms for wider instruction sets; call only after the CPU check.
 double sum_run_avx2(const float* x, int64_t n);
 double sum_run_avx512(const float* x, int64_t n);
+double sum_sq_dev_run_avx2(const float* x, int64_t n, double mean);
+double sum_sq_dev_run_avx512(const float* x, int64_t n, double mean);
+void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+
+// The widest float form this CPU runs (sum_run.cc); other types call the templates.
+double sum_run_widest(const float* x, int64_t n);
+double sum_sq_dev_run_widest(const float* x, int64_t n, double mean);
+void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 
 }  // namespace pd::kernels::reference

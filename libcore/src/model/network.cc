@@ -67,13 +67,15 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
     std::string shape_text = "[N";
     for (size_t d = 1; d < shown.size(); ++d) shape_text += fmt::format(", {}", shown[d]);
     rows_.push_back({l.name, l.type, shape_text + "]", layer->param_count()});
+    for (const auto& name : l.inputs) last_reader_[name] = layers_.size();
     layers_.push_back(std::move(layer));
   }
 }
 
 Network::~Network() = default;
 
-std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step) {
+std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step,
+                                               const std::set<std::string>& keep) {
   std::map<std::string, Tensor> values;
   for (const auto& in : spec_.inputs) {
     auto it = inputs.find(in.name);
@@ -88,7 +90,12 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
     ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i)};
     values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
+    if (keep.empty()) continue;
+    in.clear();
+    for (const auto& name : l.inputs)
+      if (last_reader_.at(name) == i && !keep.count(name)) values.erase(name);
   }
+  if (!keep.empty()) std::erase_if(values, [&](const auto& kv) { return !keep.count(kv.first); });
   return values;
 }
 

@@ -111,7 +111,7 @@ EvalResult evaluate(model::Network& net, data::DataLoader& loader, const std::st
   while (auto b = loader.next()) {
     if (b->y.numel() == 0) continue;  // a rank's empty share of a short last batch
     const Tensor y = b->y.to(net.place());
-    auto values = net.forward({{feature, b->x.to(net.place())}}, false, step);
+    auto values = net.forward({{feature, b->x.to(net.place())}}, false, step, {net.output_name()});
     const int64_t n = y.numel();
     loss_sum += net.loss(values, y).item<double>() * static_cast<double>(n);
     Tensor pred = ops::argmax(values.at(net.output_name()), -1);
@@ -379,7 +379,7 @@ int Trainer::run() {
       Tensor loss;
       double loss_value = 0;
       if (n_local > 0) {
-        auto values = net.forward({{feature, b->x.to(device)}}, true, st.step);
+        auto values = net.forward({{feature, b->x.to(device)}}, true, st.step, {net.output_name()});
         loss = net.loss(values, b->y.to(device));
         loss_value = loss.item<double>();
       }
@@ -441,7 +441,11 @@ int Trainer::run() {
     profile.end_epoch();
     if (tty) fmt::print(stderr, "\r\033[K");
     if (checking) nan_check.set_where(fmt::format("evaluation after epoch {}", st.epoch + 1));
+    // Evaluation's batches have other sizes than training's, so neither reuses the other's cached
+    // blocks: hand them back to the system on the way in and out (a few hundred allocations an epoch).
+    cpu_allocator().empty_cache();
     EvalResult ev = evaluate(net, test_loader, feature, st.step, dp.get());
+    cpu_allocator().empty_cache();
     EpochMetrics m{st.epoch + 1, st.epoch_samples ? st.epoch_loss_sum / st.epoch_samples : 0, ev.loss, ev.acc,
                    st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step};
     history.push_back(m);

@@ -1,5 +1,5 @@
-// sum_run (sum_run.h) over floats compiled for one instruction set (libcore/CMakeLists.txt,
-// pd_add_isa_variants); reduce.cc calls it after the CPU check.
+// The float sum loops of sum_run.h compiled for one instruction set (libcore/CMakeLists.txt,
+// pd_add_isa_variants); sum_run.cc calls them after the CPU check.
 #include <cstdint>
 #include <type_traits>
 
@@ -12,6 +12,10 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 
 namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float* x, int64_t n) { return sum_run(x, n); }
+double PD_ISA_FN(sum_sq_dev_run)(const float* x, int64_t n, double mean) { return sum_sq_dev_run(x, n, mean); }
+void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
+  grad_sums_run(g, x, n, mean, sum_g, sum_gd);
+}
 }  // namespace pd::kernels::reference
 PD_TARGET_POP
 
@@ -20,5 +24,7 @@ PD_TARGET_POP
 
 namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float*, int64_t) { return 0; }
+double PD_ISA_FN(sum_sq_dev_run)(const float*, int64_t, double) { return 0; }
+void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, double*, double*) {}
 }  // namespace pd::kernels::reference
 #endif

@@ -8,6 +8,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,11 @@ class Network {
   explicit Network(const ModelSpec& spec);
   ~Network();
 
-  // Runs the DAG; returns the value of every input and layer by name. `step` seeds dropout.
-  std::map<std::string, Tensor> forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step);
+  // Runs the DAG; returns the value of every input and layer by name. `step` seeds dropout. With `keep`
+  // set, only those values are returned and every other one is let go after its last reader ran, so
+  // that a forward pass without gradients holds a few activations at a time, not all of them.
+  std::map<std::string, Tensor> forward(const std::map<std::string, Tensor>& inputs, bool training, int64_t step,
+                                        const std::set<std::string>& keep = {});
   Tensor loss(const std::map<std::string, Tensor>& values, const Tensor& labels) const;
   const std::string& output_name() const { return spec_.loss_input; }
 
@@ -137,6 +141,7 @@ class Network {
  private:
   ModelSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::map<std::string, size_t> last_reader_;  // value name -> index of the last layer that reads it
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
   uint64_t rng_stream_ = 0;

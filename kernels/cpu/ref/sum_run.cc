@@ -1,0 +1,32 @@
+// The widest form of each float sum loop (sum_run.h) this CPU runs, chosen once per process.
+#include "cpu/ref/sum_run.h"
+
+#include "pd/core/cpu_features.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+template <typename F>
+F widest(F portable, F avx2, F avx512) {
+  if (cpu_has_avx512()) return avx512;
+  return cpu_has_avx2_fma() ? avx2 : portable;
+}
+
+}  // namespace
+
+double sum_run_widest(const float* x, int64_t n) {
+  static const auto run = widest(&sum_run<float>, &sum_run_avx2, &sum_run_avx512);
+  return run(x, n);
+}
+
+double sum_sq_dev_run_widest(const float* x, int64_t n, double mean) {
+  static const auto run = widest(&sum_sq_dev_run<float>, &sum_sq_dev_run_avx2, &sum_sq_dev_run_avx512);
+  return run(x, n, mean);
+}
+
+void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
+  static const auto run = widest(&grad_sums_run<float>, &grad_sums_run_avx2, &grad_sums_run_avx512);
+  run(g, x, n, mean, sum_g, sum_gd);
+}
+
+}  // namespace pd::kernels::reference
