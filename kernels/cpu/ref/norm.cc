@@ -1,5 +1,7 @@
 // Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu/common/parallel.h"
 #include "cpu/ref/sum_run.h"
@@ -142,6 +144,7 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   });
 }
 
+// Rows across threads; each row's statistics with the vector sums of sum_run.h.
 template <typename T>
 void layer_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t begin_norm_axis, double epsilon,
                 Tensor& out, Tensor& mean, Tensor& invstd) {
@@ -153,26 +156,27 @@ void layer_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   T* od = out.data<T>();
   T* md = mean.data<T>();
   T* id = invstd.data<T>();
-  for (int64_t r = 0; r < outer; ++r) {
-    const T* row = xd + r * inner;
-    double sum = 0;
-    for (int64_t i = 0; i < inner; ++i) sum += row[i];
-    const double mu = inner > 0 ? sum / static_cast<double>(inner) : 0.0;
-    double sq = 0;
-    for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mu) * (row[i] - mu);
-    const double var = inner > 0 ? sq / static_cast<double>(inner) : 0.0;
+  cpu::parallel_for(outer, 3 * inner, [&](int64_t r) {
+    const T* __restrict row = xd + r * inner;
+    const double mu = inner > 0 ? sum_of(row, inner) / static_cast<double>(inner) : 0.0;
+    const double var = inner > 0 ? sum_sq_dev_of(row, inner, mu) / static_cast<double>(inner) : 0.0;
     const double is = 1.0 / std::sqrt(var + epsilon);
     md[r] = static_cast<T>(mu);
     id[r] = static_cast<T>(is);
+    const T m = static_cast<T>(mu), k = static_cast<T>(is);
+    T* __restrict o = od + r * inner;
     for (int64_t i = 0; i < inner; ++i) {
-      double y = (row[i] - mu) * is;
+      T y = (row[i] - m) * k;
       if (sc) y *= sc[i];
       if (bs) y += bs[i];
-      od[r * inner + i] = static_cast<T>(y);
+      o[i] = y;
     }
-  }
+  });
 }
 
+// Rows across threads. dscale and dbias sum over rows: each fixed block of rows (its size depends on
+// the shape only) sums into its own partials, added up in block order afterwards, so that the result
+// does not depend on the thread count.
 template <typename T>
 void layer_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& mean, const Tensor& invstd,
                      const Tensor& grad, int64_t begin_norm_axis, Tensor& dx, Tensor& dscale, Tensor& dbias) {
@@ -184,36 +188,47 @@ void layer_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   const T* md = mean.data<T>();
   const T* id = invstd.data<T>();
   T* dxd = dx.data<T>();
-  std::vector<double> ds(static_cast<size_t>(inner), 0.0), db(static_cast<size_t>(inner), 0.0);
-  for (int64_t r = 0; r < outer; ++r) {
-    const double mu = md[r], is = id[r];
-    // dx = invstd * (gs - mean(gs) - xhat * mean(gs * xhat)) with gs = grad * scale.
-    double sum_gs = 0, sum_gsx = 0;
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t k = r * inner + i;
-      const double xhat = (xd[k] - mu) * is;
-      const double gs = gd[k] * (sc ? static_cast<double>(sc[i]) : 1.0);
-      sum_gs += gs;
-      sum_gsx += gs * xhat;
-      ds[i] += gd[k] * xhat;
-      db[i] += gd[k];
+  const int64_t block = std::max<int64_t>(64, (outer + 255) / 256);  // at most 256 blocks of partials
+  const int64_t blocks = (outer + block - 1) / block;
+  std::vector<double> part_ds(static_cast<size_t>(blocks * inner), 0.0), part_db(part_ds.size(), 0.0);
+  const double inv_n = inner > 0 ? 1.0 / static_cast<double>(inner) : 0.0;
+  cpu::parallel_for(blocks, 3 * block * inner, [&](int64_t bk) {
+    double* ds = part_ds.data() + bk * inner;
+    double* db = part_db.data() + bk * inner;
+    for (int64_t r = bk * block; r < std::min(outer, (bk + 1) * block); ++r) {
+      const double mu = md[r], is = id[r];
+      const T* __restrict xr = xd + r * inner;
+      const T* __restrict gr = gd + r * inner;
+      // dx = invstd * (gs - mean(gs) - xhat * mean(gs * xhat)) with gs = grad * scale.
+      double sum_gs = 0, sum_gsx = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double xhat = (xr[i] - mu) * is;
+        const double gs = gr[i] * (sc ? static_cast<double>(sc[i]) : 1.0);
+        sum_gs += gs;
+        sum_gsx += gs * xhat;
+        ds[i] += gr[i] * xhat;
+        db[i] += gr[i];
+      }
+      const double mean_gs = sum_gs * inv_n, mean_gsx = sum_gsx * inv_n;
+      T* __restrict dr = dxd + r * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double xhat = (xr[i] - mu) * is;
+        const double gs = gr[i] * (sc ? static_cast<double>(sc[i]) : 1.0);
+        dr[i] = static_cast<T>(is * (gs - mean_gs - xhat * mean_gsx));
+      }
     }
-    const double inv_n = inner > 0 ? 1.0 / static_cast<double>(inner) : 0.0;
+  });
+  auto reduce_into = [&](Tensor& t, const std::vector<double>& parts) {
+    if (!t.defined()) return;
+    T* p = t.data<T>();
     for (int64_t i = 0; i < inner; ++i) {
-      const int64_t k = r * inner + i;
-      const double xhat = (xd[k] - mu) * is;
-      const double gs = gd[k] * (sc ? static_cast<double>(sc[i]) : 1.0);
-      dxd[k] = static_cast<T>(is * (gs - sum_gs * inv_n - xhat * sum_gsx * inv_n));
+      double acc = 0;
+      for (int64_t bk = 0; bk < blocks; ++bk) acc += parts[static_cast<size_t>(bk * inner + i)];
+      p[i] = static_cast<T>(acc);
     }
-  }
-  if (dscale.defined()) {
-    T* p = dscale.data<T>();
-    for (int64_t i = 0; i < inner; ++i) p[i] = static_cast<T>(ds[i]);
-  }
-  if (dbias.defined()) {
-    T* p = dbias.data<T>();
-    for (int64_t i = 0; i < inner; ++i) p[i] = static_cast<T>(db[i]);
-  }
+  };
+  reduce_into(dscale, part_ds);
+  reduce_into(dbias, part_db);
 }
 
 }  // namespace pd::kernels::reference
