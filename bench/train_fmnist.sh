@@ -1,50 +1,64 @@
 #!/usr/bin/env bash
-# Trains LeNet-5 and the MLP on Fashion-MNIST with pd-train and with the PyTorch peer
-# (../shared/peers/torch_fmnist.py, Debian python3-torch + libopenblas0-pthread) using the same recipe:
-# batch 64, Adam (lr 2e-3 LeNet, 1e-3 MLP), cosine decay, inputs normalised to mean 0.286 / std 0.353,
-# 2 threads. Also runs PaddlePaddle (bench/paddle_fmnist.py, pip package paddlepaddle) where
-# `$PADDLE_PY -c "import paddle"` works. Prints one markdown row per (arch, framework): samples/s,
-# test accuracy, peak RSS, and paddle-cpp's speed over that framework's.
-#   usage: bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp)
+# Trains LeNet-5, the MLP and the residual example on Fashion-MNIST with pd-train and with the PyTorch
+# peers using the same recipe, on 2 threads: LeNet and MLP with ../shared/peers/torch_fmnist.py (batch
+# 64, Adam lr 2e-3 / 1e-3, cosine decay, inputs normalised to mean 0.286 / std 0.353), the residual
+# example with bench/torch_resnet_fmnist.py (its recipe; the first 12,800 samples per epoch, to keep
+# the run short). The PyTorch that counts is 2.x from pip (../shared/peers/torch2_venv.sh makes the
+# venv; TORCH_PY overrides); Debian's python3-torch (1.13 on OpenBLAS) adds a second row where it is
+# installed. PaddlePaddle (bench/paddle_fmnist.py, pip paddlepaddle) runs for LeNet and the MLP where
+# `$PADDLE_PY -c "import paddle"` works. Prints one markdown row per (arch, framework): samples/s, test
+# accuracy, peak RSS, and paddle-cpp's speed over that framework's.
+#   usage: bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp resnet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-5}
 shift || true
-ARCHS=${*:-lenet mlp}
-PEER=${PEER:-../shared/peers/torch_fmnist.py}
+ARCHS=${*:-lenet mlp resnet}
+PEER=../shared/peers/torch_fmnist.py
+TORCH_PY=${TORCH_PY:-$(bash ../shared/peers/torch2_venv.sh)}
 PD_TRAIN=${PD_TRAIN:-build/tools/pd-train}
 PADDLE_PY=${PADDLE_PY:-python3}
 have_paddle=0
 $PADDLE_PY -c "import paddle" >/dev/null 2>&1 && have_paddle=1
+have_debian_torch=0
+/usr/bin/python3 -c "import torch" >/dev/null 2>&1 && have_debian_torch=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+
+field() { echo "$1" | sed "s/.*$2=\([^ ]*\).*/\1/"; }
+# peer_row NAME OUTPUT: the markdown row of a peer's output line, with paddle-cpp's speedup over it.
+peer_row() {
+  local sps acc rss
+  sps=$(field "$2" samples_per_s) acc=$(field "$2" test_acc) rss=$(field "$2" peak_rss_mb)
+  echo "| $arch | $1 | $EPOCHS | $sps | $acc | $rss | $(awk -v a="$pd_sps" -v b="$sps" 'BEGIN { printf "%.2fx", a / b }') |"
+}
 
 echo "| model | framework | epochs | samples/s | test acc | peak RSS MiB | paddle-cpp speedup |"
 echo "|---|---|---|---|---|---|---|"
 for arch in $ARCHS; do
+  limit=()
   case $arch in
     lenet) yaml=examples/lenet_fmnist.yaml lr=2e-3 ;;
     mlp) yaml=examples/mlp_fmnist.yaml lr=1e-3 ;;
+    resnet) yaml=examples/resnet_fmnist.yaml limit=(--limit 12800) ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
   esac
-  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" --threads 2 --out "$OUT/$arch" --quiet --json > "$OUT/pd.jsonl"
+  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --quiet --json > "$OUT/pd.jsonl"
   pd_sps=$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")
   pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
   pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
-  peer=$(/usr/bin/python3 "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2)
-  t_sps=$(echo "$peer" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/')
-  t_acc=$(echo "$peer" | sed 's/.*test_acc=\([0-9.]*\).*/\1/')
-  t_rss=$(echo "$peer" | sed 's/.*peak_rss_mb=\([0-9.]*\).*/\1/')
-  ratio=$(awk -v a="$pd_sps" -v b="$t_sps" 'BEGIN { printf "%.2fx", a / b }')
   echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | |"
-  echo "| $arch | PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') | $EPOCHS | $t_sps | $t_acc | $t_rss | $ratio |"
-  if [ $have_paddle -eq 1 ]; then
+  if [ "$arch" = resnet ]; then
+    peer_run() { (cd bench && "$1" torch_resnet_fmnist.py --epochs "$EPOCHS" --limit 12800 --threads 2); }
+  else
+    peer_run() { "$1" "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2; }
+  fi
+  peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$(peer_run "$TORCH_PY")"
+  if [ $have_debian_torch -eq 1 ] && [ "$arch" != resnet ]; then
+    peer_row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') (Debian)" "$(peer_run /usr/bin/python3)"
+  fi
+  if [ $have_paddle -eq 1 ] && [ "$arch" != resnet ]; then
     pp=$($PADDLE_PY bench/paddle_fmnist.py --arch "$arch" --epochs "$EPOCHS" --lr "$lr" --threads 2 2>/dev/null | tail -1)
-    p_sps=$(echo "$pp" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/')
-    p_acc=$(echo "$pp" | sed 's/.*test_acc=\([0-9.]*\).*/\1/')
-    p_rss=$(echo "$pp" | sed 's/.*peak_rss_mb=\([0-9.]*\).*/\1/')
-    p_ver=$(echo "$pp" | sed 's/.*paddle=\([^ ]*\).*/\1/')
-    p_ratio=$(awk -v a="$pd_sps" -v b="$p_sps" 'BEGIN { printf "%.2fx", a / b }')
-    echo "| $arch | PaddlePaddle $p_ver | $EPOCHS | $p_sps | $p_acc | $p_rss | $p_ratio |"
+    peer_row "PaddlePaddle $(field "$pp" paddle) (pip)" "$pp"
   fi
 done
