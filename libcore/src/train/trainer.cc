@@ -246,8 +246,12 @@ int Trainer::run() {
   const int prefetch = std::thread::hardware_concurrency() > static_cast<unsigned>(pd::num_threads()) ? 2 : 0;
   // With N ranks, batch_size stays the global batch: each rank takes its share of every batch.
   data::DataLoader train_loader(load_source(spec_.data.train, feat, opt_.limit),
-                                {.batch_size = spec_.train.batch_size, .shuffle = true, .seed = spec_.train.seed, .prefetch = prefetch,
-                                 .shard = rank, .shards = world},
+                                {.batch_size = spec_.train.batch_size,
+                                 .shuffle = true,
+                                 .seed = spec_.train.seed,
+                                 .prefetch = prefetch,
+                                 .shard = rank,
+                                 .shards = world},
                                 [&] {
                                   auto t = spec_.data.transforms;
                                   t.insert(t.end(), spec_.data.train_transforms.begin(), spec_.data.train_transforms.end());
@@ -392,8 +396,8 @@ int Trainer::run() {
         loss_value = sums[0] / static_cast<double>(n);
         stop = sums[1] > 0;
       }
-      // Checked before backward, so the weights never take a step from a NaN loss.
       profile.mark(Phase::forward);
+      // Checked before backward, so the weights never take a step from a NaN loss.
       PD_CHECK(std::isfinite(loss_value), ErrorCode::kInvalidArgument,
                "{}: the training loss is {}; stopped before the weights took a step from it (the last checkpoint is {}). "
                "Lower the learning rate (now {:.3g}), set train.clip_grad_norm, or run with --check-nan-inf to find the op "
