@@ -2,7 +2,7 @@
 # Fashion-MNIST with the recipe of ../shared/peers/torch_fmnist.py, so the three can be compared in one run.
 # usage: python3 bench/paddle_fmnist.py [--arch lenet|mlp] [--epochs N] [--threads N] [--lr X] [--batch N]
 # Recipe: Adam, cosine decay to 0 over the run, inputs (x/255 - 0.286)/0.353.
-import argparse, gzip, os, resource, struct, time
+import argparse, os, resource, time
 import numpy as np
 
 p = argparse.ArgumentParser()
@@ -13,15 +13,7 @@ a = p.parse_args()
 os.environ["OMP_NUM_THREADS"] = str(a.threads)
 import paddle, paddle.nn as nn, paddle.nn.functional as F
 paddle.set_device("cpu"); paddle.seed(0); np.random.seed(0)
-D = "/usr/share/datasets/fashion-mnist/"
-
-def idx(path):
-    with gzip.open(path) as f:
-        magic, n = struct.unpack(">II", f.read(8))
-        if magic == 2051:
-            r, c = struct.unpack(">II", f.read(8))
-            return np.frombuffer(f.read(), np.uint8).reshape(n, 1, r, c)
-        return np.frombuffer(f.read(), np.uint8)
+from fmnist_data import D, idx
 
 def images(name):
     return ((idx(D + name).astype(np.float32) / 255. - 0.286) / 0.353).astype(np.float32)

@@ -2,19 +2,11 @@
 # architecture of examples/resnet_fmnist.yaml (or mlp_fmnist.yaml) on the first N Fashion-MNIST samples
 # with the same global batch split over the ranks, one thread per rank. Prints samples/s of rank 0.
 # usage: python torch_ddp_fmnist.py --world 2 [--arch resnet|mlp] [--limit N] [--batch B] [--epochs E]
-import argparse, gzip, os, struct, time
+import argparse, os, time
 import numpy as np, torch, torch.distributed as dist, torch.multiprocessing as mp
 import torch.nn as nn, torch.nn.functional as F
 
-D = "/usr/share/datasets/fashion-mnist/"
-
-def idx(path):
-    with gzip.open(path) as f:
-        magic, n = struct.unpack(">II", f.read(8))
-        if magic == 2051:
-            r, c = struct.unpack(">II", f.read(8))
-            return np.frombuffer(f.read(), np.uint8).reshape(n, 1, r, c)
-        return np.frombuffer(f.read(), np.uint8)
+from fmnist_data import D, idx
 
 class Block(nn.Module):
     def __init__(self, cin, cout, stride):

@@ -2,22 +2,14 @@
 # examples/mlp_fmnist.yaml and examples/resnet_fmnist.yaml (batches built on the host and copied to
 # the GPU each step, as pd-train does; random horizontal flips for the residual net).
 # usage: python3 torch_fmnist_cuda.py --arch mlp|resnet [--epochs N]     prints samples/s and test accuracy
-import argparse, gzip, math, struct, time
+import argparse, math, time
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 
-D = "/usr/share/datasets/fashion-mnist/"
+from fmnist_data import D, idx
 p = argparse.ArgumentParser()
 p.add_argument("--arch", default="mlp"); p.add_argument("--epochs", type=int, default=1)
 a = p.parse_args()
 dev = torch.device("cuda")
-
-def idx(path):
-    with gzip.open(path) as f:
-        magic, n = struct.unpack(">II", f.read(8))
-        if magic == 2051:
-            r, c = struct.unpack(">II", f.read(8))
-            return np.frombuffer(f.read(), np.uint8).reshape(n, 1, r, c)
-        return np.frombuffer(f.read(), np.uint8)
 
 def images(name):
     return (torch.tensor(idx(D + name), dtype=torch.float32) / 255. - 0.286) / 0.353

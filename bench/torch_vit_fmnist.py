@@ -5,22 +5,14 @@
 # weight decay 0.05, 300 warmup steps then cosine to 0, global grad-norm clip 1.0, batch 128, random
 # horizontal flips, inputs normalised to mean 0.286 / std 0.353. Prints one line like torch_fmnist.py.
 #   usage: python bench/torch_vit_fmnist.py [--epochs N] [--threads N] [--limit N]
-import argparse, gzip, math, resource, struct, time
+import argparse, math, resource, time
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 
-D = "/usr/share/datasets/fashion-mnist/"
+from fmnist_data import D, idx
 p = argparse.ArgumentParser()
 p.add_argument("--epochs", type=int, default=10); p.add_argument("--threads", type=int, default=2)
 p.add_argument("--limit", type=int, default=0); p.add_argument("--batch", type=int, default=128)
 a = p.parse_args()
-
-def idx(path):
-    with gzip.open(path) as f:
-        magic, n = struct.unpack(">II", f.read(8))
-        if magic == 2051:
-            r, c = struct.unpack(">II", f.read(8))
-            return np.frombuffer(f.read(), np.uint8).reshape(n, 1, r, c)
-        return np.frombuffer(f.read(), np.uint8)
 
 def images(name):
     return (torch.tensor(idx(D + name), dtype=torch.float32) / 255. - 0.286) / 0.353
