@@ -1,4 +1,6 @@
 // Tensor storage, views, 0-D/empty tensors and the caching allocator.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "pd/pd.h"
@@ -51,4 +53,61 @@ TEST_CASE("type promotion", "[dtype]") {
   CHECK(pd::ops::add(i, f).dtype() == pd::DType::f32);
   CHECK(pd::ops::add(f, d).dtype() == pd::DType::f32);  // a 0-D tensor does not widen within its category
   CHECK(pd::ops::add(i, d).dtype() == pd::DType::f32);
+}
+
+namespace {
+
+// The element at each position of `view`, read through its strides from the base storage: the
+// definition contiguous() must match.
+template <typename T>
+std::vector<T> read_through_strides(const Tensor& view, const std::vector<T>& base) {
+  const pd::Shape& shape = view.shape();
+  std::vector<T> out;
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t n = 0; n < pd::shape_numel(shape); ++n) {
+    int64_t off = view.offset();
+    for (size_t d = 0; d < shape.size(); ++d) off += idx[d] * view.strides()[d];
+    out.push_back(base[static_cast<size_t>(off)]);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+template <typename T>
+void check_views_of(const pd::Shape& shape, uint64_t seed) {
+  std::vector<T> base(static_cast<size_t>(pd::shape_numel(shape)));
+  for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<T>(i * 7 + 3);
+  const Tensor x = Tensor::from_vector<T>(base, shape);
+  std::vector<int64_t> perm(shape.size());
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+  // Every permutation of ranks up to 4, a sample of the rest; each also sliced along its last axis.
+  size_t tried = 0;
+  do {
+    if (shape.size() > 4 && (seed + tried++) % 17 != 0) continue;
+    const Tensor t = pd::ops::transpose(x, perm);
+    INFO("shape " << pd::shape_str(shape) << " perm " << pd::shape_str(perm));
+    CHECK(t.contiguous().to_vector<T>() == read_through_strides(t, base));
+    const int64_t last = t.shape().back();
+    if (last > 2) {
+      const Tensor s = pd::ops::slice(t, {static_cast<int64_t>(shape.size()) - 1}, {1}, {last - 1});
+      CHECK(s.contiguous().to_vector<T>() == read_through_strides(s, base));
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+}  // namespace
+
+// The tiled transposition path, the dense-row path and the element path, for 1, 4 and 8 byte elements,
+// with tiles cut at the edges (extents around the 32-element tile) and large copies over threads.
+TEST_CASE("contiguous() of transposed and sliced views", "[tensor]") {
+  check_views_of<uint8_t>({3, 33, 5, 70}, 1);
+  check_views_of<int32_t>({2, 31, 40}, 2);
+  check_views_of<float>({2, 3, 4, 5, 6}, 3);
+  check_views_of<double>({65, 1, 33}, 4);
+  check_views_of<float>({8, 64, 28, 28}, 5);  // NCHW <-> NHWC of a batch, above the threading threshold
+  const Tensor e = pd::ops::expand(Tensor::from_vector<float>({1, 2, 3}, {3, 1}), {2, 3, 4});
+  CHECK(e.contiguous().to_vector<float>() == read_through_strides(e, std::vector<float>{1, 2, 3}));
 }

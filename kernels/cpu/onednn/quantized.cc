@@ -169,7 +169,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
                       const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                      const std::string& activation, double alpha, DType out_dtype, Tensor& out) {
+                      const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Activation act = parse_activation("quantized_conv2d", activation);
   if (out.numel() == 0) return;
   const Int8Source src = int8_source(x, x_zero_point);
@@ -177,18 +177,23 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   const auto attr = int8_attr(p, 1 << 1, residual.defined(), act, alpha, out_dtype);
   if (!attr)
     return reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
-                                          out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype, out);
+                                          out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
+                                          out_dtype, out);
   guarded("quantized_conv2d", [&] {
-    const ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
+    const auto nchw = [&](const Shape& s) { return channels_last ? Shape{s[0], s[3], s[1], s[2]} : s; };
+    const ConvGeometry g(nchw(x.shape()), weight.shape(), nchw(out.shape()), stride, padding, dilation, groups);
     const dt src_dt = onednn_dtype(src.x.dtype()), dst_dt = onednn_dtype(out_dtype);
-    const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, tag::nchw); };
+    // The user's activations as they are in memory: oneDNN's dims are always N, C, H, W.
+    const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, channels_last ? tag::nhwc : tag::nchw); };
     const dnnl::memory::desc plain_wei(g.wei, dt::s8, groups > 1 ? tag::goihw : tag::oihw);
-    const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", bias.defined()),
+    const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", bias.defined()),
                                         static_cast<int>(src_dt), static_cast<int>(dst_dt), residual.defined(), activation,
-                                        alpha, p.x_zero_point != 0, p.out_zero_point != 0, p.hash);
+                                        alpha, p.x_zero_point != 0, p.out_zero_point != 0, channels_last, p.hash);
     auto e = cached<ConvEntry>(key, [&] {
-      const dnnl::memory::desc any_src(g.src, src_dt, tag::any), any_wei(g.wei, dt::s8, tag::any),
-          any_dst(g.dst, dst_dt, tag::any);
+      // channels_last asks for the user's NHWC itself (every int8 implementation reads it): no reorders.
+      const tag act_tag = channels_last ? tag::nhwc : tag::any;
+      const dnnl::memory::desc any_src(g.src, src_dt, act_tag), any_wei(g.wei, dt::s8, tag::any),
+          any_dst(g.dst, dst_dt, act_tag);
       const auto d = bias.defined()
                          ? conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
                                           any_wei, plain_desc(dims{g.dst[1]}), any_dst, g.strides, g.dilates, g.pad_l, g.pad_r)

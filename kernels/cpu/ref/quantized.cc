@@ -71,17 +71,27 @@ int32_t zero_point_of(const Tensor& zp) {
 
 }  // namespace
 
+// Element strides of an [N, C, H, W] activation held as NCHW, or as NHWC (channels_last).
+struct ActivationStrides {
+  int64_t n, c, h, w;
+  ActivationStrides(int64_t C, int64_t H, int64_t W, bool channels_last)
+      : n(C * H * W), c(channels_last ? 1 : H * W), h(channels_last ? W * C : W), w(channels_last ? C : 1) {}
+};
+
 template <typename T>
 void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                       const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
                       const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                      const std::string& activation, double alpha, DType out_dtype, Tensor& out) {
+                      const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const Shape& xs = x.shape();
+  const Shape& ys = out.shape();
+  const int64_t N = xs[0], C = channels_last ? xs[3] : xs[1], H = channels_last ? xs[1] : xs[2], W = channels_last ? xs[2] : xs[3];
   const int64_t CO = weight.shape()[0], CIg = weight.shape()[1], KH = weight.shape()[2], KW = weight.shape()[3];
-  const int64_t OH = out.shape()[2], OW = out.shape()[3], COg = CO / groups;
+  const int64_t OH = channels_last ? ys[1] : ys[2], OW = channels_last ? ys[2] : ys[3], COg = CO / groups;
+  const ActivationStrides sx(C, H, W, channels_last), sy(CO, OH, OW, channels_last);
   const int32_t zp = zero_point_of<T>(x_zero_point);
   const T* xv = x.data<T>();
   const int8_t* wv = weight.data<int8_t>();
@@ -92,18 +102,18 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
       for (int64_t ow = 0; ow < OW; ++ow) {
         int32_t acc = 0;
         for (int64_t ci = 0; ci < CIg; ++ci) {
-          const T* plane = xv + (n * C + g * CIg + ci) * H * W;
+          const T* plane = xv + n * sx.n + (g * CIg + ci) * sx.c;
           const int8_t* taps = wv + (co * CIg + ci) * KH * KW;
           for (int64_t kh = 0; kh < KH; ++kh) {
             const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
             if (ih < 0 || ih >= H) continue;  // padding is the real value 0: it adds nothing
             for (int64_t kw = 0; kw < KW; ++kw) {
               const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
-              if (iw >= 0 && iw < W) acc += (static_cast<int32_t>(plane[ih * W + iw]) - zp) * taps[kh * KW + kw];
+              if (iw >= 0 && iw < W) acc += (static_cast<int32_t>(plane[ih * sx.h + iw * sx.w]) - zp) * taps[kh * KW + kw];
             }
           }
         }
-        const int64_t i = (row * OH + oh) * OW + ow;
+        const int64_t i = n * sy.n + co * sy.c + oh * sy.h + ow * sy.w;
         epi.store(epi.real(acc, co, rv ? double{rv[i]} : 0.0), out, i);
       }
   });

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pd/core/error.h"
+#include "strided_copy.h"
 
 namespace pd {
 namespace {
@@ -106,34 +107,7 @@ void CachingAllocator::copy_from_host(void* dst, const void* host_src, size_t by
 
 void CachingAllocator::copy_strided(void* dst, const void* src, size_t elem, const Shape& shape,
                                     const Shape& strides) const {
-  const int64_t n = shape_numel(shape);
-  if (n == 0) return;
-  const int64_t nd = static_cast<int64_t>(shape.size());
-  char* out = static_cast<char*>(dst);
-  const char* base = static_cast<const char*>(src);
-  if (nd == 0) {
-    std::memcpy(out, base, elem);
-    return;
-  }
-  // Walks the shape with an odometer; the innermost dimension is one memcpy when it is dense.
-  const int64_t inner = shape[nd - 1];
-  const int64_t inner_stride = strides[nd - 1];
-  std::vector<int64_t> idx(nd, 0);
-  for (int64_t done = 0; done < n; done += inner) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < nd - 1; ++d) off += idx[d] * strides[d];
-    const char* row = base + off * static_cast<int64_t>(elem);
-    if (inner_stride == 1) {
-      std::memcpy(out, row, inner * elem);
-    } else {
-      for (int64_t i = 0; i < inner; ++i) std::memcpy(out + i * elem, row + i * inner_stride * elem, elem);
-    }
-    out += inner * elem;
-    for (int64_t d = nd - 2; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  detail::copy_strided_host(dst, src, elem, shape, strides);
 }
 
 CachingAllocator& cpu_allocator() {

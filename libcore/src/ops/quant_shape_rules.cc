@@ -93,7 +93,7 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis) 
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
                        In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                       DType out_dtype) {
+                       bool channels_last, DType out_dtype) {
   check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
   if (residual.t.defined()) {
     PD_CHECK(out_dtype == DType::f32, ErrorCode::kInvalidArgument,
@@ -101,7 +101,17 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
              dtype_name(out_dtype));
     check_dtype_is(op, residual, DType::f32, "");
   }
-  return fused_conv2d(op, x, weight, bias, residual, stride, padding, dilation, groups);
+  PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D {}, but received shape {}", op, x.name,
+           channels_last ? "[N, H, W, C]" : "[N, C, H, W]", shape_str(x.t.shape()));
+  const Shape& xs = x.t.shape();
+  const Shape nchw = channels_last ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
+  Shape out = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, groups);
+  if (channels_last) out = {out[0], out[2], out[3], out[1]};
+  if (residual.t.defined())
+    PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
+             "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,
+             shape_str(out), shape_str(residual.t.shape()));
+  return out;
 }
 
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,

@@ -195,17 +195,21 @@ Shape linear(const char* op, In x, In weight, In bias) {
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
   check_rank(op, x, 4, "[N, C, H, W]");
+  return conv2d_nchw(op, x.name, x.t.shape(), weight, bias, stride, padding, dilation, groups);
+}
+
+Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight, In bias, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
   check_rank(op, weight, 4, "[C_out, C_in / groups, kH, kW]");
   check_pair(op, "stride", stride, 1);
   check_pair(op, "padding", padding, 0);
   check_pair(op, "dilation", dilation, 1);
-  const Shape& xs = x.t.shape();
   const Shape& ws = weight.t.shape();
   PD_CHECK(groups >= 1 && xs[1] % groups == 0 && ws[0] % groups == 0, ErrorCode::kInvalidArgument,
            "{}: argument 'groups' = {} must divide the input channels {} and output channels {}", op, groups, xs[1], ws[0]);
   PD_CHECK(ws[1] * groups == xs[1], ErrorCode::kShape,
            "{}: input channels differ: '{}' {} has {} channels but '{}' {} expects {} (= {} per group x {} groups)", op,
-           x.name, shape_str(xs), xs[1], weight.name, shape_str(ws), ws[1] * groups, ws[1], groups);
+           x_name, shape_str(xs), xs[1], weight.name, shape_str(ws), ws[1] * groups, ws[1], groups);
   if (bias.t.defined())
     PD_CHECK(bias.t.shape() == Shape{ws[0]}, ErrorCode::kShape, "{}: argument '{}' must have shape [{}], but received {}", op,
              bias.name, ws[0], shape_str(bias.t.shape()));

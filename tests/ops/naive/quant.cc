@@ -63,13 +63,33 @@ pd::Tensor dequantized(const pd::Tensor& q, const pd::Tensor& scale, const pd::T
   return (*pd::test::find_naive("dequantize_linear"))({{q}, {scale}, {zero_point}}, {{"axis", pd::AttrValue(axis)}})[0];
 }
 
+// [N, H, W, C] -> [N, C, H, W] (to_nchw) or back, by index arithmetic, in double.
+pd::Tensor permuted(const pd::Tensor& t, bool to_nchw) {
+  if (!t.defined()) return t;
+  const Ints& s = t.shape();
+  const int64_t N = s[0], A = s[1], B = s[2], C = s[3];  // to_nchw: A, B, C = H, W, C; else C, H, W
+  const Reals v = vals(t);
+  Reals out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t from = ((n * A + a) * B + b) * C + c;
+          const int64_t to = to_nchw ? ((n * C + c) * A + a) * B + b : ((n * B + b) * C + c) * A + a;
+          out[static_cast<size_t>(to)] = v[static_cast<size_t>(from)];
+        }
+  return make(out, to_nchw ? Ints{N, C, A, B} : Ints{N, B, C, A});
+}
+
 std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, const pd::AttrMap& attrs, bool has_residual) {
+  const bool nhwc = get<bool>(attrs, "channels_last", false);
   const pd::Tensor x = dequantized(in[0][0], in[1][0], in[2][0], 1);
   const pd::Tensor& ws = in[4][0];
   const pd::Tensor w = dequantized(in[3][0], ws, make(Reals(static_cast<size_t>(numel_of(ws.shape())), 0.0), ws.shape()), 0);
-  pd::BoxedInputs f = {{x}, {w}, in[5]};
-  if (has_residual) f.push_back(in[6]);
-  const pd::Tensor y = (*pd::test::find_naive(fused))(f, attrs)[0];
+  pd::BoxedInputs f = {{nhwc ? permuted(x, true) : x}, {w}, in[5]};
+  if (has_residual) f.push_back(nhwc && !in[6].empty() ? std::vector<pd::Tensor>{permuted(in[6][0], true)} : in[6]);
+  const pd::Tensor y_nchw = (*pd::test::find_naive(fused))(f, attrs)[0];
+  const pd::Tensor y = nhwc ? permuted(y_nchw, false) : y_nchw;
   const pd::DType out_dtype = get<pd::DType>(attrs, "out_dtype", pd::DType::f32);
   if (out_dtype == pd::DType::f32) return {y};
   const size_t q = has_residual ? 7 : 6;
