@@ -2,8 +2,9 @@
 # int8 against f32 with pd-infer: a trained run's model after pd-opt -O2 (f32), and the same model
 # quantized by pd-quant (u8 activations, percentile, s8 per-channel weights, 512 calibration samples)
 # then pd-opt -O2 (pd-infer lowers its QDQ form to int8 kernels at load). Prints the test accuracy of
-# both on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64, timed in
-# alternation for ROUNDS rounds (median of each round's p50: the machine is shared and noisy).
+# both on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64 (f32 twice:
+# lowered at load and op by op), timed in alternation for ROUNDS rounds (median of each round's p50:
+# the machine is shared and noisy).
 #   usage: bench/quant.sh RUN_DIR [THREADS] [ROUNDS] [PD_QUANT FLAGS...]   (RUN_DIR from pd-train)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,20 +23,27 @@ trap 'rm -rf "$OUT"' EXIT
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 
-echo "| model | batch | p50 ms (median of $ROUNDS) | speedup | test acc | params KiB |"
+# Two f32 rows: lowered at load as pd-infer runs it by default, and op by op (--no-lower). Which is
+# faster depends on the host (Winograd against oneDNN's direct convolution); the speedup column is
+# against the faster one.
+declare -A model=([f32]=f32 [f32-unlowered]=f32 [int8]=int8) flags=([f32]="" [f32-unlowered]="--no-lower" [int8]="")
+runs="f32 f32-unlowered int8"
+echo "| run | batch | p50 ms (median of $ROUNDS) | speedup vs faster f32 | test acc | params KiB |"
 echo "|---|---|---|---|---|---|"
 for batch in 1 64; do
-  declare -A p50s=([f32]="" [int8]="")
+  declare -A p50s=()
   for ((r = 0; r < ROUNDS; ++r)); do
-    for m in f32 int8; do
-      p50s[$m]+=" $("$PD_INFER" "$OUT/$m.pdmodel" -b "$batch" --threads "$THREADS" --warmup 20 --repeat 200 --json | field 'd["latency_ms"]["p50"]')"
+    for m in $runs; do
+      # shellcheck disable=SC2086  # flags are words
+      p50s[$m]+=" $("$PD_INFER" "$OUT/${model[$m]}.pdmodel" ${flags[$m]} -b "$batch" --threads "$THREADS" --warmup 20 --repeat 200 --json | field 'd["latency_ms"]["p50"]')"
     done
   done
-  f32=$(median ${p50s[f32]})
-  for m in f32 int8; do
+  f32=$(python3 -c "import sys; print(min(float(v) for v in sys.argv[1:]))" "$(median ${p50s[f32]})" "$(median ${p50s[f32-unlowered]})")
+  for m in $runs; do
     p50=$(median ${p50s[$m]})
-    acc=$("$PD_INFER" "$OUT/$m.pdmodel" --data "$RUN/config.yaml" --batch 500 --threads "$THREADS" --json | field 'd["accuracy"]')
-    kib=$(($(stat -c %s "$OUT/$m.pdiparams") / 1024))
-    echo "| $m | $batch | $p50 | $(python3 -c "print('%.2fx' % ($f32 / $p50))") | $acc | $kib |"
+    # shellcheck disable=SC2086
+    acc=$("$PD_INFER" "$OUT/${model[$m]}.pdmodel" ${flags[$m]} --data "$RUN/config.yaml" --batch 500 --threads "$THREADS" --json | field 'd["accuracy"]')
+    kib=$(($(stat -c %s "$OUT/${model[$m]}.pdiparams") / 1024))
+    echo "| $m | $batch | $p50 | $(python3 -c "import sys; print('%.2fx' % (float(sys.argv[1]) / float(sys.argv[2])))" "$f32" "$p50") | $acc | $kib |"
   done
 done

@@ -60,6 +60,12 @@ Program run_pass(const Program& p, const std::string& name, pd::ir::PassStats* s
   return q;
 }
 
+pd::quant::QdqOptions minmax() {
+  pd::quant::QdqOptions o;
+  o.method = pd::quant::Method::minmax;
+  return o;
+}
+
 // x -> conv2d(w, bias?) -> [bn] -> act, with knobs for the negative cases.
 struct ConvNet {
   bool bias = true, bn = true, bn_training = false, extra_user = false, pre_act_output = false;
@@ -573,11 +579,12 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   // int8_lower needs oneDNN's int8 kernels; the conv rewrites' kernels only pay off with AVX2 + FMA.
   const std::vector<pd::Backend> built = pd::built_cpu_backends();
   const bool onednn = std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
+  const std::vector<std::string> int8 = {"int8_lower", "int8_channels_last"};
   std::vector<std::string> skipped = {"conv_pool_fuse", "conv_winograd"};
-  if (!onednn) skipped.insert(skipped.begin(), "int8_lower");
+  if (!onednn) skipped.insert(skipped.begin(), int8.begin(), int8.end());
   CHECK(base.skipped() == skipped);
   opt.target = pd::Target::parse("cpu-avx2");
-  CHECK(pd::ir::PassManager(opt).skipped() == (onednn ? std::vector<std::string>{} : std::vector<std::string>{"int8_lower"}));
+  CHECK(pd::ir::PassManager(opt).skipped() == (onednn ? std::vector<std::string>{} : int8));
   // The same conv -> relu -> pool block: one op on AVX2, conv + pool left apart on the baseline.
   ConvPoolNet n;
   Program p = n.build(), on_avx2 = p, on_base = p;
@@ -635,7 +642,7 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
   p.mark_output(p.add_op("linear", {{flat}, {p.add_param("fc.w", rnd({5, 96}, 5))}, {p.add_param("fc.b", rnd({5}, 6))}})[0], "out");
   std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
   Program q = p;
-  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), {.method = pd::quant::Method::minmax}) == 3);
+  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax()) == 3);
   pd::ir::PassOptions opt;
   opt.passes = {"conv_act_fuse", "int8_lower", "dce"};
   Program lowered = q;
@@ -663,4 +670,103 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
     err = std::max(err, std::abs(want[k] - got[k]));
   }
   CHECK(err <= 0.05 * range);
+}
+
+namespace {
+
+// A residual network in the QDQ form pd-quant writes: conv a (relu) -> conv b + x (relu) -> conv c
+// (relu) and a 1x1 projection, added (relu) -> [max_pool2d] -> global average pool -> linear. Every
+// conv has 4+ input channels, so all become int8 kernels.
+Program residual_qdq(bool pool) {
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 4, 8, 8}});
+  const pd::AttrMap same = {{"padding", std::vector<int64_t>{1, 1}}};
+  auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t seed, const pd::AttrMap& attrs) {
+    return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
+                    attrs)[0];
+  };
+  auto a = p.add_op("relu", {{conv(x, "a", 4, 4, 3, 1, same)}})[0];
+  auto b = p.add_op("relu", {{p.add_op("add", {{conv(a, "b", 4, 4, 3, 3, same)}, {x}})[0]}})[0];
+  auto c = p.add_op("relu", {{conv(b, "c", 8, 4, 3, 5, same)}})[0];
+  auto d = conv(b, "d", 8, 4, 1, 7, {});
+  auto y = p.add_op("relu", {{p.add_op("add", {{conv(c, "e", 8, 8, 3, 9, same)}, {d}})[0]}})[0];
+  if (pool) y = conv(p.add_op("max_pool2d", {{y}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0], "f", 8, 8, 3, 11, same);
+  y = p.add_op("flatten", {{p.add_op("adaptive_avg_pool2d", {{y}}, {{"output_size", std::vector<int64_t>{1, 1}}})[0]}},
+               {{"start_axis", int64_t{1}}})[0];
+  p.mark_output(p.add_op("linear", {{y}, {p.add_param("fc.w", rnd({3, 8}, 13))}, {p.add_param("fc.b", rnd({3}, 14))}})[0], "out");
+  const std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
+  Program q = p;
+  pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax());
+  return q;
+}
+
+Program lowered(const Program& p, bool channels_last) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"conv_residual_fuse", "conv_act_fuse", "int8_lower", "dce"};
+  if (channels_last) opt.passes.insert(opt.passes.begin() + 3, "int8_channels_last");
+  pd::ir::PassManager(opt).run(q);
+  return q;
+}
+
+}  // namespace
+
+// int8_channels_last: every int8 conv in NHWC, the transposes between them cancelled, one transpose in
+// (the residual block's input is both quantized for a conv and added in f32: one transpose serves
+// both) and one out; the same numbers as the NCHW int8 program. A max_pool2d in the region (not
+// layout-agnostic) keeps its transposes around it.
+TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them cancelled", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
+    return;
+  }
+  for (bool pool : {false, true}) {
+    INFO("max_pool2d in the region: " << pool);
+    const Program q = residual_qdq(pool), nchw = lowered(q, false), nhwc = lowered(q, true);
+    REQUIRE(count(nchw, "quantized_conv2d") == (pool ? 6 : 5));
+    CHECK(count(nhwc, "quantized_conv2d") == count(nchw, "quantized_conv2d"));
+    for (const auto& op : nhwc.ops())
+      if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
+    CHECK(count(nchw, "transpose") == 0);
+    CHECK(count(nhwc, "transpose") == (pool ? 4 : 2));
+    CHECK(count(nhwc, "quantize_linear") == count(nchw, "quantize_linear"));
+    check_same_outputs(nchw, nhwc, 1e-6);
+  }
+}
+
+// What must stop a transpose: a per-channel quantization (its axis names the NCHW channel), a value
+// that is also a graph output, an op that is not elementwise (softmax over the channels).
+TEST_CASE("pass: int8_channels_last leaves transposes where moving them would change results", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
+    return;
+  }
+  Program p;
+  auto s = p.add_param("s", pd::Tensor::scalar<float>(0.05f));
+  auto z = p.add_param("z", pd::Tensor::scalar<uint8_t>(3));
+  auto x = p.add_op("quantize_linear", {{p.add_input("x", {DType::f32, {-1, 4, 5, 5}})}, {s}, {z}}, {{"dtype", pd::AttrValue(DType::u8)}})[0];
+  auto conv = [&](ValueId in, int64_t seed, DType out) {
+    pd::AttrMap attrs = {{"padding", std::vector<int64_t>{1, 1}}, {"out_dtype", pd::AttrValue(out)}};
+    std::vector<std::vector<ValueId>> ins = {{in}, {s}, {z}, {p.add_param(fmt::format("w{}", seed), pd::ops::cast(rnd({4, 4, 3, 3}, seed, -60, 60), DType::i8))},
+                                             {p.add_param(fmt::format("ws{}", seed), rnd({4}, seed + 1, 0.01, 0.02))}, {}, {}, {}, {}};
+    if (out != DType::f32) ins[7] = {s}, ins[8] = {z};
+    return p.add_op("quantized_conv2d", ins, attrs)[0];
+  };
+  auto y1 = conv(x, 1, DType::f32);  // read by a per-channel quantize, then by a conv
+  auto per_channel = p.add_op("quantize_linear", {{y1}, {p.add_param("pcs", rnd({4}, 3, 0.05, 0.1))}, {p.add_param("pcz", pd::Tensor::from_vector<uint8_t>({1, 2, 3, 4}, {4}))}},
+                              {{"dtype", pd::AttrValue(DType::u8)}})[0];
+  auto y2 = conv(per_channel, 5, DType::u8);
+  p.mark_output(y2, "y2");  // a graph output inside the region
+  auto y3 = conv(y2, 7, DType::f32);
+  p.mark_output(p.add_op("softmax", {{y3}}, {{"axis", int64_t{1}}})[0], "probs");
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"int8_channels_last", "dce"};
+  pd::ir::PassManager(opt).run(q);
+  for (const auto& op : q.ops())
+    if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
+  // x goes to NHWC after its quantize (u8); y1 goes back to NCHW for the per-channel quantize, whose result goes to NHWC for the next conv;
+  // y2 is an output (NCHW) and read by a conv (NHWC: taken before the transpose); softmax reads NCHW.
+  CHECK(count(q, "transpose") == 5);  // x, y1, per_channel, y2, y3
+  check_same_outputs(p, q, 1e-6);
 }

@@ -10,7 +10,7 @@
 
 #include "cpu/common/parallel.h"
 #include "kernels.h"
-#include "pd/core/cpu_features.h"
+#include "cpu/common/widest.h"
 
 namespace pd::kernels::reference {
 namespace {
@@ -19,13 +19,6 @@ constexpr int64_t kRange = 4096;  // elements a thread takes at a time: 64 KiB o
 
 template <typename Args>
 using RowsFn = void (*)(const Args&, int64_t, int64_t);
-
-// The widest of a float loop's forms this CPU runs.
-template <typename Args>
-RowsFn<Args> widest(RowsFn<Args> portable, RowsFn<Args> avx2, RowsFn<Args> avx512) {
-  if (cpu_has_avx512()) return avx512;
-  return cpu_has_avx2_fma() ? avx2 : portable;
-}
 
 template <typename Args>
 void run_ranges(RowsFn<Args> rows, const Args& args, int64_t n) {
@@ -40,7 +33,7 @@ void sgd_step(const KernelContext& ctx, const Tensor& param, const Tensor& grad,
               Tensor& param_out) {
   const optim::SgdArgs<T> a{param_out.data<T>(), grad.data<T>(), static_cast<T>(lr), static_cast<T>(weight_decay)};
   RowsFn<optim::SgdArgs<T>> rows = optim::sgd_rows<T>;
-  if constexpr (std::is_same_v<T, float>) rows = widest(rows, optim::sgd_rows_avx2, optim::sgd_rows_avx512);
+  if constexpr (std::is_same_v<T, float>) rows = cpu::widest(rows, optim::sgd_rows_avx2, optim::sgd_rows_avx512);
   run_ranges(rows, a, param.numel());
 }
 
@@ -50,7 +43,7 @@ void momentum_step(const KernelContext& ctx, const Tensor& param, const Tensor& 
   const optim::MomentumArgs<T> a{param_out.data<T>(), velocity_out.data<T>(), grad.data<T>(), static_cast<T>(lr),
                                  static_cast<T>(momentum), static_cast<T>(weight_decay), nesterov};
   RowsFn<optim::MomentumArgs<T>> rows = optim::momentum_rows<T>;
-  if constexpr (std::is_same_v<T, float>) rows = widest(rows, optim::momentum_rows_avx2, optim::momentum_rows_avx512);
+  if constexpr (std::is_same_v<T, float>) rows = cpu::widest(rows, optim::momentum_rows_avx2, optim::momentum_rows_avx512);
   run_ranges(rows, a, param.numel());
 }
 
@@ -73,7 +66,7 @@ void adam_step(const KernelContext& ctx, const Tensor& param, const Tensor& grad
                              static_cast<T>(1.0 - lr * weight_decay),
                              decoupled};
   RowsFn<optim::AdamArgs<T>> rows = optim::adam_rows<T>;
-  if constexpr (std::is_same_v<T, float>) rows = widest(rows, optim::adam_rows_avx2, optim::adam_rows_avx512);
+  if constexpr (std::is_same_v<T, float>) rows = cpu::widest(rows, optim::adam_rows_avx2, optim::adam_rows_avx512);
   run_ranges(rows, a, param.numel());
 }
 

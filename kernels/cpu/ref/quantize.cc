@@ -5,11 +5,20 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "cpu/common/parallel.h"
+#include "cpu/common/widest.h"
+#include "cpu/ref/quantize_run.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
+
+void quantize_run_u8_avx2(const float* x, uint8_t* out, int64_t n, float s, float z);
+void quantize_run_u8_avx512(const float* x, uint8_t* out, int64_t n, float s, float z);
+void quantize_run_i8_avx2(const float* x, int8_t* out, int64_t n, float s, float z);
+void quantize_run_i8_avx512(const float* x, int8_t* out, int64_t n, float s, float z);
+
 namespace {
 
 // The tensor as [outer, channels, inner] around `axis`; a 0-D scale makes it one channel.
@@ -37,35 +46,31 @@ void check_scales(const char* op, const T* s, int64_t n) {
              "{}: scale[{}] must be positive and finite, but is {}", op, c, static_cast<double>(s[c]));
 }
 
-// Rounds v half to even with the default rounding mode's own addition: once |v| < 2^22 (2^51 for
-// double), v + 1.5 * 2^23 has no fraction bits left, so the sum rounds v and the subtraction is exact.
-// Unlike std::nearbyint this is plain arithmetic, which vectorises on the baseline x86-64 build.
-template <typename T>
-inline T round_half_even(T v) {
-  constexpr T magic = sizeof(T) == 4 ? T(12582912.0) : T(6755399441055744.0);
-  return (v + magic) - magic;
+// The quantize loop for float runs: the widest form this CPU has, chosen once per process.
+template <typename T, typename Q>
+using RunFn = void (*)(const T*, Q*, int64_t, T, T);
+
+template <typename T, typename Q>
+RunFn<T, Q> quantize_run_for() {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Q, uint8_t>)
+    return cpu::widest<RunFn<T, Q>>(quantize_run<T, Q>, quantize_run_u8_avx2, quantize_run_u8_avx512);
+  else if constexpr (std::is_same_v<T, float> && std::is_same_v<Q, int8_t>)
+    return cpu::widest<RunFn<T, Q>>(quantize_run<T, Q>, quantize_run_i8_avx2, quantize_run_i8_avx512);
+  else
+    return quantize_run<T, Q>;
 }
 
 // Quantizes each row in blocks, so that a per-tensor quantization (one long row) spreads over the
-// threads too. Values are clamped before rounding (to keep the rounding trick in its range), NaN
-// becomes the zero point by a select, not a branch.
+// threads too.
 template <typename T, typename Q>
 void quantize_rows(const ChannelGeom& g, const T* x, const T* scale, const Q* zp, Q* out) {
-  constexpr T lo = static_cast<T>(std::numeric_limits<Q>::min()), hi = static_cast<T>(std::numeric_limits<Q>::max());
+  static const RunFn<T, Q> run = quantize_run_for<T, Q>();
   constexpr int64_t kBlock = 16384;
   const int64_t blocks = (g.inner + kBlock - 1) / kBlock;
   cpu::parallel_for(g.outer * g.channels * blocks, std::min(g.inner, kBlock), [&](int64_t item) {
     const int64_t row = item / blocks, begin = (item % blocks) * kBlock, end = std::min(g.inner, begin + kBlock);
     const int64_t c = row % g.channels;
-    const T s = scale[c], z = static_cast<T>(zp[c]);
-    const T* src = x + row * g.inner;
-    Q* dst = out + row * g.inner;
-    for (int64_t i = begin; i < end; ++i) {
-      const T v = src[i] / s;
-      const T clamped = v < lo - z ? lo - z : (v > hi - z ? hi - z : v);  // NaN passes both tests unchanged
-      const T q = round_half_even(clamped) + z;
-      dst[i] = static_cast<Q>(v != v ? z : q);
-    }
+    run(x + row * g.inner + begin, out + row * g.inner + begin, end - begin, scale[c], static_cast<T>(zp[c]));
   });
 }
 

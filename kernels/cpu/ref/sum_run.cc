@@ -1,18 +1,10 @@
 // The widest form of each float sum loop (sum_run.h) this CPU runs, chosen once per process.
 #include "cpu/ref/sum_run.h"
 
-#include "pd/core/cpu_features.h"
+#include "cpu/common/widest.h"
 
 namespace pd::kernels::reference {
-namespace {
-
-template <typename F>
-F widest(F portable, F avx2, F avx512) {
-  if (cpu_has_avx512()) return avx512;
-  return cpu_has_avx2_fma() ? avx2 : portable;
-}
-
-}  // namespace
+using cpu::widest;
 
 double sum_run_widest(const float* x, int64_t n) {
   static const auto run = widest(&sum_run<float>, &sum_run_avx2, &sum_run_avx512);

@@ -20,7 +20,8 @@ struct Entry {
 
 // Registry order is the order levels run them: shrink first (identities, constants, duplicates),
 // then fold and fuse, then sweep what became dead. int8_lower takes the quantized convs and linears
-// with their fused activations, before the f32-only conv rewrites could.
+// with their fused activations, before the f32-only conv rewrites could; int8_channels_last then
+// moves the int8 convs to NHWC.
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
@@ -29,7 +30,8 @@ const std::vector<Entry>& registry() {
       {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
       {"linear_act_fuse", passes::linear_activation_fusion},
-      {"int8_lower", passes::int8_lowering},                {"weight_only_lower", passes::weight_only_lowering},
+      {"int8_lower", passes::int8_lowering},                {"int8_channels_last", passes::int8_channels_last},
+      {"weight_only_lower", passes::weight_only_lowering},
       {"conv_pool_fuse", passes::conv_pool_fusion},
       {"conv_winograd", passes::conv_winograd},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},

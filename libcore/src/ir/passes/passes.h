@@ -14,6 +14,7 @@ std::unique_ptr<Pass> batch_norm_folding();
 std::unique_ptr<Pass> conv_residual_fusion();
 std::unique_ptr<Pass> conv_activation_fusion();
 std::unique_ptr<Pass> int8_lowering();
+std::unique_ptr<Pass> int8_channels_last();
 std::unique_ptr<Pass> weight_only_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> conv_winograd();

@@ -1,0 +1,38 @@
+// quantize_linear's loop over a run of values that share one scale and zero point. quantize.cc splits a
+// tensor into runs across threads; the float loop is compiled again for AVX2 and AVX-512
+// (isa/quantize_runs.cc) and taken when the CPU has them: the same operations in the same order, so
+// every form gives the same bits. Static, so that each including file keeps its own copy for its own
+// instruction set.
+#pragma once
+#include <cstdint>
+#include <limits>
+
+namespace pd::kernels::reference {
+
+// Rounds v half to even with the default rounding mode's own addition: once |v| < 2^22 (2^51 for
+// double), v + 1.5 * 2^23 has no fraction bits left, so the sum rounds v and the subtraction is exact.
+// Unlike std::nearbyint this is plain arithmetic, which vectorises.
+template <typename T>
+static inline T round_half_even(T v) {
+  constexpr T magic = sizeof(T) == 4 ? T(12582912.0) : T(6755399441055744.0);
+  return (v + magic) - magic;
+}
+
+// out[i] = saturate(round_half_even(x[i] / s) + z), NaN -> z. Values are clamped before rounding (to
+// keep the rounding trick in its range); NaN passes both comparisons unchanged and is replaced by a
+// select, not a branch. The files compiling this build with -fno-trapping-math, without which GCC
+// keeps the NaN test (an unordered compare) scalar and the whole loop with it.
+template <typename T, typename Q>
+static void quantize_run(const T* __restrict x, Q* __restrict out, int64_t n, T s, T z) {
+  constexpr T lo = static_cast<T>(std::numeric_limits<Q>::min()), hi = static_cast<T>(std::numeric_limits<Q>::max());
+  const T lo_z = lo - z, hi_z = hi - z;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i] / s;
+    const T clamped = v < lo_z ? lo_z : (v > hi_z ? hi_z : v);
+    const T q = round_half_even(clamped) + z;
+    out[i] = static_cast<Q>(static_cast<int32_t>(v != v ? z : q));  // through int32, which vectorises
+  }
+}
+
+}  // namespace pd::kernels::reference
