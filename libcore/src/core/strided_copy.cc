@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace pd::detail {
 namespace {
@@ -56,27 +57,28 @@ void for_items(int64_t n, int64_t bytes, F&& f) {
   }
 }
 
-// One [rows, cols] tile of a transposition: dst[r * dst_row + c] = src[r + c * src_col] (the source is
-// dense along r). Typed so that each element is one load and one store.
-template <typename T>
-void transpose_tile(T* dst, const T* src, int64_t rows, int64_t cols, int64_t dst_row, int64_t src_col) {
+// One [rows, cols] tile of a transposition: dst[r * dst_row + c] = src[r + c * src_col] (in elements of
+// E bytes; the source is dense along r). A memcpy of a constant E bytes is one load and one store, and
+// says nothing about the elements' type.
+template <size_t E>
+void transpose_tile(char* dst, const char* src, int64_t rows, int64_t cols, int64_t dst_row, int64_t src_col) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) dst[r * dst_row + c] = src[r + c * src_col];
+    for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (r * dst_row + c) * E, src + (r + c * src_col) * E, E);
 }
 
-template <typename T>
-void gather_row(T* dst, const T* src, int64_t n, int64_t stride) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+template <size_t E>
+void gather_row(char* dst, const char* src, int64_t n, int64_t stride) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * E, src + i * stride * E, E);
 }
 
-// Calls f(T{}) with T the unsigned integer of `elem` bytes; false for other sizes (the caller memcpys).
+// Calls f(std::integral_constant<size_t, elem>) for the element sizes of the dtypes; false for others.
 template <typename F>
-bool with_word(size_t elem, F&& f) {
+bool with_size(size_t elem, F&& f) {
   switch (elem) {
-    case 1: f(uint8_t{}); return true;
-    case 2: f(uint16_t{}); return true;
-    case 4: f(uint32_t{}); return true;
-    case 8: f(uint64_t{}); return true;
+    case 1: f(std::integral_constant<size_t, 1>{}); return true;
+    case 2: f(std::integral_constant<size_t, 2>{}); return true;
+    case 4: f(std::integral_constant<size_t, 4>{}); return true;
+    case 8: f(std::integral_constant<size_t, 8>{}); return true;
     default: return false;
   }
 }
@@ -129,13 +131,12 @@ void copy_strided_host(void* dst, const void* src, size_t elem, const Shape& sha
     const int64_t items = n / (rows * last) * row_tiles * col_tiles;
     int64_t tiles_inside_a = 1;  // odometer positions per step of axis a
     for (int64_t k = a + 1; k < nd; ++k) tiles_inside_a *= extent[k];
-    const bool typed = with_word(elem, [&](auto word) {
-      using T = decltype(word);
+    const bool typed = with_size(elem, [&](auto size) {
       for_items(items, bytes, [&](int64_t item) {
         const Offsets o = odometer(item, extent, src_stride, dst_stride);
         const int64_t tile_col = item % col_tiles, tile_row = item / tiles_inside_a % row_tiles;
         const int64_t tr = std::min(kTile, rows - tile_row * kTile), tc = std::min(kTile, last - tile_col * kTile);
-        transpose_tile(reinterpret_cast<T*>(out) + o.dst, reinterpret_cast<const T*>(in) + o.src, tr, tc, dst_row, src_col);
+        transpose_tile<decltype(size)::value>(out + o.dst * esize, in + o.src * esize, tr, tc, dst_row, src_col);
       });
     });
     if (typed) return;
@@ -144,11 +145,10 @@ void copy_strided_host(void* dst, const void* src, size_t elem, const Shape& sha
   // Anything else: element by element along the innermost axis.
   const Shape outer(d.extent.begin(), d.extent.end() - 1);
   const int64_t rows = n / last, stride = d.stride[nd - 1];
-  const bool typed = with_word(elem, [&](auto word) {
-    using T = decltype(word);
+  const bool typed = with_size(elem, [&](auto size) {
     for_items(rows, bytes, [&](int64_t r) {
       const Offsets o = odometer(r, outer, d.stride, dense);
-      gather_row(reinterpret_cast<T*>(out) + o.dst, reinterpret_cast<const T*>(in) + o.src, last, stride);
+      gather_row<decltype(size)::value>(out + o.dst * esize, in + o.src * esize, last, stride);
     });
   });
   if (typed) return;
