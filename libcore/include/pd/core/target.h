@@ -6,6 +6,7 @@
 //   pd::Target a = pd::Target::parse("cpu-avx2");    // a named one (pd-opt --target)
 //   t.can_run(a);                                    // a program lowered for `a` runs on `t`
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct Target {
   // Whether a program lowered for `lowered` runs here: same device type and an ISA at least as wide.
   bool can_run(const Target& lowered) const;
   bool has_isa(CpuIsa wanted) const { return place.is_cpu() && isa >= wanted; }
+  bool has_backend(Backend b) const { return std::find(backends.begin(), backends.end(), b) != backends.end(); }
 };
 
 }  // namespace pd

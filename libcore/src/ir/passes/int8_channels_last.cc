@@ -71,9 +71,7 @@ class Int8ChannelsLast final : public Pass {
  public:
   std::string name() const override { return "int8_channels_last"; }
   bool lowering() const override { return true; }
-  bool supports(const Target& t) const override {
-    return std::find(t.backends.begin(), t.backends.end(), Backend::onednn) != t.backends.end();
-  }
+  bool supports(const Target& t) const override { return t.has_backend(Backend::onednn); }
   std::string doc() const override {
     return "quantized_conv2d in NHWC, with the transposes between int8 ops cancelled (moved through per-tensor "
            "quantize / dequantize, activations and same-shape elementwise ops)";

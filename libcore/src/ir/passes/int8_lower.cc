@@ -43,9 +43,7 @@ class Int8Lowering final : public Pass {
  public:
   std::string name() const override { return "int8_lower"; }
   bool lowering() const override { return true; }
-  bool supports(const Target& t) const override {
-    return std::find(t.backends.begin(), t.backends.end(), Backend::onednn) != t.backends.end();
-  }
+  bool supports(const Target& t) const override { return t.has_backend(Backend::onednn); }
   std::string doc() const override {
     return "dequantize_linear -> conv2d / linear -> quantized_conv2d / quantized_linear; requantize into the next quantize_linear";
   }
