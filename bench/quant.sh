@@ -5,7 +5,13 @@
 # both on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64 (f32 twice:
 # lowered at load and op by op), timed in alternation for ROUNDS rounds (median of each round's p50:
 # the machine is shared and noisy).
-#   usage: bench/quant.sh RUN_DIR [THREADS] [ROUNDS] [PD_QUANT FLAGS...]   (RUN_DIR from pd-train)
+# With ORT_PY set (a python with numpy, onnx and onnxruntime), a second table follows: the same model
+# exported by pd-convert and quantized by onnxruntime's quantize_static with pd-quant's defaults (QDQ,
+# u8 activations, percentile 99.99, s8 per-channel weights, the same 512 calibration samples), timed in
+# onnxruntime the same way (bench/ort_quant.py). --method, --percentile, --samples and --batch among
+# the PD_QUANT FLAGS are passed on to it (methods: percentile, minmax).
+#   usage: [ORT_PY=PYTHON] bench/quant.sh RUN_DIR [THREADS] [ROUNDS] [PD_QUANT FLAGS...]   (RUN_DIR from pd-train)
+#   tools: $PD_OPT, $PD_INFER, $PD_QUANT, $PD_CONVERT (default build/tools/...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=$1
@@ -47,3 +53,15 @@ for batch in 1 64; do
     echo "| $m | $batch | $p50 | $(python3 -c "import sys; print('%.2fx' % (float(sys.argv[1]) / float(sys.argv[2])))" "$f32" "$p50") | $acc | $kib |"
   done
 done
+
+if [[ -n ${ORT_PY:-} ]]; then
+  ort_flags=()
+  for ((i = 1; i <= $#; ++i)); do
+    case ${!i} in
+      --method | --percentile | --samples | --batch) j=$((i + 1)) && ort_flags+=("${!i}" "${!j}") ;;
+      --method=* | --percentile=* | --samples=* | --batch=*) ort_flags+=("${!i}") ;;
+    esac
+  done
+  echo
+  "$ORT_PY" bench/ort_quant.py "$RUN" "$THREADS" "$ROUNDS" --pd-convert "${PD_CONVERT:-build/tools/pd-convert}" "${ort_flags[@]}"
+fi
