@@ -19,6 +19,7 @@
 
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
+#include "cpu/ref/quantized_direct.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
@@ -172,6 +173,10 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Activation act = parse_activation("quantized_conv2d", activation);
   if (out.numel() == 0) return;
+  if (reference::quantized_conv2d_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
+                                         out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
+                                         out_dtype, out))
+    return;
   const Int8Source src = int8_source(x, x_zero_point);
   const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
   const auto attr = int8_attr(p, 1 << 1, residual.defined(), act, alpha, out_dtype);
@@ -234,6 +239,9 @@ void quantized_linear(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       Tensor& out) {
   const Activation act = parse_activation("quantized_linear", activation);
   if (out.numel() == 0) return;
+  if (reference::quantized_linear_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point,
+                                         activation, alpha, out_dtype, out))
+    return;
   const int64_t out_f = weight.shape()[0], in = weight.shape()[1], m = out.numel() / out_f;
   const Int8Source src = int8_source(x, x_zero_point);
   const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);

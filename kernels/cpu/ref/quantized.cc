@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cpu/common/parallel.h"
+#include "cpu/ref/quantized_direct.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 
@@ -86,6 +87,9 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
+  if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale, out_zero_point,
+                              stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out))
+    return;
   const Shape& xs = x.shape();
   const Shape& ys = out.shape();
   const int64_t N = xs[0], C = channels_last ? xs[3] : xs[1], H = channels_last ? xs[1] : xs[2], W = channels_last ? xs[2] : xs[3];
@@ -126,6 +130,9 @@ void quantized_linear(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       Tensor& out) {
   const Epilogue epi("quantized_linear", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
+  if (quantized_linear_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, activation,
+                              alpha, out_dtype, out))
+    return;
   const int64_t O = weight.shape()[0], I = weight.shape()[1], rows = out.numel() / O;
   const int32_t zp = zero_point_of<T>(x_zero_point);
   const T* xv = x.data<T>();

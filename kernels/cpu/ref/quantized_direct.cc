@@ -1,0 +1,538 @@
+// quantized_direct.h's kernels. Two vector paths, chosen once per process:
+//  - AVX-512 VNNI: the activations as u8 (s8 shifted by 128, zero point with it), one vpdpbusd per 4
+//    products x 16 output channels; the zero point comes off afterwards as zero_point * (sum of the
+//    channel's weights).
+//  - AVX2: the activations minus their zero point widened to int16, the weights to int16, one vpmaddwd
+//    per 2 products x 8 output channels. Exact, where vpmaddubsw would saturate.
+// The convolution reads an NHWC copy of the input padded with the zero point (so borders need no tests):
+// for a fixed kernel row, the taps of an output pixel are one contiguous run of KW * C values, which the
+// kernel takes 4 (2) at a time against weights packed [kernel row][run group][output channel][4 (2)],
+// zero past the run's end. Output channels are the vector lanes, so the result is NHWC as it is written.
+#include "cpu/ref/quantized_direct.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+// GCC 12's AVX-512 intrinsics start some results from `__Y = __Y` (an undefined vector) and then warn
+// about it where they are inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "cpu/common/parallel.h"
+#include "elementwise_ops.h"
+#include "pd/core/cpu_features.h"
+#include "pd/core/packed_weights.h"
+
+namespace pd::kernels::reference {
+
+#if defined(__x86_64__)
+namespace {
+
+#define PD_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+#define PD_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+enum class Path { none, vnni, avx2 };
+
+Path int8_path() {
+  static const Path path = [] {
+    if (cpu_has_avx512() && cpu_has_vnni() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
+      return Path::vnni;
+    return cpu_has_avx2_fma() ? Path::avx2 : Path::none;
+  }();
+  return path;
+}
+
+constexpr int64_t kLanes = 16;  // output channels per block of the packed weights (one VNNI vector)
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+bool vector_activation(Activation a) {
+  return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6;
+}
+
+// Everything after the int32 sums, per output channel (padded with zeros to whole blocks of kLanes).
+struct Epilogue {
+  std::vector<float> scale, bias;
+  std::vector<int32_t> offset;  // subtracted from the sums: zero point x the channel's weight sum (VNNI)
+  Activation act = Activation::none;
+  float alpha = 0.0f;
+  DType out_dtype = DType::f32;
+  float out_scale = 1.0f, lo = 0.0f, hi = 0.0f;  // y / out_scale is clamped to [lo, hi] (minus the zero point)
+  int32_t out_zp = 0;
+};
+
+Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                       const Tensor& out_zero_point, Activation act, double alpha, DType out_dtype, int64_t channels,
+                       bool seven_bit) {
+  Epilogue e;
+  const int64_t padded = round_up(channels, kLanes);
+  e.scale.assign(padded, 0.0f), e.bias.assign(padded, 0.0f), e.offset.assign(padded, 0);
+  const double xs = x_scale.item<float>() * (seven_bit ? 2.0 : 1.0);  // halved weights: doubled scales
+  const float* ws = weight_scale.data<float>();
+  for (int64_t c = 0; c < channels; ++c) {
+    e.scale[c] = static_cast<float>(xs * ws[weight_scale.dim() == 1 ? c : 0]);
+    if (bias.defined()) e.bias[c] = bias.data<float>()[c];
+  }
+  e.act = act, e.alpha = static_cast<float>(alpha), e.out_dtype = out_dtype;
+  if (out_dtype != DType::f32) {
+    e.out_scale = out_scale.item<float>();
+    e.out_zp = out_dtype == DType::u8 ? int32_t{out_zero_point.item<uint8_t>()} : int32_t{out_zero_point.item<int8_t>()};
+    const bool u8 = out_dtype == DType::u8;
+    e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
+  }
+  return e;
+}
+
+// One output value from its sum, for the linear kernels' few outputs.
+void store_one(const Epilogue& e, int32_t acc, int64_t c, void* out, int64_t i) {
+  float y = static_cast<float>(acc - e.offset[c]) * e.scale[c] + e.bias[c];
+  switch (e.act) {
+    case Activation::relu: y = y < 0.0f ? 0.0f : y; break;
+    case Activation::leaky_relu: y = y < 0.0f ? y * e.alpha : y; break;
+    case Activation::relu6: y = y < 0.0f ? 0.0f : (y > 6.0f ? 6.0f : y); break;
+    default: break;
+  }
+  if (e.out_dtype == DType::f32) {
+    static_cast<float*>(out)[i] = y;
+    return;
+  }
+  const float q = std::clamp(y / e.out_scale, e.lo, e.hi);
+  const int32_t v = static_cast<int32_t>(std::nearbyint(q)) + e.out_zp;
+  if (e.out_dtype == DType::u8) static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
+  else static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+}
+
+// A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
+int8_t weight_value(int8_t w, bool seven_bit) {
+  return seven_bit ? static_cast<int8_t>(std::nearbyint(w * 0.5f)) : w;
+}
+
+// The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.
+template <typename Packed, typename Make>
+std::shared_ptr<const Packed> packed_once(const KernelContext& ctx, const Tensor& weight, const char* what, bool seven_bit, Make make) {
+  if (!ctx.packed || !ctx.packed->is_constant(weight)) return std::make_shared<const Packed>(make());
+  const std::string key = std::string("int8-direct:") + what + ':' + std::to_string(reinterpret_cast<uintptr_t>(weight.storage().get())) +
+                          ':' + std::to_string(weight.offset()) + ':' + std::to_string(static_cast<int>(int8_path())) + (seven_bit ? ":7" : ":8");
+  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return std::static_pointer_cast<const Packed>(hit);
+  auto made = std::make_shared<Packed>(make());
+  ctx.packed->store(key, made);
+  return made;
+}
+
+// ---- convolution ---------------------------------------------------------------------------------
+
+struct ConvShape {
+  int64_t N, H, W, C, CO, KH, KW, OH, OW, sh, sw, ph, pw;
+  int64_t Hp, Wp;  // the padded input
+  int64_t run;     // KW * C: the taps of one kernel row
+  int64_t groups;  // run groups of 4 (VNNI) or 2 (AVX2) values
+  int64_t COp;     // CO rounded up to kLanes
+};
+
+struct ConvPack {
+  std::vector<int8_t> w8;    // VNNI: [KH][groups][COp][4]
+  std::vector<int16_t> w16;  // AVX2: [KH][groups][COp][2]
+  std::vector<int32_t> sum;  // per output channel: the sum of its weights
+};
+
+ConvPack pack_conv(const ConvShape& s, const Tensor& weight, Path path, bool seven_bit) {
+  ConvPack p;
+  const int64_t per = path == Path::vnni ? 4 : 2;
+  const size_t size = static_cast<size_t>(s.KH * s.groups * s.COp * per);
+  if (path == Path::vnni) p.w8.assign(size, 0);
+  else p.w16.assign(size, 0);
+  p.sum.assign(static_cast<size_t>(s.COp), 0);
+  const int8_t* w = weight.data<int8_t>();  // [CO][C][KH][KW]
+  for (int64_t o = 0; o < s.CO; ++o)
+    for (int64_t ci = 0; ci < s.C; ++ci)
+      for (int64_t ky = 0; ky < s.KH; ++ky)
+        for (int64_t kx = 0; kx < s.KW; ++kx) {
+          const int8_t v = weight_value(w[((o * s.C + ci) * s.KH + ky) * s.KW + kx], seven_bit);
+          const int64_t j = kx * s.C + ci;  // position in the kernel row's run
+          const size_t at = static_cast<size_t>(((ky * s.groups + j / per) * s.COp + o) * per + j % per);
+          if (path == Path::vnni) p.w8[at] = v;
+          else p.w16[at] = v;
+          p.sum[o] += v;
+        }
+  return p;
+}
+
+// The NHWC input with `pad` rows and columns of the zero point around each image, mapped to the path's
+// values, and a tail of zeros for the last run group's read past the end.
+template <typename Q, typename T, typename Map>
+void fill_padded(const ConvShape& s, const T* x, Q pad, Map map, std::vector<Q>& buffer) {
+  buffer.resize(static_cast<size_t>(s.N * s.Hp * s.Wp * s.C + 64));
+  Q* b = buffer.data();
+  std::fill(b + s.N * s.Hp * s.Wp * s.C, b + buffer.size(), Q(0));
+  cpu::parallel_for(s.N * s.Hp, s.Wp * s.C, [&](int64_t r) {
+    const int64_t n = r / s.Hp, h = r % s.Hp - s.ph;
+    Q* row = b + r * s.Wp * s.C;
+    if (h < 0 || h >= s.H) {
+      std::fill(row, row + s.Wp * s.C, pad);
+      return;
+    }
+    std::fill(row, row + s.pw * s.C, pad);
+    const T* src = x + (n * s.H + h) * s.W * s.C;
+    Q* dst = row + s.pw * s.C;
+    if constexpr (std::is_same_v<Q, T>) std::memcpy(dst, src, static_cast<size_t>(s.W * s.C));  // u8 as it is
+    else
+      for (int64_t i = 0; i < s.W * s.C; ++i) dst[i] = map(src[i]);
+    std::fill(dst + s.W * s.C, row + s.Wp * s.C, pad);
+  });
+}
+
+int32_t load_u32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// AVX-512 VNNI: P pixels x V blocks of 16 output channels. The loops over P and V are unrolled so that
+// the accumulators live in registers (GCC keeps an array it does not fully unroll in memory).
+PD_VNNI_TARGET inline void vnni_store(const Epilogue& e, __m512i acc, int64_t o, int64_t lanes, const float* residual,
+                                      void* out, int64_t at) {
+  const __mmask16 m = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+  const __m512i a = _mm512_sub_epi32(acc, _mm512_loadu_si512(e.offset.data() + o));
+  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_loadu_ps(e.scale.data() + o), _mm512_loadu_ps(e.bias.data() + o));
+  if (residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual + o));
+  const __m512 zero = _mm512_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: y = _mm512_max_ps(zero, y); break;  // NaN stays NaN (max returns the second)
+    case Activation::leaky_relu: y = _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha)); break;
+    case Activation::relu6: y = _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y)); break;
+    default: break;
+  }
+  if (e.out_dtype == DType::f32) return _mm512_mask_storeu_ps(static_cast<float*>(out) + at, m, y);
+  __m512 q = _mm512_div_ps(y, _mm512_set1_ps(e.out_scale));
+  q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
+  const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
+  _mm512_mask_cvtepi32_storeu_epi8(static_cast<char*>(out) + at, m, v);
+}
+
+template <int P, int V>
+PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o0,
+                                const float* residual, void* out, int64_t pixel) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
+  __m512i acc[P][V];
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[p][v] = _mm512_setzero_si512();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const uint8_t* r = in + ky * row_step;
+    const int8_t* wk = w + (ky * s.groups * s.COp + o0) * 4;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      __m512i wv[V];
+      #pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_si512(wk + (g * s.COp + v * 16) * 4);
+      #pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        const __m512i b = _mm512_set1_epi32(load_u32(r + p * pix_step + 4 * g));
+        #pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) acc[p][v] = _mm512_dpbusd_epi32(acc[p][v], b, wv[v]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int64_t o = o0 + 16 * v, at = (pixel + p) * s.CO;
+      vnni_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
+    }
+}
+
+// A row's pixels in blocks of at most `most`, as equal as they come (10 pixels at most 8: 5 + 5), so that
+// every block keeps enough independent accumulator chains to hide the multiply-add latency.
+template <typename F>
+void balanced_blocks(int64_t count, int64_t most, F f) {
+  const int64_t blocks = (count + most - 1) / most, base = count / blocks, extra = count % blocks;
+  for (int64_t b = 0, at = 0; b < blocks; ++b) {
+    const int64_t size = base + (b < extra ? 1 : 0);
+    f(at, size);
+    at += size;
+  }
+}
+
+// Most pixels per block for V channel vectors: about 12 accumulators (of 32 registers).
+constexpr int64_t vnni_most_pixels(int64_t V) { return V == 1 ? 8 : V == 2 ? 6 : V == 3 ? 4 : 3; }
+
+using VnniPixelsFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, const float*, void*, int64_t);
+
+template <int V, int... P>
+constexpr VnniPixelsFn vnni_table[] = {vnni_pixels<P, V>...};
+
+VnniPixelsFn vnni_pixels_for(int64_t pixels, int64_t V) {
+  switch (V) {
+    case 1: return vnni_table<1, 1, 2, 3, 4, 5, 6, 7, 8>[pixels - 1];
+    case 2: return vnni_table<2, 1, 2, 3, 4, 5, 6>[pixels - 1];
+    case 3: return vnni_table<3, 1, 2, 3, 4>[pixels - 1];
+    default: return vnni_table<4, 1, 2, 3>[pixels - 1];
+  }
+}
+
+void vnni_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
+                   int64_t n, int64_t oh) {
+  const uint8_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
+  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  for (int64_t o0 = 0; o0 < s.CO; o0 += 64) {
+    const int64_t V = std::min<int64_t>(4, (s.CO - o0 + 15) / 16);
+    balanced_blocks(s.OW, vnni_most_pixels(V), [&](int64_t ow, int64_t pixels) {
+      vnni_pixels_for(pixels, V)(s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+    });
+  }
+}
+
+// AVX2: P pixels x V blocks of 8 output channels, on int16 values.
+PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
+                                      void* out, int64_t at) {
+  const int64_t n = std::min<int64_t>(lanes, 8);
+  __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
+  if (residual) {
+    alignas(32) float r[8] = {};
+    std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
+    y = _mm256_add_ps(y, _mm256_load_ps(r));
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: y = _mm256_max_ps(zero, y); break;
+    case Activation::leaky_relu:
+      y = _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
+      break;
+    case Activation::relu6: y = _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y)); break;
+    default: break;
+  }
+  if (e.out_dtype == DType::f32) {
+    if (n == 8) return _mm256_storeu_ps(static_cast<float*>(out) + at, y);
+    alignas(32) float t[8];
+    _mm256_store_ps(t, y);
+    std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  __m256 q = _mm256_div_ps(y, _mm256_set1_ps(e.out_scale));
+  q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
+  alignas(32) int32_t v[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp)));
+  char* dst = static_cast<char*>(out) + at;
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<char>(v[i]);  // in range after the clamp: u8 or i8 alike
+}
+
+template <int P, int V>
+PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, int64_t o0,
+                                const float* residual, void* out, int64_t pixel) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
+  __m256i acc[P][V];
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const int16_t* r = in + ky * row_step;
+    const int16_t* wk = w + (ky * s.groups * s.COp + o0) * 2;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      __m256i wv[V];
+      #pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * 2));
+      #pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + 2 * g));
+        #pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) acc[p][v] = _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(b, wv[v]));
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
+      if (o < s.CO) avx2_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
+    }
+}
+
+using Avx2PixelsFn = void (*)(const ConvShape&, const Epilogue&, const int16_t*, const int16_t*, int64_t, const float*, void*, int64_t);
+constexpr Avx2PixelsFn kAvx2Pixels[] = {avx2_pixels<1, 2>, avx2_pixels<2, 2>, avx2_pixels<3, 2>, avx2_pixels<4, 2>, avx2_pixels<5, 2>};
+
+void avx2_conv_row(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
+                   int64_t n, int64_t oh) {
+  const int16_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
+  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
+    balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
+      kAvx2Pixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+    });
+}
+
+// ---- linear --------------------------------------------------------------------------------------
+
+constexpr int64_t kLinearRows = 4;  // rows taken directly: oneDNN's matmul wins from about here on
+
+// Rows [m0, m0 + M) (M <= 4) of x (u8, K per row) against weight row o: the M exact sums.
+PD_VNNI_TARGET void vnni_dot_rows(const uint8_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
+  __m512i acc[kLinearRows];
+  for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < K; k += 64) {
+    const __mmask64 mask = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
+    const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + k);
+    for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_maskz_loadu_epi8(mask, x + m * K + k), wv);
+  }
+  for (int64_t m = 0; m < M; ++m) sums[m] = _mm512_reduce_add_epi32(acc[m]);
+}
+
+PD_AVX2_TARGET void avx2_dot_rows(const int16_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
+  __m256i acc[kLinearRows];
+  for (int64_t m = 0; m < M; ++m) acc[m] = _mm256_setzero_si256();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k)));
+    for (int64_t m = 0; m < M; ++m)
+      acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * K + k)), wv));
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    alignas(32) int32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[m]);
+    int32_t s = 0;
+    for (int32_t l : lanes) s += l;
+    for (int64_t kk = k; kk < K; ++kk) s += int32_t{x[m * K + kk]} * w[kk];
+    sums[m] = s;
+  }
+}
+
+}  // namespace
+
+bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
+                             const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                             const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
+  const Path path = int8_path();
+  const Activation act = parse_activation("quantized_conv2d", activation);
+  if (path == Path::none || !channels_last || groups != 1 || dilation[0] != 1 || dilation[1] != 1 || !vector_activation(act) ||
+      out.numel() == 0)
+    return false;
+  ConvShape s{};
+  s.N = x.shape()[0], s.H = x.shape()[1], s.W = x.shape()[2], s.C = x.shape()[3];
+  s.CO = weight.shape()[0], s.KH = weight.shape()[2], s.KW = weight.shape()[3];
+  s.OH = out.shape()[1], s.OW = out.shape()[2];
+  s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
+  s.run = s.KW * s.C;
+  // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win.
+  if (s.C >= 16 || s.run > 64) return false;
+  s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
+  s.groups = (s.run + (path == Path::vnni ? 3 : 1)) / (path == Path::vnni ? 4 : 2);
+  s.COp = round_up(s.CO, kLanes);
+  const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
+  Epilogue e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
+  const bool u8 = x.dtype() == DType::u8;
+  const int32_t zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
+  const float* res = residual.defined() ? residual.data<float>() : nullptr;
+  void* o = out.raw_data();
+  const int64_t work = s.OW * s.CO * s.KH * s.run;
+  if (path == Path::vnni) {
+    thread_local std::vector<uint8_t> in;
+    const int32_t zp_u8 = u8 ? zp : zp + 128;  // s8 values shifted by 128: v ^ 0x80
+    if (u8) fill_padded<uint8_t>(s, x.data<uint8_t>(), static_cast<uint8_t>(zp_u8), [](uint8_t v) { return v; }, in);
+    else fill_padded<uint8_t>(s, x.data<int8_t>(), static_cast<uint8_t>(zp_u8), [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, in);
+    for (int64_t c = 0; c < s.CO; ++c) e.offset[c] = zp_u8 * pack->sum[c];
+    const uint8_t* padded = in.data();  // the thread_local is this thread's: the workers get the pointer
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack->w8.data(), res, o, r / s.OH, r % s.OH); });
+  } else {
+    thread_local std::vector<int16_t> in;
+    if (u8) fill_padded<int16_t>(s, x.data<uint8_t>(), int16_t{0}, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); }, in);
+    else fill_padded<int16_t>(s, x.data<int8_t>(), int16_t{0}, [zp](int8_t v) { return static_cast<int16_t>(v - zp); }, in);
+    const int16_t* padded = in.data();
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row(s, e, padded, pack->w16.data(), res, o, r / s.OH, r % s.OH); });
+  }
+  return true;
+}
+
+bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                             const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
+                             Tensor& out) {
+  const Path path = int8_path();
+  const Activation act = parse_activation("quantized_linear", activation);
+  const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
+  if (path == Path::none || !vector_activation(act) || M == 0 || M > kLinearRows || K == 0) return false;
+  Epilogue e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, O, seven_bit);
+  const bool u8 = x.dtype() == DType::u8;
+  const int32_t zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
+  // The weight rows as multiplied (a halved copy in the 7-bit case) and their sums (for the VNNI path's
+  // zero point), kept for a constant weight.
+  struct Rows {
+    std::vector<int8_t> halved;
+    std::vector<int32_t> sums;
+  };
+  const auto rows = packed_once<Rows>(ctx, weight, "rows", seven_bit, [&] {
+    Rows r;
+    const int8_t* w = weight.data<int8_t>();
+    if (seven_bit) {
+      r.halved.resize(static_cast<size_t>(O * K));
+      for (int64_t i = 0; i < O * K; ++i) r.halved[i] = weight_value(w[i], true);
+      w = r.halved.data();
+    }
+    r.sums.assign(static_cast<size_t>(O), 0);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < K; ++k) r.sums[o] += w[o * K + k];
+    return r;
+  });
+  const int8_t* w = seven_bit ? rows->halved.data() : weight.data<int8_t>();
+  void* o = out.raw_data();
+  if (path == Path::vnni) {
+    // s8 activations shifted to u8 (v ^ 0x80 = v + 128), the zero point with them.
+    thread_local std::vector<uint8_t> shifted;
+    const auto* xu = static_cast<const uint8_t*>(x.raw_data());
+    int32_t zp_u8 = zp;
+    if (!u8) {
+      shifted.resize(static_cast<size_t>(M * K));
+      for (int64_t i = 0; i < M * K; ++i) shifted[i] = xu[i] ^ 0x80;
+      xu = shifted.data(), zp_u8 = zp + 128;
+    }
+    for (int64_t c = 0; c < O; ++c) e.offset[c] = zp_u8 * rows->sums[c];
+    cpu::parallel_for(O, M * K, [&](int64_t r) {
+      int32_t s[kLinearRows];
+      vnni_dot_rows(xu, M, K, w + r * K, s);
+      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
+    });
+  } else {
+    thread_local std::vector<int16_t> wide;  // x minus its zero point
+    wide.resize(static_cast<size_t>(M * K));
+    if (u8) std::transform(x.data<uint8_t>(), x.data<uint8_t>() + M * K, wide.begin(), [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
+    else std::transform(x.data<int8_t>(), x.data<int8_t>() + M * K, wide.begin(), [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
+    const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
+    cpu::parallel_for(O, M * K, [&](int64_t r) {
+      int32_t s[kLinearRows];
+      avx2_dot_rows(xw, M, K, w + r * K, s);
+      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
+    });
+  }
+  return true;
+}
+
+#else  // not x86-64: the reference loops and oneDNN take every call
+
+bool quantized_conv2d_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                             const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::vector<int64_t>&,
+                             const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, const std::string&, double, bool,
+                             DType, Tensor&) {
+  return false;
+}
+
+bool quantized_linear_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                             const Tensor&, const Tensor&, const Tensor&, const std::string&, double, DType, Tensor&) {
+  return false;
+}
+
+#endif
+
+}  // namespace pd::kernels::reference

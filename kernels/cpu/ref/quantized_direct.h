@@ -1,0 +1,28 @@
+// Direct int8 kernels for the shapes oneDNN's primitives serve badly: convolutions with few input
+// channels (LeNet's 6 -> 16: oneDNN pads the channels to its blocks and takes 85 us for the batch of 64
+// where the arithmetic needs 20) and linear layers on a few rows (batch 1: oneDNN's per-call set-up is
+// 4 us for a 400 x 120 product). The sums are exact on every path: AVX-512 VNNI on u8, or AVX2 on values
+// widened to 16 bits (so, unlike vpmaddubsw, nothing saturates and no weight is narrowed). The epilogue is
+// oneDNN's: f32 scales, bias, residual, activation, requantization rounding half to even.
+//
+// Each returns false, having done nothing, when it does not take the call (shape, activation or CPU);
+// the reference and oneDNN kernels of quantized_conv2d / quantized_linear try it first. `seven_bit`
+// halves the weights beyond [-64, 64] (scale doubled) as oneDNN's kernels do without VNNI, so that a
+// backend gives the same numbers whichever kernel takes a shape (the reference backend passes false).
+#pragma once
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
+                             const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                             const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out);
+
+bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                             const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
+                             Tensor& out);
+
+}  // namespace pd::kernels::reference
