@@ -625,16 +625,19 @@ TEST_CASE("pass: an activation added to ops.yaml is fused everywhere without pas
 }
 
 // int8_lower on the QDQ form pd-quant writes: conv -> relu -> max_pool -> flatten -> linear. The first
-// conv has 2 input channels and stays f32 (its weight dequantized, its input's Q/DQ dropped); a 4-channel
-// conv and the linear become int8 kernels, the quantize after the pool moves up and is requantized into
-// the conv's epilogue, and the result stays close to the QDQ program run in f32.
+// conv has 2 input channels and a dilation, which the direct int8 kernel does not take, so it stays f32
+// (its weight dequantized, its input's Q/DQ dropped); a 16-channel conv and the linear become int8
+// kernels, the quantize after the pool moves up and is requantized into the conv's epilogue, and the
+// result stays close to the QDQ program run in f32. Undilated, the 2-channel conv goes int8 as well.
 TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
+  const bool dilated = GENERATE(true, false);
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 2, 8, 8}});
-  auto c1 = p.add_op("conv2d", {{x}, {p.add_param("c1.w", rnd({4, 2, 3, 3}, 1))}, {p.add_param("c1.b", rnd({4}, 2))}},
-                     {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  const int64_t d = dilated ? 2 : 1;
+  auto c1 = p.add_op("conv2d", {{x}, {p.add_param("c1.w", rnd({16, 2, 3, 3}, 1))}, {p.add_param("c1.b", rnd({16}, 2))}},
+                     {{"padding", std::vector<int64_t>{d, d}}, {"dilation", std::vector<int64_t>{d, d}}})[0];
   auto r1 = p.add_op("relu", {{c1}})[0];
-  auto c2 = p.add_op("conv2d", {{r1}, {p.add_param("c2.w", rnd({6, 4, 3, 3}, 3))}, {p.add_param("c2.b", rnd({6}, 4))}},
+  auto c2 = p.add_op("conv2d", {{r1}, {p.add_param("c2.w", rnd({6, 16, 3, 3}, 3))}, {p.add_param("c2.b", rnd({6}, 4))}},
                      {{"padding", std::vector<int64_t>{1, 1}}})[0];
   auto r2 = p.add_op("relu", {{c2}})[0];
   auto pool = p.add_op("max_pool2d", {{r2}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0];
@@ -652,11 +655,13 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
     CHECK(count(lowered, "quantized_conv2d") == 0);
     return;
   }
-  CHECK(count(lowered, "quantized_conv2d") == 1);
+  CHECK(count(lowered, "quantized_conv2d") == (dilated ? 1 : 2));
   CHECK(count(lowered, "quantized_linear") == 1);
-  CHECK(count(lowered, "fused_conv2d") == 1);  // the 2-channel conv, in f32
+  CHECK(count(lowered, "fused_conv2d") == (dilated ? 1 : 0));  // the dilated 2-channel conv, in f32
   CHECK(count(lowered, "dequantize_linear") == 0);
-  CHECK(count(lowered, "quantize_linear") == 1);  // the second conv's input; the pool's moved into the conv
+  // One conv's input (the second's when the first stays f32, else the graph input); the pool's moved
+  // into the conv, and undilated, the second conv reads the first's requantized output.
+  CHECK(count(lowered, "quantize_linear") == 1);
   for (const auto& op : lowered.ops())
     if (op.type == "max_pool2d") CHECK(lowered.value(op.results[0]).type.dtype == DType::u8);
   // Quantization noise apart, the same function: within 5% of the output's range of the f32 model (the
