@@ -1,4 +1,5 @@
-// quantized_direct.h's kernels. Two vector paths, chosen once per process:
+// quantized_direct.h's convolution (the linear kernel is quantized_direct_linear.cc; what both share,
+// quantized_direct_common.h). Two vector paths, chosen once per process:
 //  - AVX-512 VNNI: the activations as u8 (s8 shifted by 128, zero point with it), one vpdpbusd per 4
 //    products x 16 output channels; the zero point comes off afterwards as zero_point * (sum of the
 //    channel's weights).
@@ -9,6 +10,7 @@
 // kernel takes 4 (2) at a time against weights packed [kernel row][run group][output channel][4 (2)],
 // zero past the run's end. Output channels are the vector lanes, so the result is NHWC as it is written.
 #include "cpu/ref/quantized_direct.h"
+#include "cpu/ref/quantized_direct_common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,96 +40,7 @@ namespace pd::kernels::reference {
 #if defined(__x86_64__)
 namespace {
 
-#define PD_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
-#define PD_AVX2_TARGET __attribute__((target("avx2,fma")))
-
-enum class Path { none, vnni, avx2 };
-
-Path int8_path() {
-  static const Path path = [] {
-    if (cpu_has_avx512() && cpu_has_vnni() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-      return Path::vnni;
-    return cpu_has_avx2_fma() ? Path::avx2 : Path::none;
-  }();
-  return path;
-}
-
-constexpr int64_t kLanes = 16;  // output channels per block of the packed weights (one VNNI vector)
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-bool vector_activation(Activation a) {
-  return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6;
-}
-
-// Everything after the int32 sums, per output channel (padded with zeros to whole blocks of kLanes).
-struct Epilogue {
-  std::vector<float> scale, bias;
-  std::vector<int32_t> offset;  // subtracted from the sums: zero point x the channel's weight sum (VNNI)
-  Activation act = Activation::none;
-  float alpha = 0.0f;
-  DType out_dtype = DType::f32;
-  float out_scale = 1.0f, lo = 0.0f, hi = 0.0f;  // y / out_scale is clamped to [lo, hi] (minus the zero point)
-  int32_t out_zp = 0;
-};
-
-Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
-                       const Tensor& out_zero_point, Activation act, double alpha, DType out_dtype, int64_t channels,
-                       bool seven_bit) {
-  Epilogue e;
-  const int64_t padded = round_up(channels, kLanes);
-  e.scale.assign(padded, 0.0f), e.bias.assign(padded, 0.0f), e.offset.assign(padded, 0);
-  const double xs = x_scale.item<float>() * (seven_bit ? 2.0 : 1.0);  // halved weights: doubled scales
-  const float* ws = weight_scale.data<float>();
-  for (int64_t c = 0; c < channels; ++c) {
-    e.scale[c] = static_cast<float>(xs * ws[weight_scale.dim() == 1 ? c : 0]);
-    if (bias.defined()) e.bias[c] = bias.data<float>()[c];
-  }
-  e.act = act, e.alpha = static_cast<float>(alpha), e.out_dtype = out_dtype;
-  if (out_dtype != DType::f32) {
-    e.out_scale = out_scale.item<float>();
-    e.out_zp = out_dtype == DType::u8 ? int32_t{out_zero_point.item<uint8_t>()} : int32_t{out_zero_point.item<int8_t>()};
-    const bool u8 = out_dtype == DType::u8;
-    e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
-  }
-  return e;
-}
-
-// One output value from its sum, for the linear kernels' few outputs.
-void store_one(const Epilogue& e, int32_t acc, int64_t c, void* out, int64_t i) {
-  float y = static_cast<float>(acc - e.offset[c]) * e.scale[c] + e.bias[c];
-  switch (e.act) {
-    case Activation::relu: y = y < 0.0f ? 0.0f : y; break;
-    case Activation::leaky_relu: y = y < 0.0f ? y * e.alpha : y; break;
-    case Activation::relu6: y = y < 0.0f ? 0.0f : (y > 6.0f ? 6.0f : y); break;
-    default: break;
-  }
-  if (e.out_dtype == DType::f32) {
-    static_cast<float*>(out)[i] = y;
-    return;
-  }
-  const float q = std::clamp(y / e.out_scale, e.lo, e.hi);
-  const int32_t v = static_cast<int32_t>(std::nearbyint(q)) + e.out_zp;
-  if (e.out_dtype == DType::u8) static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-  else static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-}
-
-// A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
-int8_t weight_value(int8_t w, bool seven_bit) {
-  return seven_bit ? static_cast<int8_t>(std::nearbyint(w * 0.5f)) : w;
-}
-
-// The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.
-template <typename Packed, typename Make>
-std::shared_ptr<const Packed> packed_once(const KernelContext& ctx, const Tensor& weight, const char* what, bool seven_bit, Make make) {
-  if (!ctx.packed || !ctx.packed->is_constant(weight)) return std::make_shared<const Packed>(make());
-  const std::string key = std::string("int8-direct:") + what + ':' + std::to_string(reinterpret_cast<uintptr_t>(weight.storage().get())) +
-                          ':' + std::to_string(weight.offset()) + ':' + std::to_string(static_cast<int>(int8_path())) + (seven_bit ? ":7" : ":8");
-  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return std::static_pointer_cast<const Packed>(hit);
-  auto made = std::make_shared<Packed>(make());
-  ctx.packed->store(key, made);
-  return made;
-}
+using namespace int8_direct;
 
 // ---- convolution ---------------------------------------------------------------------------------
 
@@ -373,41 +286,6 @@ void avx2_conv_row(const ConvShape& s, const Epilogue& e, const int16_t* in, con
     });
 }
 
-// ---- linear --------------------------------------------------------------------------------------
-
-constexpr int64_t kLinearRows = 4;  // rows taken directly: oneDNN's matmul wins from about here on
-
-// Rows [m0, m0 + M) (M <= 4) of x (u8, K per row) against weight row o: the M exact sums.
-PD_VNNI_TARGET void vnni_dot_rows(const uint8_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
-  __m512i acc[kLinearRows];
-  for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_setzero_si512();
-  for (int64_t k = 0; k < K; k += 64) {
-    const __mmask64 mask = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
-    const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + k);
-    for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_maskz_loadu_epi8(mask, x + m * K + k), wv);
-  }
-  for (int64_t m = 0; m < M; ++m) sums[m] = _mm512_reduce_add_epi32(acc[m]);
-}
-
-PD_AVX2_TARGET void avx2_dot_rows(const int16_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
-  __m256i acc[kLinearRows];
-  for (int64_t m = 0; m < M; ++m) acc[m] = _mm256_setzero_si256();
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k)));
-    for (int64_t m = 0; m < M; ++m)
-      acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * K + k)), wv));
-  }
-  for (int64_t m = 0; m < M; ++m) {
-    alignas(32) int32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[m]);
-    int32_t s = 0;
-    for (int32_t l : lanes) s += l;
-    for (int64_t kk = k; kk < K; ++kk) s += int32_t{x[m * K + kk]} * w[kk];
-    sums[m] = s;
-  }
-}
-
 }  // namespace
 
 bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
@@ -456,68 +334,6 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   return true;
 }
 
-bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
-                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
-                             const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
-                             Tensor& out) {
-  const Path path = int8_path();
-  const Activation act = parse_activation("quantized_linear", activation);
-  const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
-  if (path == Path::none || !vector_activation(act) || M == 0 || M > kLinearRows || K == 0) return false;
-  Epilogue e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, O, seven_bit);
-  const bool u8 = x.dtype() == DType::u8;
-  const int32_t zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
-  // The weight rows as multiplied (a halved copy in the 7-bit case) and their sums (for the VNNI path's
-  // zero point), kept for a constant weight.
-  struct Rows {
-    std::vector<int8_t> halved;
-    std::vector<int32_t> sums;
-  };
-  const auto rows = packed_once<Rows>(ctx, weight, "rows", seven_bit, [&] {
-    Rows r;
-    const int8_t* w = weight.data<int8_t>();
-    if (seven_bit) {
-      r.halved.resize(static_cast<size_t>(O * K));
-      for (int64_t i = 0; i < O * K; ++i) r.halved[i] = weight_value(w[i], true);
-      w = r.halved.data();
-    }
-    r.sums.assign(static_cast<size_t>(O), 0);
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t k = 0; k < K; ++k) r.sums[o] += w[o * K + k];
-    return r;
-  });
-  const int8_t* w = seven_bit ? rows->halved.data() : weight.data<int8_t>();
-  void* o = out.raw_data();
-  if (path == Path::vnni) {
-    // s8 activations shifted to u8 (v ^ 0x80 = v + 128), the zero point with them.
-    thread_local std::vector<uint8_t> shifted;
-    const auto* xu = static_cast<const uint8_t*>(x.raw_data());
-    int32_t zp_u8 = zp;
-    if (!u8) {
-      shifted.resize(static_cast<size_t>(M * K));
-      for (int64_t i = 0; i < M * K; ++i) shifted[i] = xu[i] ^ 0x80;
-      xu = shifted.data(), zp_u8 = zp + 128;
-    }
-    for (int64_t c = 0; c < O; ++c) e.offset[c] = zp_u8 * rows->sums[c];
-    cpu::parallel_for(O, M * K, [&](int64_t r) {
-      int32_t s[kLinearRows];
-      vnni_dot_rows(xu, M, K, w + r * K, s);
-      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
-    });
-  } else {
-    thread_local std::vector<int16_t> wide;  // x minus its zero point
-    wide.resize(static_cast<size_t>(M * K));
-    if (u8) std::transform(x.data<uint8_t>(), x.data<uint8_t>() + M * K, wide.begin(), [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
-    else std::transform(x.data<int8_t>(), x.data<int8_t>() + M * K, wide.begin(), [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
-    const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
-    cpu::parallel_for(O, M * K, [&](int64_t r) {
-      int32_t s[kLinearRows];
-      avx2_dot_rows(xw, M, K, w + r * K, s);
-      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
-    });
-  }
-  return true;
-}
 
 #else  // not x86-64: the reference loops and oneDNN take every call
 
@@ -528,10 +344,6 @@ bool quantized_conv2d_direct(const KernelContext&, bool, const Tensor&, const Te
   return false;
 }
 
-bool quantized_linear_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                             const Tensor&, const Tensor&, const Tensor&, const std::string&, double, DType, Tensor&) {
-  return false;
-}
 
 #endif
 
