@@ -679,10 +679,10 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
 
 namespace {
 
-// A residual network in the QDQ form pd-quant writes: conv a (relu) -> conv b + x (relu) -> conv c
+// A residual network (residual_qdq: in the QDQ form pd-quant writes): conv a (relu) -> conv b + x (relu) -> conv c
 // (relu) and a 1x1 projection, added (relu) -> [max_pool2d] -> global average pool -> linear. Every
 // conv has 4+ input channels, so all become int8 kernels.
-Program residual_qdq(bool pool) {
+Program residual_f32(bool pool) {
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 4, 8, 8}});
   const pd::AttrMap same = {{"padding", std::vector<int64_t>{1, 1}}};
@@ -699,6 +699,11 @@ Program residual_qdq(bool pool) {
   y = p.add_op("flatten", {{p.add_op("adaptive_avg_pool2d", {{y}}, {{"output_size", std::vector<int64_t>{1, 1}}})[0]}},
                {{"start_axis", int64_t{1}}})[0];
   p.mark_output(p.add_op("linear", {{y}, {p.add_param("fc.w", rnd({3, 8}, 13))}, {p.add_param("fc.b", rnd({3}, 14))}})[0], "out");
+  return p;
+}
+
+Program residual_qdq(bool pool) {
+  const Program p = residual_f32(pool);
   const std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
   Program q = p;
   pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax());
@@ -739,6 +744,51 @@ TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them canc
   }
 }
 
+// pd-quant quantizes the residual operand of each add that folds into a quantized conv (x for block b,
+// the 1x1 projection d for e), as onnxruntime quantizes both inputs of an Add: int8_lower then hands the
+// conv its residual in u8 with that scale and zero point, and a block's conv requantizes its own result,
+// so only the graph input and the pooled features are quantized from f32. Noise apart, the same function.
+TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_lower")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
+    return;
+  }
+  const Program q = residual_qdq(false);
+  int residual_adds = 0;
+  for (const auto& op : q.ops())
+    if (op.type == "add") {
+      residual_adds += 1;
+      const int dq = (q.value(op.inputs[0][0]).producer >= 0 && q.ops()[q.value(op.inputs[0][0]).producer].type == "dequantize_linear") +
+                     (q.value(op.inputs[1][0]).producer >= 0 && q.ops()[q.value(op.inputs[1][0]).producer].type == "dequantize_linear");
+      CHECK(dq == 1);  // the residual operand dequantized, the conv's result as it is
+    }
+  CHECK(residual_adds == 2);
+  for (bool channels_last : {false, true}) {
+    INFO("channels_last: " << channels_last);
+    const Program low = lowered(q, channels_last);
+    int with_residual = 0;
+    for (const auto& op : low.ops()) {
+      if (op.type != "quantized_conv2d" || op.inputs[6].empty()) continue;
+      with_residual += 1;
+      CHECK(low.value(op.inputs[6][0]).type.dtype == DType::u8);
+      CHECK(!op.inputs[7].empty());  // its scale
+    }
+    CHECK(with_residual == 2);
+    CHECK(count(low, "quantize_linear") == 2);  // x and the pooled features: every conv requantizes
+    CHECK(count(low, "dequantize_linear") == 0);
+    const Program f32 = residual_f32(false);
+    const auto in = inputs_for(f32, 23);
+    const std::vector<double> want = pd::exec::Executor(f32).run(in)[0].to_vector<double>();
+    const std::vector<double> got = pd::exec::Executor(low).run(in)[0].to_vector<double>();
+    double range = 0, err = 0;
+    for (size_t k = 0; k < want.size(); ++k) {
+      range = std::max(range, std::abs(want[k]));
+      err = std::max(err, std::abs(want[k] - got[k]));
+    }
+    CHECK(err <= 0.05 * range);
+  }
+}
+
 // What must stop a transpose: a per-channel quantization (its axis names the NCHW channel), a value
 // that is also a graph output, an op that is not elementwise (softmax over the channels).
 TEST_CASE("pass: int8_channels_last leaves transposes where moving them would change results", "[pass][quant]") {
@@ -753,8 +803,8 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
   auto conv = [&](ValueId in, int64_t seed, DType out) {
     pd::AttrMap attrs = {{"padding", std::vector<int64_t>{1, 1}}, {"out_dtype", pd::AttrValue(out)}};
     std::vector<std::vector<ValueId>> ins = {{in}, {s}, {z}, {p.add_param(fmt::format("w{}", seed), pd::ops::cast(rnd({4, 4, 3, 3}, seed, -60, 60), DType::i8))},
-                                             {p.add_param(fmt::format("ws{}", seed), rnd({4}, seed + 1, 0.01, 0.02))}, {}, {}, {}, {}};
-    if (out != DType::f32) ins[7] = {s}, ins[8] = {z};
+                                             {p.add_param(fmt::format("ws{}", seed), rnd({4}, seed + 1, 0.01, 0.02))}, {}, {}, {}, {}, {}, {}};
+    if (out != DType::f32) ins[9] = {s}, ins[10] = {z};
     return p.add_op("quantized_conv2d", ins, attrs)[0];
   };
   auto y1 = conv(x, 1, DType::f32);  // read by a per-channel quantize, then by a conv

@@ -1,7 +1,9 @@
 // quantized_conv2d and quantized_linear on oneDNN's int8 convolution and matmul primitives: u8 / s8
 // activations with their zero point, s8 weights reordered once into the primitive's blocked layout,
 // and the whole epilogue fused: per-channel output scales, bias, residual (sum post-op), activation
-// and requantization (an eltwise scale by 1 / out_scale and the destination zero point).
+// and requantization (an eltwise scale by 1 / out_scale and the destination zero point). An int8
+// residual of an int8 result is copied into the destination as it is and read back by the sum post-op
+// with its own scale and zero point, so a residual block stays in int8 from end to end.
 //
 // oneDNN 2.x computes dst = output_scale[c] * (acc + bias[c]) (bias in accumulator units), so the
 // kernel passes bias / output_scale. Scales are baked into the primitive (its jit code has no runtime
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <optional>
 
+#include "cpu/common/parallel.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
 #include "cpu/ref/quantized_direct.h"
@@ -37,6 +40,11 @@ struct Int8Params {
   float inv_out_scale = 1.0f;  // 1 / out_scale for an int8 output
   int32_t out_zero_point = 0;
   bool seven_bit = false;
+  // The residual, in the sum post-op's terms: real = residual_scale * (r - residual_zero_point).
+  bool residual = false;
+  DType residual_dtype = DType::f32;
+  float residual_scale = 1.0f;
+  int32_t residual_zero_point = 0;
   uint64_t hash = 1469598103934665603ull;  // FNV-1a of everything baked into the primitive
 
   void mix(const void* p, size_t n) {
@@ -103,18 +111,65 @@ Int8Params int8_params(const KernelContext& ctx, const Int8Source& src, const Te
   return p;
 }
 
+// The residual's terms in `p` (mixed into its hash: the sum post-op bakes them in). An int8 residual
+// of an f32 result is dequantized here into `widened` (the f32 sum adds real values).
+const Tensor& residual_terms(Int8Params& p, const Tensor& residual, const Tensor& scale, const Tensor& zero_point,
+                             DType out_dtype, Tensor& widened) {
+  if (!residual.defined()) return residual;
+  p.residual = true;
+  if (residual.dtype() == DType::f32) return residual;
+  const float rs = scale.item<float>();
+  const bool u8 = residual.dtype() == DType::u8;
+  const int32_t zp = u8 ? int32_t{zero_point.item<uint8_t>()} : int32_t{zero_point.item<int8_t>()};
+  if (out_dtype == DType::f32) {
+    widened = Tensor::empty(residual.shape(), DType::f32);
+    float* to = widened.data<float>();
+    const int64_t n = residual.numel(), block = 4096;
+    const auto widen = [&](const auto* from) {  // one loop per dtype, so that it vectorises
+      const auto zpf = static_cast<float>(zp);
+      cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
+        for (int64_t i = b * block, end = std::min(n, (b + 1) * block); i < end; ++i)
+          to[i] = (static_cast<float>(from[i]) - zpf) * rs;
+      });
+    };
+    if (u8) widen(residual.data<uint8_t>());
+    else widen(residual.data<int8_t>());
+    return widened;
+  }
+  p.residual_dtype = residual.dtype();
+  p.residual_scale = rs;
+  p.residual_zero_point = zp;
+  p.mix(&p.residual_dtype, sizeof(DType));
+  p.mix(&p.residual_scale, sizeof(float));
+  p.mix(&p.residual_zero_point, sizeof(int32_t));
+  return residual;
+}
+
+// Copies `bytes` from `from` to `to`, split across the threads when it is large (a residual of a
+// batch of 64 is megabytes, which one thread copies at a fraction of the memory bandwidth).
+void copy_across_threads(void* to, const void* from, size_t bytes) {
+  const size_t chunk = size_t{1} << 18;
+  const auto n = static_cast<int64_t>((bytes + chunk - 1) / chunk);
+  cpu::parallel_for(n, int64_t{1} << 15, [&](int64_t i) {
+    const size_t begin = static_cast<size_t>(i) * chunk;
+    std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin, std::min(chunk, bytes - begin));
+  });
+}
+
 // Output scales (per channel: mask `channel_mask`), zero points, and the post-ops: the residual sum,
 // then the activation in real units, scaled by 1 / out_scale for an int8 output. Nothing when oneDNN
 // has no exact form of the activation; the caller runs the reference kernel.
-std::optional<dnnl::primitive_attr> int8_attr(const Int8Params& p, int channel_mask, bool residual, Activation act,
-                                              double alpha, DType out_dtype) {
+std::optional<dnnl::primitive_attr> int8_attr(const Int8Params& p, int channel_mask, Activation act, double alpha,
+                                              DType out_dtype) {
   using alg = dnnl::algorithm;
   dnnl::primitive_attr attr = user_scratchpad();
   attr.set_output_scales(channel_mask, p.output_scales);
   if (p.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   if (out_dtype != DType::f32 && p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
   dnnl::post_ops ops;
-  if (residual) ops.append_sum(1.0f);
+  if (p.residual && p.residual_dtype == DType::f32) ops.append_sum(1.0f);
+  if (p.residual && p.residual_dtype != DType::f32)
+    ops.append_sum(p.residual_scale, p.residual_zero_point, onednn_dtype(p.residual_dtype));
   const float scale = p.inv_out_scale;
   switch (act) {
     case Activation::none:
@@ -168,9 +223,10 @@ void add_zero_points(std::unordered_map<int, dnnl::memory>& args, const Int8Para
 template <typename T>
 void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                       const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
-                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
-                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                      const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
+                      const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
+                      const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                      const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                      bool channels_last, DType out_dtype, Tensor& out) {
   const Activation act = parse_activation("quantized_conv2d", activation);
   if (out.numel() == 0) return;
   if (reference::quantized_conv2d_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
@@ -178,12 +234,14 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                                          out_dtype, out))
     return;
   const Int8Source src = int8_source(x, x_zero_point);
-  const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
-  const auto attr = int8_attr(p, 1 << 1, residual.defined(), act, alpha, out_dtype);
+  Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+  Tensor widened;
+  const Tensor& res = residual_terms(p, residual, residual_scale, residual_zero_point, out_dtype, widened);
+  const auto attr = int8_attr(p, 1 << 1, act, alpha, out_dtype);
   if (!attr)
-    return reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
-                                          out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
-                                          out_dtype, out);
+    return reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
+                                          residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups,
+                                          activation, alpha, channels_last, out_dtype, out);
   guarded("quantized_conv2d", [&] {
     const auto nchw = [&](const Shape& s) { return channels_last ? Shape{s[0], s[3], s[1], s[2]} : s; };
     const ConvGeometry g(nchw(x.shape()), weight.shape(), nchw(out.shape()), stride, padding, dilation, groups);
@@ -192,13 +250,15 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
     const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, channels_last ? tag::nhwc : tag::nchw); };
     const dnnl::memory::desc plain_wei(g.wei, dt::s8, groups > 1 ? tag::goihw : tag::oihw);
     const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", bias.defined()),
-                                        static_cast<int>(src_dt), static_cast<int>(dst_dt), residual.defined(), activation,
+                                        static_cast<int>(src_dt), static_cast<int>(dst_dt), p.residual, activation,
                                         alpha, p.x_zero_point != 0, p.out_zero_point != 0, channels_last, p.hash);
     auto e = cached<ConvEntry>(key, [&] {
       // channels_last asks for the user's NHWC itself (every int8 implementation reads it): no reorders.
+      // An int8 residual goes into the destination byte for byte, so that must be the user's layout too.
       const tag act_tag = channels_last ? tag::nhwc : tag::any;
+      const bool int8_sum = p.residual && p.residual_dtype != DType::f32;
       const dnnl::memory::desc any_src(g.src, src_dt, act_tag), any_wei(g.wei, dt::s8, tag::any),
-          any_dst(g.dst, dst_dt, act_tag);
+          any_dst(g.dst, dst_dt, int8_sum && !channels_last ? tag::nchw : act_tag);
       const auto d = bias.defined()
                          ? conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
                                           any_wei, plain_desc(dims{g.dst[1]}), any_dst, g.strides, g.dilates, g.pad_l, g.pad_r)
@@ -208,14 +268,14 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
       return ConvEntry{conv_fwd(pd), OptionalReorder::make(plain(g.src, src_dt), pd.src_desc()),
                        OptionalReorder::make(plain_wei, pd.weights_desc()),
                        OptionalReorder::make(pd.dst_desc(), plain(g.dst, dst_dt)), pd.scratchpad_desc(),
-                       residual.defined() ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
+                       p.residual && !int8_sum ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
     });
     dnnl::memory user_dst = wrap_any(plain(g.dst, dst_dt), out);
     dnnl::memory dst = output_buffer(e->out, user_dst);
-    if (residual.defined()) {
-      dnnl::memory r = wrap_any(plain(g.dst, dt::f32), residual);
+    if (res.defined()) {
+      dnnl::memory r = wrap_any(plain(g.dst, dt::f32), res);
       if (e->residual_in.prim) e->residual_in.prim->execute(cpu_stream(), r, dst);
-      else std::memcpy(out.raw_data(), residual.raw_data(), residual.numel() * sizeof(float));
+      else copy_across_threads(out.raw_data(), res.raw_data(), res.numel() * dtype_size(res.dtype()));
     }
     Tensor keep;
     int32_t zero_points[2];
@@ -245,7 +305,7 @@ void quantized_linear(const KernelContext& ctx, const Tensor& x, const Tensor& x
   const int64_t out_f = weight.shape()[0], in = weight.shape()[1], m = out.numel() / out_f;
   const Int8Source src = int8_source(x, x_zero_point);
   const Int8Params p = int8_params(ctx, src, x_scale, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
-  const auto attr = int8_attr(p, 1 << 1, false, act, alpha, out_dtype);
+  const auto attr = int8_attr(p, 1 << 1, act, alpha, out_dtype);
   if (!attr || in == 0)
     return reference::quantized_linear<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
                                           out_zero_point, activation, alpha, out_dtype, out);

@@ -8,6 +8,7 @@
 #include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
 #include "cpu/ref/pool2x2_avx2.h"
+#include "cpu/ref/sum_run.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -244,19 +245,22 @@ void adaptive_avg_pool2d(const KernelContext& ctx, const Tensor& x, const std::v
   const int64_t oH = out.shape()[2], oW = out.shape()[3];
   const T* xd = x.data<T>();
   T* od = out.data<T>();
-  for (int64_t p = 0; p < planes; ++p) {
+  // Planes across threads; each bin row is a contiguous run summed in double by 8 chains (a global
+  // pool's 7x7 plane is one run of 49 values).
+  cpu::parallel_for(planes, H * W, [&](int64_t p) {
     const T* plane = xd + p * H * W;
     for (int64_t i = 0; i < oH; ++i) {
       const int64_t h0 = bin_start(i, H, oH), h1 = bin_end(i, H, oH);
       for (int64_t j = 0; j < oW; ++j) {
         const int64_t w0 = bin_start(j, W, oW), w1 = bin_end(j, W, oW);
-        T sum = 0;
-        for (int64_t h = h0; h < h1; ++h)
-          for (int64_t w = w0; w < w1; ++w) sum += plane[h * W + w];
-        od[(p * oH + i) * oW + j] = sum / static_cast<T>((h1 - h0) * (w1 - w0));
+        double sum = 0;
+        if (w0 == 0 && w1 == W) sum = sum_run(plane + h0 * W, (h1 - h0) * W);  // whole rows: one run
+        else
+          for (int64_t h = h0; h < h1; ++h) sum += sum_run(plane + h * W + w0, w1 - w0);
+        od[(p * oH + i) * oW + j] = static_cast<T>(sum / static_cast<double>((h1 - h0) * (w1 - w0)));
       }
     }
-  }
+  });
 }
 
 template <typename T>

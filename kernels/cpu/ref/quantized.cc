@@ -70,6 +70,29 @@ int32_t zero_point_of(const Tensor& zp) {
   return static_cast<int32_t>(zp.item<T>());
 }
 
+// The residual's real value at a flat index: f32 as it is, u8 / i8 as (r - zero_point) * scale.
+class ResidualReader {
+ public:
+  ResidualReader(const Tensor& residual, const Tensor& scale, const Tensor& zero_point) : r_(residual) {
+    if (!residual.defined() || residual.dtype() == DType::f32) return;
+    scale_ = scale.item<float>();
+    zp_ = residual.dtype() == DType::u8 ? zero_point_of<uint8_t>(zero_point) : zero_point_of<int8_t>(zero_point);
+  }
+  double operator()(int64_t i) const {
+    if (!r_.defined()) return 0.0;
+    switch (r_.dtype()) {
+      case DType::u8: return (int32_t{r_.data<uint8_t>()[i]} - zp_) * double{scale_};
+      case DType::i8: return (int32_t{r_.data<int8_t>()[i]} - zp_) * double{scale_};
+      default: return r_.data<float>()[i];
+    }
+  }
+
+ private:
+  const Tensor& r_;
+  float scale_ = 1.0f;
+  int32_t zp_ = 0;
+};
+
 }  // namespace
 
 // Element strides of an [N, C, H, W] activation held as NCHW, or as NHWC (channels_last).
@@ -82,9 +105,10 @@ struct ActivationStrides {
 template <typename T>
 void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                       const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
-                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
-                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                      const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
+                      const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
+                      const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                      const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                      bool channels_last, DType out_dtype, Tensor& out) {
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
   if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale, out_zero_point,
@@ -99,7 +123,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   const int32_t zp = zero_point_of<T>(x_zero_point);
   const T* xv = x.data<T>();
   const int8_t* wv = weight.data<int8_t>();
-  const float* rv = residual.defined() ? residual.data<float>() : nullptr;
+  const ResidualReader read_residual(residual, residual_scale, residual_zero_point);
   cpu::parallel_for(N * CO, OH * OW * CIg * KH * KW, [&](int64_t row) {
     const int64_t n = row / CO, co = row % CO, g = co / COg;
     for (int64_t oh = 0; oh < OH; ++oh)
@@ -118,7 +142,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
           }
         }
         const int64_t i = n * sy.n + co * sy.c + oh * sy.h + ow * sy.w;
-        epi.store(epi.real(acc, co, rv ? double{rv[i]} : 0.0), out, i);
+        epi.store(epi.real(acc, co, read_residual(i)), out, i);
       }
   });
 }

@@ -296,7 +296,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const Path path = int8_path();
   const Activation act = parse_activation("quantized_conv2d", activation);
   if (path == Path::none || !channels_last || groups != 1 || dilation[0] != 1 || dilation[1] != 1 || !vector_activation(act) ||
-      out.numel() == 0)
+      out.numel() == 0 || (residual.defined() && residual.dtype() != DType::f32))  // an int8 residual: not here
     return false;
   ConvShape s{};
   s.N = x.shape()[0], s.H = x.shape()[1], s.W = x.shape()[2], s.C = x.shape()[3];

@@ -5,7 +5,8 @@
 // widened to 16 bits (so, unlike vpmaddubsw, nothing saturates and no weight is narrowed). The epilogue is
 // oneDNN's: f32 scales, bias, residual, activation, requantization rounding half to even.
 //
-// Each returns false, having done nothing, when it does not take the call (shape, activation or CPU);
+// Each returns false, having done nothing, when it does not take the call (shape, activation, an int8
+// residual, or CPU);
 // the reference and oneDNN kernels of quantized_conv2d / quantized_linear try it first. `seven_bit`
 // halves the weights beyond [-64, 64] (scale doubled) as oneDNN's kernels do without VNNI, so that a
 // backend gives the same numbers whichever kernel takes a shape (the reference backend passes false).

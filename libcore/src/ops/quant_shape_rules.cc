@@ -91,15 +91,29 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis) 
 }
 
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
-                       In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
-                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                       bool channels_last, DType out_dtype) {
+                       In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype) {
   check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
-  if (residual.t.defined()) {
+  const bool int8_residual = residual.t.defined() && int8_dtype(residual.t.dtype());
+  if (int8_residual) {
+    PD_CHECK(residual_scale.t.defined() && residual_zero_point.t.defined(), ErrorCode::kInvalidArgument,
+             "{}: the {} argument '{}' needs '{}' and '{}' to be read", op, dtype_name(residual.t.dtype()), residual.name,
+             residual_scale.name, residual_zero_point.name);
+    check_dtype_is(op, residual_scale, DType::f32, "");
+    check_scalar(op, residual_scale);
+    check_dtype_is(op, residual_zero_point, residual.t.dtype(), " (the dtype of the residual)");
+    check_scalar(op, residual_zero_point);
+  } else {
+    PD_CHECK(!residual_scale.t.defined() && !residual_zero_point.t.defined(), ErrorCode::kInvalidArgument,
+             "{}: '{}' and '{}' belong to a u8 or i8 residual, but the residual is {}", op, residual_scale.name,
+             residual_zero_point.name, residual.t.defined() ? dtype_name(residual.t.dtype()) : "absent");
+  }
+  if (residual.t.defined() && !int8_residual) {
     PD_CHECK(out_dtype == DType::f32, ErrorCode::kInvalidArgument,
-             "{}: argument '{}' is added to the f32 result, so out_dtype must be f32, but received {}", op, residual.name,
-             dtype_name(out_dtype));
-    check_dtype_is(op, residual, DType::f32, "");
+             "{}: the f32 argument '{}' is added to the f32 result, so out_dtype must be f32 (or the residual u8 / i8), "
+             "but received {}", op, residual.name, dtype_name(out_dtype));
+    check_dtype_is(op, residual, DType::f32, " or u8 / i8 with 'residual_scale'");
   }
   PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D {}, but received shape {}", op, x.name,
            channels_last ? "[N, H, W, C]" : "[N, C, H, W]", shape_str(x.t.shape()));

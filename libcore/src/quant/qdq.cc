@@ -1,5 +1,8 @@
 // Q/DQ insertion. Each activation value is quantized once, however many quantizable ops read it; only
-// those ops read the dequantized copy, so other readers (a residual add) keep the f32 value.
+// those ops read the dequantized copy, so other readers keep the f32 value. The exception is the
+// residual operand of an add that conv_residual_fuse folds into a quantized convolution: it is quantized
+// too (onnxruntime's quantize_static quantizes both inputs of an Add), so that the int8 convolution reads
+// its residual in int8 and requantizes its own result; the block then never leaves int8.
 #include "pd/quant/qdq.h"
 
 #include <algorithm>
@@ -18,6 +21,16 @@ bool quantizable(const ir::Program& p, const ir::Operation& op, const std::vecto
     if (e == op.type || e == p.value(op.results[0]).name || e == p.value(w).name) return false;
   return p.value(w).kind == ir::ValueKind::Param && p.value(w).type.dtype == DType::f32 &&
          p.value(op.inputs[0][0]).type.dtype == DType::f32;
+}
+
+// The residual operand of add op `i` when the add will fold into a quantizable convolution, else kNoValue.
+ir::ValueId quantizable_residual(const ir::Program& p, int32_t i, const std::vector<std::string>& exclude) {
+  const ir::Operation& add = p.ops()[i];
+  if (add.type != "add") return ir::kNoValue;
+  const int k = ir::residual_conv_operand(p, i);
+  if (k < 0 || !quantizable(p, p.ops()[p.value(add.inputs[k][0]).producer], exclude)) return ir::kNoValue;
+  const ir::ValueId r = add.inputs[1 - k][0];
+  return p.value(r).type.dtype == DType::f32 ? r : ir::kNoValue;
 }
 
 Tensor zero_points(DType dtype, int64_t n, int32_t value) {
@@ -58,11 +71,14 @@ int64_t weight_only_axis(const ir::Program& p, const ir::Operation& op, const st
 
 std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude) {
   std::vector<std::string> out;
-  for (const ir::Operation& op : p.ops())
-    if (quantizable(p, op, exclude)) {
-      const std::string& name = p.value(op.inputs[0][0]).name;
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-    }
+  const auto add = [&](ir::ValueId v) {
+    const std::string& name = p.value(v).name;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
+    if (quantizable(p, p.ops()[i], exclude)) add(p.ops()[i].inputs[0][0]);
+    if (const ir::ValueId r = quantizable_residual(p, i, exclude); r != ir::kNoValue) add(r);
+  }
   return out;
 }
 
@@ -93,28 +109,42 @@ int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observ
   PD_CHECK(o.activations == DType::u8 || o.activations == DType::i8, ErrorCode::kDType,
            "insert_qdq: activations must be u8 or i8, but received {}", dtype_name(o.activations));
   std::map<ir::ValueId, ir::ValueId> dequantized;  // activation -> its Q/DQ copy
+  // The Q/DQ copy of activation x for op i: one pair per value, inserted before its first quantized
+  // reader (i then moves past the pair).
+  const auto dequantize = [&](ir::ValueId x, int32_t& i) {
+    auto it = dequantized.find(x);
+    if (it != dequantized.end()) return it->second;
+    const std::string name = p.value(x).name;  // a copy: adding params moves the values
+    auto obs = observers.find(name);
+    PD_CHECK(obs != observers.end() && obs->second.count() > 0, ErrorCode::kInvalidArgument,
+             "insert_qdq: no calibration values were observed for '{}'", name);
+    const QParams q = qparams_for(obs->second.range(o.method, o.percentile), o.activations);
+    const ir::ValueId s = p.add_param(p.unique_name(name + ".scale"), Tensor::scalar<float>(q.scale));
+    const ir::ValueId z = p.add_param(p.unique_name(name + ".zero_point"), zero_points(o.activations, -1, q.zero_point));
+    const ir::ValueId qv = p.insert_op(i, "quantize_linear", {{x}, {s}, {z}}, {{"dtype", o.activations}})[0];
+    const ir::ValueId dq = p.insert_op(i + 1, "dequantize_linear", {{qv}, {s}, {z}}, {})[0];
+    i += 2;
+    return dequantized.emplace(x, dq).first->second;
+  };
+  // The residual operands, found before any conv reads a dequantized weight (by the add's result).
+  std::map<ir::ValueId, ir::ValueId> residual_of;
+  for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i)
+    if (const ir::ValueId r = quantizable_residual(p, i, o.exclude); r != ir::kNoValue) residual_of[p.ops()[i].results[0]] = r;
   int64_t count = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i) {
+    if (auto r = residual_of.find(p.ops()[i].results.empty() ? ir::kNoValue : p.ops()[i].results[0]); r != residual_of.end()) {
+      const int slot = p.ops()[i].inputs[0][0] == r->second ? 0 : 1;
+      const ir::ValueId rdq = dequantize(r->second, i);
+      p.set_input(i, slot, rdq);
+      continue;
+    }
     if (!quantizable(p, p.ops()[i], o.exclude)) continue;
     const ir::ValueId x = p.ops()[i].inputs[0][0], w = p.ops()[i].inputs[1][0];
-    // The activation: one Q/DQ pair per value, inserted before its first quantized reader.
-    auto it = dequantized.find(x);
-    if (it == dequantized.end()) {
-      const std::string name = p.value(x).name;  // a copy: adding params moves the values
-      auto obs = observers.find(name);
-      PD_CHECK(obs != observers.end() && obs->second.count() > 0, ErrorCode::kInvalidArgument,
-               "insert_qdq: no calibration values were observed for '{}'", name);
-      const QParams q = qparams_for(obs->second.range(o.method, o.percentile), o.activations);
-      const ir::ValueId s = p.add_param(p.unique_name(name + ".scale"), Tensor::scalar<float>(q.scale));
-      const ir::ValueId z = p.add_param(p.unique_name(name + ".zero_point"), zero_points(o.activations, -1, q.zero_point));
-      const ir::ValueId qv = p.insert_op(i, "quantize_linear", {{x}, {s}, {z}}, {{"dtype", o.activations}})[0];
-      it = dequantized.emplace(x, p.insert_op(i + 1, "dequantize_linear", {{qv}, {s}, {z}}, {})[0]).first;
-      i += 2;
-    }
+    const ir::ValueId xdq = dequantize(x, i);
     // The weight: s8, symmetric, per output channel (axis 0 of conv2d's and linear's weights).
     const ir::ValueId wdq = insert_weight_dequantize(p, i, w, 0, o);
     ++i;
-    p.set_input(i, 0, it->second);
+    p.set_input(i, 0, xdq);
     p.set_input(i, 1, wdq);
     ++count;
   }

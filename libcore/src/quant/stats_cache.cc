@@ -17,7 +17,8 @@
 namespace pd::quant {
 namespace {
 
-constexpr const char* kFormat = "pd-quant calibration statistics v1";
+// v2: the residual operands of adds are observed too.
+constexpr const char* kFormat = "pd-quant calibration statistics v2";
 constexpr const char* kHistogram = "#histogram";
 constexpr const char* kSummary = "#summary";
 
@@ -26,7 +27,7 @@ uint64_t hash_text(const std::string& s, uint64_t h) { return io::fnv1a64(s.data
 }  // namespace
 
 std::string stats_key(const std::vector<std::string>& files, const std::vector<std::map<std::string, Tensor>>& batches) {
-  uint64_t h = io::fnv1a64(kFormat, 0);
+  uint64_t h = hash_text(kFormat, io::fnv1a64(nullptr, 0));
   for (const std::string& f : files) {
     std::ifstream in(f, std::ios::binary);
     PD_CHECK(in.good(), ErrorCode::kIO, "cannot read '{}' to key the calibration statistics", f);

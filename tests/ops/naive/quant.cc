@@ -56,7 +56,8 @@ PD_NAIVE_REF(dequantize_linear) {
 
 // quantized_conv2d / quantized_linear: x and the weight dequantized in double, the naive fused_conv2d /
 // fused_linear (bias, residual, activation), then quantize_linear's rounding for an int8 out_dtype.
-// Inputs: x, x_scale, x_zero_point, weight, weight_scale, bias, [residual,] out_scale, out_zero_point.
+// Inputs: x, x_scale, x_zero_point, weight, weight_scale, bias, [residual, residual_scale,
+// residual_zero_point,] out_scale, out_zero_point; a u8 / i8 residual is dequantized first.
 namespace {
 
 pd::Tensor dequantized(const pd::Tensor& q, const pd::Tensor& scale, const pd::Tensor& zero_point, int64_t axis) {
@@ -87,12 +88,16 @@ std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, 
   const pd::Tensor& ws = in[4][0];
   const pd::Tensor w = dequantized(in[3][0], ws, make(Reals(static_cast<size_t>(numel_of(ws.shape())), 0.0), ws.shape()), 0);
   pd::BoxedInputs f = {{nhwc ? permuted(x, true) : x}, {w}, in[5]};
-  if (has_residual) f.push_back(nhwc && !in[6].empty() ? std::vector<pd::Tensor>{permuted(in[6][0], true)} : in[6]);
+  if (has_residual) {
+    pd::Tensor r = in[6].empty() ? pd::Tensor() : in[6][0];
+    if (r.defined() && r.dtype() != pd::DType::f32) r = dequantized(r, in[7][0], in[8][0], 1);
+    f.push_back(r.defined() ? std::vector<pd::Tensor>{nhwc ? permuted(r, true) : r} : std::vector<pd::Tensor>{});
+  }
   const pd::Tensor y_nchw = (*pd::test::find_naive(fused))(f, attrs)[0];
   const pd::Tensor y = nhwc ? permuted(y_nchw, false) : y_nchw;
   const pd::DType out_dtype = get<pd::DType>(attrs, "out_dtype", pd::DType::f32);
   if (out_dtype == pd::DType::f32) return {y};
-  const size_t q = has_residual ? 7 : 6;
+  const size_t q = has_residual ? 9 : 6;
   pd::AttrMap qattrs = {{"dtype", pd::AttrValue(out_dtype)}};
   return (*pd::test::find_naive("quantize_linear"))({{y}, in[q], in[q + 1]}, qattrs);
 }

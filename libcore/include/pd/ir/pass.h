@@ -100,6 +100,10 @@ bool foldable(const Program& p, int32_t op);
 // Runs op `op` now on its inputs, which must all be params, and replaces its results by new params (what
 // constant_fold does; importers fold shape computations with it). Returns the new params, in result order.
 std::vector<ValueId> fold_op(Program& p, int32_t op);
+// Which operand (0 or 1) of `add` op `op` conv_residual_fuse folds in as the convolution, the other
+// becoming that convolution's residual; -1 when it would not fuse the add. pd-quant quantizes the
+// residual operand so that the int8 convolution reads it in int8.
+int residual_conv_operand(const Program& p, int32_t op);
 
 // Helpers passes share.
 bool is_param(const Program& p, ValueId v);

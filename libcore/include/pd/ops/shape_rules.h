@@ -129,13 +129,14 @@ Shape nll_loss_grad(const char* op, In x, In label, In grad, const std::string& 
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis, DType dtype);
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis);
 // quantized_conv2d / quantized_linear: conv2d's / linear's rule on x (u8 or i8, 0-D f32 scale and
-// zero point of x's dtype) and weight (i8 with f32 scales per output channel or per tensor); bias and
-// residual f32; out_dtype f32, or u8 / i8 with a 0-D out_scale and out_zero_point (and no residual).
+// zero point of x's dtype) and weight (i8 with f32 scales per output channel or per tensor); bias f32;
+// residual f32, or u8 / i8 with a 0-D residual_scale and residual_zero_point; out_dtype f32, or u8 / i8
+// with a 0-D out_scale and out_zero_point (and then no f32 residual).
 // channels_last: x, residual and the result are [N, H, W, C].
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
-                       In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
-                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                       bool channels_last, DType out_dtype);
+                       In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype);
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype);
 // weight_only_linear: linear's rule on f32 x and an i8 weight with 0-D or per-output scales.

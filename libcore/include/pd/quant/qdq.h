@@ -28,7 +28,8 @@ struct QdqOptions {
 };
 
 // The values quantized: the activation input of each conv2d / linear whose weight is an f32 param and
-// that `exclude` (QdqOptions::exclude) does not name.
+// that `exclude` (QdqOptions::exclude) does not name, and the residual operand of each add that
+// conv_residual_fuse folds into such a conv2d (read in int8 by the int8 convolution).
 std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vector<std::string>& exclude = {});
 
 // The quantizable ops themselves (those insert_qdq, or with `weight_only` insert_weight_only, would

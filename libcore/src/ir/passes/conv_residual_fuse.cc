@@ -13,7 +13,7 @@
 
 #include "passes.h"
 
-namespace pd::ir::passes {
+namespace pd::ir {
 namespace {
 
 bool unit_stride_3x3(const Program& p, int32_t op) {
@@ -28,6 +28,30 @@ bool plain_conv(const Program& p, int32_t op) {
   return o.type == "fused_conv2d" && attr_string(o, "activation") == "none" && input_of(p, op, 3) == kNoValue;
 }
 
+}  // namespace
+
+int residual_conv_operand(const Program& p, int32_t i) {
+  const Operation& add = p.ops()[i];
+  if (add.type != "add" || add.inputs.size() != 2 || add.inputs[0].size() != 1 || add.inputs[1].size() != 1) return -1;
+  const ValueType& out = p.value(add.results[0]).type;
+  if (out.dtype != DType::f32 && out.dtype != DType::f64) return -1;
+  int best = -1;
+  std::pair<bool, int32_t> best_rank{false, -1};
+  for (int k = 0; k < 2; ++k) {
+    const ValueId v = add.inputs[k][0], other = add.inputs[1 - k][0];
+    const Value& val = p.value(v);
+    if (val.kind != ValueKind::OpResult || val.producer < 0 || !plain_conv(p, val.producer)) continue;
+    if (v == other || val.type != out || p.value(other).type != out) continue;
+    if (p.is_output(v) || p.users(v).size() != 1) continue;
+    const std::pair<bool, int32_t> rank{unit_stride_3x3(p, val.producer), val.producer};  // 3x3 stride 1, else later
+    if (rank > best_rank) best = k, best_rank = rank;
+  }
+  return best;
+}
+
+namespace passes {
+namespace {
+
 class ConvResidualFusion final : public Pass {
  public:
   std::string name() const override { return "conv_residual_fuse"; }
@@ -35,10 +59,10 @@ class ConvResidualFusion final : public Pass {
   std::string doc() const override { return "conv2d + add(residual) -> fused_conv2d with a residual"; }
   std::vector<std::string> targets() const override { return {"add"}; }
 
-  bool match(const Program& p, int32_t i) const override { return conv_operand(p, i) >= 0; }
+  bool match(const Program& p, int32_t i) const override { return residual_conv_operand(p, i) >= 0; }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
-    const int k = conv_operand(p, i);
+    const int k = residual_conv_operand(p, i);
     const Operation add = p.ops()[i];
     const ValueId conv_out = add.inputs[k][0], residual = add.inputs[1 - k][0];
     const int32_t c = p.value(conv_out).producer;
@@ -52,31 +76,11 @@ class ConvResidualFusion final : public Pass {
     p.remove_ops({c, i + 1});
     ++stats.fused;
   }
-
- private:
-  // Which operand of the add (0 or 1) is a fusable conv result, or -1. When both are: a 3x3 stride-1
-  // conv, else the later one.
-  static int conv_operand(const Program& p, int32_t i) {
-    const Operation& add = p.ops()[i];
-    const ValueType& out = p.value(add.results[0]).type;
-    if (out.dtype != DType::f32 && out.dtype != DType::f64) return -1;
-    int best = -1;
-    std::pair<bool, int32_t> best_rank{false, -1};
-    for (int k = 0; k < 2; ++k) {
-      const ValueId v = add.inputs[k][0], other = add.inputs[1 - k][0];
-      const Value& val = p.value(v);
-      if (val.kind != ValueKind::OpResult || val.producer < 0 || !plain_conv(p, val.producer)) continue;
-      if (v == other || val.type != out || p.value(other).type != out) continue;
-      if (p.is_output(v) || p.users(v).size() != 1) continue;
-      const std::pair<bool, int32_t> rank{unit_stride_3x3(p, val.producer), val.producer};
-      if (rank > best_rank) best = k, best_rank = rank;
-    }
-    return best;
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> conv_residual_fusion() { return std::make_unique<ConvResidualFusion>(); }
 
-}  // namespace pd::ir::passes
+}  // namespace passes
+}  // namespace pd::ir

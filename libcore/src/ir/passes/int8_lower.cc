@@ -7,7 +7,9 @@
 // Runs after conv_act_fuse / conv_residual_fuse, so the activation and residual travel along, and
 // before the f32-only conv rewrites (conv_pool_fuse, conv_winograd), which would otherwise take the
 // convolution. Then an int8 op whose only reader is a per-tensor quantize_linear writes that int8
-// result itself (requantization in the epilogue), so consecutive int8 layers never go through f32. To
+// result itself (requantization in the epilogue), so consecutive int8 layers never go through f32; a
+// residual that pd-quant quantized (dequantize_linear -> fused_conv2d's residual) is read in int8, so a
+// residual block's convolution requantizes too. To
 // get there, a quantize_linear moves up through max_pool2d, flatten and reshape, which commute with
 // it exactly (a per-tensor quantization is monotonic): max_pool2d then pools int8 values.
 //
@@ -70,7 +72,17 @@ class Int8Lowering final : public Pass {
     const bool conv = is_conv(op.type);
     std::vector<std::vector<ValueId>> inputs = {dx.inputs[0], dx.inputs[1], dx.inputs[2], dw.inputs[0], dw.inputs[1]};
     inputs.push_back(op.inputs.size() > 2 ? op.inputs[2] : std::vector<ValueId>{});  // bias
-    if (conv) inputs.push_back(op.inputs.size() > 3 ? op.inputs[3] : std::vector<ValueId>{});  // residual
+    if (conv) {
+      // The residual: f32, or the int8 value behind its per-tensor dequantize (pd-quant quantizes the
+      // residual operand of an add) with its scale and zero point.
+      const ValueId r = op.inputs.size() > 3 && !op.inputs[3].empty() ? op.inputs[3][0] : kNoValue;
+      if (quantized_activation(p, r)) {
+        const Operation& dr = p.ops()[p.value(r).producer];
+        inputs.insert(inputs.end(), {dr.inputs[0], dr.inputs[1], dr.inputs[2]});
+      } else {
+        inputs.push_back(r == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{r});
+      }
+    }
     inputs.resize(tensor_slots(conv ? "quantized_conv2d" : "quantized_linear"));  // out_scale, out_zero_point
     const ValueId y = p.insert_op(i, conv ? "quantized_conv2d" : "quantized_linear", inputs, op.attrs)[0];
     p.replace_uses(op.results[0], y);
@@ -112,8 +124,11 @@ class Int8Lowering final : public Pass {
     if (v.kind != ValueKind::OpResult || v.producer < 0 || p.is_output(y) || p.users(y).size() != 1) return false;
     const Operation& producer = p.ops()[v.producer];
     if (producer.type != "quantized_conv2d" && producer.type != "quantized_linear") return false;
-    const size_t residual_slot = 6;
-    if (producer.type == "quantized_conv2d" && input_of(p, v.producer, residual_slot) != kNoValue) return false;
+    // An f32 residual is added in f32: only an int8 one (with its scale) leaves the result requantizable.
+    const size_t residual_slot = 6, residual_scale_slot = 7;
+    if (producer.type == "quantized_conv2d" && input_of(p, v.producer, residual_slot) != kNoValue &&
+        input_of(p, v.producer, residual_scale_slot) == kNoValue)
+      return false;
     return v.type.dtype == DType::f32 && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
   }
 
