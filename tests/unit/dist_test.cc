@@ -14,6 +14,12 @@ using pd::Tensor;
 
 namespace {
 
+pd::dist::GroupOptions group_options(int rank, int world, std::chrono::milliseconds timeout) {
+  pd::dist::GroupOptions o;
+  o.rank = rank, o.world = world, o.timeout = timeout;
+  return o;
+}
+
 // Runs fn(rank) on `world` threads and rethrows the first exception.
 void run_ranks(int world, const std::function<void(int)>& fn) {
   std::vector<std::exception_ptr> errors(world);
@@ -69,7 +75,7 @@ TEST_CASE("gloo group: allreduce, broadcast, allgather, barrier over 3 ranks", "
   pd::dist::StoreServer server("127.0.0.1", 0);
   run_ranks(3, [&](int rank) {
     pd::dist::StoreClient store("127.0.0.1", server.port(), 10s);
-    auto pg = pd::dist::make_gloo_group(store, {.rank = rank, .world = 3, .timeout = 10s});
+    auto pg = pd::dist::make_gloo_group(store, group_options(rank, 3, 10s));
     std::vector<float> x{float(rank), 1.0f, -2.0f * rank};
     pg->allreduce_sum(x.data(), x.size(), "test floats");
     CHECK(x == std::vector<float>{3.0f, 3.0f, -6.0f});
@@ -92,7 +98,7 @@ TEST_CASE("gloo group: a rank that never joins the collective times out with its
   std::string message;
   run_ranks(2, [&](int rank) {
     pd::dist::StoreClient store("127.0.0.1", server.port(), 10s);
-    auto pg = pd::dist::make_gloo_group(store, {.rank = rank, .world = 2, .timeout = 500ms});
+    auto pg = pd::dist::make_gloo_group(store, group_options(rank, 2, 500ms));
     float x = 1;
     pg->allreduce_sum(&x, 1, "warm-up");
     if (rank == 1) {
@@ -114,7 +120,7 @@ TEST_CASE("gradient reducer: the mean gradient over ranks, in several buckets, u
   std::vector<std::vector<float>> grads(2);
   run_ranks(2, [&](int rank) {
     pd::dist::StoreClient store("127.0.0.1", server.port(), 10s);
-    auto pg = pd::dist::make_gloo_group(store, {.rank = rank, .world = 2, .timeout = 10s});
+    auto pg = pd::dist::make_gloo_group(store, group_options(rank, 2, 10s));
     std::vector<pd::train::NamedParam> params;
     for (int i = 0; i < 4; ++i) {
       Tensor w = Tensor::from_vector<float>(std::vector<float>(3, 1.0f), {3});

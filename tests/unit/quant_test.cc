@@ -219,7 +219,9 @@ TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close 
   // pd-quant measures the accuracy of the choice on real data.)
   for (auto m : {pd::quant::Method::minmax, pd::quant::Method::mse, pd::quant::Method::kl}) {
     pd::ir::Program r = f32;
-    pd::quant::insert_qdq(r, observers, {.method = m, .activations = DType::i8});
+    pd::quant::QdqOptions o;
+    o.method = m, o.activations = DType::i8;
+    pd::quant::insert_qdq(r, observers, o);
     INFO(pd::quant::method_name(m));
     CHECK(pd::test::max_abs_diff(pd::exec::Executor(r).run({{"x", x}})[0], want) < 0.5f * scale);
   }
