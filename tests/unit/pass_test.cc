@@ -624,6 +624,24 @@ TEST_CASE("pass: an activation added to ops.yaml is fused everywhere without pas
   check_same_outputs(p, q, 1e-5);
 }
 
+namespace {
+
+// The largest difference between the first outputs of an f32 program and its int8 lowering on one random
+// batch, over the largest f32 output value.
+double error_over_range(const Program& f32, const Program& lowered) {
+  const auto in = inputs_for(f32, 23);
+  const std::vector<double> want = pd::exec::Executor(f32).run(in)[0].to_vector<double>();
+  const std::vector<double> got = pd::exec::Executor(lowered).run(in)[0].to_vector<double>();
+  double range = 0, err = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    range = std::max(range, std::abs(want[k]));
+    err = std::max(err, std::abs(want[k] - got[k]));
+  }
+  return err / range;
+}
+
+}  // namespace
+
 // int8_lower on the QDQ form pd-quant writes: conv -> relu -> max_pool -> flatten -> linear. The first
 // conv has 2 input channels and a dilation, which the direct int8 kernel does not take, so it stays f32
 // (its weight dequantized, its input's Q/DQ dropped); a 16-channel conv and the linear become int8
@@ -666,15 +684,7 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
     if (op.type == "max_pool2d") CHECK(lowered.value(op.results[0]).type.dtype == DType::u8);
   // Quantization noise apart, the same function: within 5% of the output's range of the f32 model (the
   // dropped input Q/DQ makes the lowered program, if anything, closer to f32 than the QDQ one).
-  const auto in = inputs_for(p, 23);
-  const std::vector<double> want = pd::exec::Executor(p).run(in)[0].to_vector<double>();
-  const std::vector<double> got = pd::exec::Executor(lowered).run(in)[0].to_vector<double>();
-  double range = 0, err = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    range = std::max(range, std::abs(want[k]));
-    err = std::max(err, std::abs(want[k] - got[k]));
-  }
-  CHECK(err <= 0.05 * range);
+  CHECK(error_over_range(p, lowered) <= 0.05);
 }
 
 namespace {
@@ -776,16 +786,7 @@ TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass]
     CHECK(with_residual == 2);
     CHECK(count(low, "quantize_linear") == 2);  // x and the pooled features: every conv requantizes
     CHECK(count(low, "dequantize_linear") == 0);
-    const Program f32 = residual_f32(false);
-    const auto in = inputs_for(f32, 23);
-    const std::vector<double> want = pd::exec::Executor(f32).run(in)[0].to_vector<double>();
-    const std::vector<double> got = pd::exec::Executor(low).run(in)[0].to_vector<double>();
-    double range = 0, err = 0;
-    for (size_t k = 0; k < want.size(); ++k) {
-      range = std::max(range, std::abs(want[k]));
-      err = std::max(err, std::abs(want[k] - got[k]));
-    }
-    CHECK(err <= 0.05 * range);
+    CHECK(error_over_range(residual_f32(false), low) <= 0.05);
   }
 }
 
