@@ -1,0 +1,312 @@
+// quantized_conv2d on oneDNN's int8 convolution primitive: u8 / s8 activations with their zero point,
+// s8 weights reordered once into the primitive's blocked layout, and the whole epilogue fused:
+// per-channel output scales, bias, residual (sum post-op), activation and requantization
+// (quantized_common.h). An int8 residual of an int8 result is copied into the destination as it is and
+// read back by the sum post-op with its own scale and zero point, so a residual block stays in int8 from
+// end to end. Shapes oneDNN serves badly go to the direct kernels (cpu/ref/quantized_direct.h).
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "cpu/common/parallel.h"
+#include "cpu/onednn/conv_geometry.h"
+#include "cpu/onednn/quantized_common.h"
+#include "cpu/ref/quantized_direct.h"
+#include "kernels.h"
+#include "pd/core/cpu_features.h"
+
+namespace pd::kernels::onednn {
+namespace {
+
+using namespace int8;
+
+// The op's arguments as the kernel got them.
+struct ConvOp {
+  const Tensor &x, &x_scale, &x_zero_point, &weight, &weight_scale, &bias, &residual, &residual_scale,
+      &residual_zero_point, &out_scale, &out_zero_point;
+  const std::vector<int64_t>&stride, &padding, &dilation;
+  int64_t groups;
+  const std::string& activation;
+  double alpha;
+  bool channels_last;
+  DType out_dtype;
+  Tensor& out;
+};
+
+// Copies `bytes` from `from` to `to`, split across the threads when it is large (a residual of a
+// batch of 64 is megabytes, which one thread copies at a fraction of the memory bandwidth).
+void copy_across_threads(void* to, const void* from, size_t bytes) {
+  const size_t chunk = size_t{1} << 18;
+  const auto n = static_cast<int64_t>((bytes + chunk - 1) / chunk);
+  cpu::parallel_for(n, int64_t{1} << 15, [&](int64_t i) {
+    const size_t begin = static_cast<size_t>(i) * chunk;
+    std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin, std::min(chunk, bytes - begin));
+  });
+}
+
+
+// Bands of output rows, each run as its own single-threaded primitive, one per thread, for a batch of 1
+// in NHWC: oneDNN's int8 convolutions barely gain from a second thread there (host B: a 28x28 32 -> 32
+// conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the rows run
+// side by side. Band t reads input rows [in0, in1) with pad_top rows of padding above. Otherwise one
+// band, the whole output, and oneDNN's own threading.
+struct RowBand {
+  int64_t r0, r1, in0, in1, pad_top;
+};
+
+std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
+                               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                               bool channels_last, int threads) {
+  const int64_t H = x[2], OH = y[2], KH = w[2];
+  const std::vector<RowBand> whole = {{0, OH, 0, H, padding[0]}};
+  if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads) return whole;
+  std::vector<RowBand> bands;
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
+    const int64_t first = r0 * stride[0] - padding[0], last = (r1 - 1) * stride[0] - padding[0] + (KH - 1) * dilation[0];
+    const RowBand b{r0, r1, std::max<int64_t>(first, 0), std::min(last + 1, H), std::max<int64_t>(-first, 0)};
+    if (b.in1 <= b.in0) return whole;  // a band inside the padding
+    bands.push_back(b);
+  }
+  return bands;
+}
+
+using Launch = std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>;
+
+// Runs the primitives, one per thread when there are several: inside an OpenMP parallel region oneDNN
+// runs each on its calling thread alone.
+void run_concurrently(std::vector<Launch>& launches) {
+  if (launches.size() == 1) return launches[0].first.execute(cpu_stream(), launches[0].second);
+  std::exception_ptr failure;
+  const int n = static_cast<int>(launches.size());
+#pragma omp parallel for num_threads(n) schedule(static, 1)
+  for (int i = 0; i < n; ++i) {
+    try {
+      launches[i].first.execute(cpu_stream(), launches[i].second);
+      cpu_stream().wait();
+    } catch (...) {
+#pragma omp critical(pd_quantized_conv2d_bands)
+      failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Everything a call derives from its weights, scales, zero points and shapes: the parameters in oneDNN's
+// terms and, per band of output rows, its primitive, the weights as it reads them and the descriptors of
+// the user's buffers. In an inference executor whose weights, scales and zero points are constants it is
+// built once and kept in ctx.packed, so that a call only wraps its buffers and runs: building the scales,
+// attributes, cache keys and argument maps cost about 5 us a convolution, a third of the residual
+// example's batch-1 time (host B).
+struct ConvCall {
+  struct Band {
+    RowBand rows;
+    std::shared_ptr<ConvEntry> e;
+    dnnl::memory::desc src, dst, residual;  // the user's layout (residual: an f32 one the primitive reorders)
+    dnnl::memory weights;
+  };
+  Int8Params p;
+  bool reference = false;  // oneDNN has no exact form of the activation: the reference kernel runs
+  std::vector<Band> bands;
+  int64_t x_row = 0, out_row = 0, batch = 0;  // elements per row of the input and of the result (C * W)
+  bool has_bias = false;
+  dnnl::memory bias;             // over p.bias
+  int32_t zero_points[2] = {};   // what the runtime zero-point memories read
+  std::unordered_map<int, dnnl::memory> zero_point_args;
+  Tensor keep;  // halved weights a band reads in place (7-bit path without a reorder)
+};
+
+// Builds a ConvCall (in place: its memories point into it). Runs inside guarded(): the weights of a call
+// whose weight is not constant may be a scratch reorder, valid until that returns.
+std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp& op) {
+  auto call = std::make_shared<ConvCall>();
+  ConvCall& c = *call;
+  const DType src_dtype = op.x.dtype() == DType::u8 || cpu_has_vnni() ? op.x.dtype() : DType::u8;  // int8_source's
+  c.p = int8_params(ctx, src_dtype, source_zero_point(op.x, op.x_zero_point), op.x_scale, op.weight, op.weight_scale,
+                    op.bias, op.out_scale, op.out_zero_point, op.out_dtype);
+  if (op.residual.defined()) residual_terms(c.p, op.residual.dtype(), op.residual_scale, op.residual_zero_point, op.out_dtype);
+  const Int8Params& p = c.p;
+  const auto attr = int8_attr(p, 1 << 1, parse_activation("quantized_conv2d", op.activation), op.alpha, op.out_dtype);
+  if (!attr) {
+    c.reference = true;
+    return call;
+  }
+  const auto nchw = [&](const Shape& s) { return op.channels_last ? Shape{s[0], s[3], s[1], s[2]} : s; };
+  const dt src_dt = onednn_dtype(src_dtype), dst_dt = onednn_dtype(op.out_dtype);
+  // The user's activations as they are in memory: oneDNN's dims are always N, C, H, W.
+  const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, op.channels_last ? tag::nhwc : tag::nchw); };
+  const bool int8_sum = p.residual && p.residual_dtype != DType::f32;
+  const Shape xs = nchw(op.x.shape()), ys = nchw(op.out.shape());
+  c.x_row = xs[1] * xs[3];
+  c.out_row = ys[1] * ys[3];
+  c.batch = ys[0];
+  // One primitive per band of output rows (one band but at batch 1: see row_bands).
+  for (const RowBand& b : row_bands(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads)) {
+    const ConvGeometry g({xs[0], xs[1], b.in1 - b.in0, xs[3]}, op.weight.shape(), {ys[0], ys[1], b.r1 - b.r0, ys[3]},
+                         op.stride, {b.pad_top, op.padding[1]}, op.dilation, op.groups);
+    const dnnl::memory::desc plain_wei(g.wei, dt::s8, op.groups > 1 ? tag::goihw : tag::oihw);
+    const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", op.bias.defined()),
+                                        static_cast<int>(src_dt), static_cast<int>(dst_dt), p.residual, op.activation,
+                                        op.alpha, p.x_zero_point != 0, p.out_zero_point != 0, op.channels_last, p.hash);
+    auto e = cached<ConvEntry>(key, [&] {
+      // channels_last asks for the user's NHWC itself (every int8 implementation reads it): no reorders.
+      // An int8 residual goes into the destination byte for byte, so that must be the user's layout too.
+      const tag act_tag = op.channels_last ? tag::nhwc : tag::any;
+      const dnnl::memory::desc any_src(g.src, src_dt, act_tag), any_wei(g.wei, dt::s8, tag::any),
+          any_dst(g.dst, dst_dt, int8_sum && !op.channels_last ? tag::nchw : act_tag);
+      const auto d = op.bias.defined()
+                         ? conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+                                          any_wei, plain_desc(dims{g.dst[1]}), any_dst, g.strides, g.dilates, g.pad_l, g.pad_r)
+                         : conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+                                          any_wei, any_dst, g.strides, g.dilates, g.pad_l, g.pad_r);
+      const conv_fwd::primitive_desc pd(d, *attr, cpu_engine());
+      return ConvEntry{conv_fwd(pd), OptionalReorder::make(plain(g.src, src_dt), pd.src_desc()),
+                       OptionalReorder::make(plain_wei, pd.weights_desc()),
+                       OptionalReorder::make(pd.dst_desc(), plain(g.dst, dst_dt)), pd.scratchpad_desc(),
+                       p.residual && !int8_sum ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
+    });
+    dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, op.weight, p, key, c.keep);
+    c.bands.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights});
+  }
+  if (op.bias.defined()) {
+    c.has_bias = true;
+    c.bias = dnnl::memory(plain_desc(dims{ys[1]}), cpu_engine(), c.p.bias.data());
+  }
+  add_zero_points(c.zero_point_args, p, op.out_dtype, c.zero_points);
+  return call;
+}
+
+// The key of a call's ConvCall in ctx.packed, or "" when a tensor it is built from is not a constant
+// there. Those tensors go in by address (ctx.packed keeps their storages alive, so an address never
+// comes to name another tensor), everything else the ConvCall depends on by value.
+std::string conv_call_key(const KernelContext& ctx, const ConvOp& op) {
+  if (!ctx.packed) return "";
+  std::string key = "int8:conv_call:";
+  const auto put = [&](const void* data, size_t bytes) { key.append(static_cast<const char*>(data), bytes); };
+  const auto put_value = [&](const auto& v) { put(&v, sizeof(v)); };
+  const auto put_list = [&](const std::vector<int64_t>& v) {
+    put_value(v.size());
+    put(v.data(), v.size() * sizeof(int64_t));
+  };
+  for (const Tensor* t : {&op.x_scale, &op.x_zero_point, &op.weight, &op.weight_scale, &op.bias, &op.residual_scale,
+                          &op.residual_zero_point, &op.out_scale, &op.out_zero_point}) {
+    if (!t->defined()) {
+      put_value(static_cast<const void*>(nullptr));
+      continue;
+    }
+    if (!ctx.packed->is_constant(*t)) return "";
+    put_value(static_cast<const void*>(t->storage().get()));
+    put_value(t->offset());
+  }
+  put_list(op.x.shape());
+  put_list(op.stride);
+  put_list(op.padding);
+  put_list(op.dilation);
+  put_value(op.x.dtype());
+  put_value(op.residual.defined() ? op.residual.dtype() : DType::boolean);  // bool: no residual
+  put_value(op.out_dtype);
+  put_value(op.groups);
+  put_value(op.alpha);
+  put_value(op.channels_last);
+  put_value(ctx.threads);
+  key += op.activation;
+  return key;
+}
+
+// The ConvCall of this call: kept in ctx.packed when conv_call_key names one, else built for this call.
+std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op) {
+  const std::string key = conv_call_key(ctx, op);
+  if (key.empty()) return make_conv_call(ctx, op);
+  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return std::static_pointer_cast<const ConvCall>(hit);
+  std::shared_ptr<ConvCall> made = make_conv_call(ctx, op);
+  ctx.packed->store(key, made);
+  return made;
+}
+
+// An int8 residual of an f32 result, dequantized across threads (the f32 sum adds real values).
+Tensor widen_residual(const Tensor& residual, const Int8Params& p) {
+  Tensor widened = Tensor::empty(residual.shape(), DType::f32);
+  float* to = widened.data<float>();
+  const int64_t n = residual.numel(), block = 4096;
+  const float scale = p.residual_scale, zero_point = static_cast<float>(p.residual_zero_point);
+  const auto widen = [&](const auto* from) {  // one loop per dtype, so that it vectorises
+    cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
+      for (int64_t i = b * block, end = std::min(n, (b + 1) * block); i < end; ++i)
+        to[i] = (static_cast<float>(from[i]) - zero_point) * scale;
+    });
+  };
+  if (residual.dtype() == DType::u8) widen(residual.data<uint8_t>());
+  else widen(residual.data<int8_t>());
+  return widened;
+}
+
+void run_conv_call(const ConvCall& c, const ConvOp& op) {
+  const Tensor src = int8_source(op.x);
+  const Tensor res = c.p.widen_residual ? widen_residual(op.residual, c.p) : op.residual;
+  std::vector<Launch> launches;
+  for (const ConvCall::Band& b : c.bands) {
+    const ConvEntry& e = *b.e;
+    // A band's rows are contiguous in NHWC at batch 1: its x, residual and result start at its first
+    // row (a single band starts at row 0, whatever the layout).
+    char* out_base = static_cast<char*>(op.out.raw_data()) + b.rows.r0 * c.out_row * dtype_size(op.out_dtype);
+    const char* x_base = static_cast<const char*>(src.raw_data()) + b.rows.in0 * c.x_row * dtype_size(src.dtype());
+    dnnl::memory user_dst(b.dst, cpu_engine(), out_base);
+    dnnl::memory dst = output_buffer(e.out, user_dst);
+    if (res.defined()) {
+      const size_t r_row = static_cast<size_t>(c.out_row) * dtype_size(res.dtype());
+      const char* r_base = static_cast<const char*>(res.raw_data()) + b.rows.r0 * r_row;
+      if (e.residual_in.prim) {
+        dnnl::memory r(b.residual, cpu_engine(), const_cast<char*>(r_base));
+        e.residual_in.prim->execute(cpu_stream(), r, dst);
+      } else {
+        copy_across_threads(out_base, r_base, static_cast<size_t>(c.batch * (b.rows.r1 - b.rows.r0)) * r_row);  // several bands: batch 1
+      }
+    }
+    std::unordered_map<int, dnnl::memory> args = c.zero_point_args;
+    args.emplace(DNNL_ARG_SRC, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), const_cast<char*>(x_base))));
+    args.emplace(DNNL_ARG_WEIGHTS, b.weights);
+    args.emplace(DNNL_ARG_DST, dst);
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratch_memory(e.scratchpad));
+    if (c.has_bias) args.emplace(DNNL_ARG_BIAS, c.bias);
+    if (e.out.prim) {  // a layout of the primitive's own: one band (row_bands gives several only in NHWC)
+      e.prim.execute(cpu_stream(), args);
+      reorder_out(e.out, dst, user_dst);
+      return;
+    }
+    launches.emplace_back(e.prim, std::move(args));
+  }
+  run_concurrently(launches);
+}
+
+}  // namespace
+
+template <typename T>
+void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                      const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
+                      const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
+                      const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                      const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                      bool channels_last, DType out_dtype, Tensor& out) {
+  parse_activation("quantized_conv2d", activation);
+  if (out.numel() == 0) return;
+  if (reference::quantized_conv2d_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point,
+                                         weight, weight_scale, bias, residual, out_scale, out_zero_point, stride, padding,
+                                         dilation, groups, activation, alpha, channels_last, out_dtype, out))
+    return;
+  const ConvOp op{x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale, residual_zero_point,
+                  out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out};
+  bool on_reference = false;
+  guarded("quantized_conv2d", [&] {
+    const std::shared_ptr<const ConvCall> call = conv_call(ctx, op);
+    if (call->reference) on_reference = true;
+    else run_conv_call(*call, op);
+  });
+  if (on_reference)
+    reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
+                                   residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups,
+                                   activation, alpha, channels_last, out_dtype, out);
+}
+
+}  // namespace pd::kernels::onednn
+
+PD_INSTANTIATE_KERNELS(quantized_conv2d, onednn, uint8_t, int8_t)
