@@ -113,7 +113,7 @@ struct ConvCall {
   dnnl::memory bias;             // over p.bias
   int32_t zero_points[2] = {};   // what the runtime zero-point memories read
   std::unordered_map<int, dnnl::memory> zero_point_args;
-  Tensor keep;  // halved weights a band reads in place (7-bit path without a reorder)
+  std::vector<Tensor> keep;  // halved weights a band reads in place (7-bit path without a reorder)
 };
 
 // Builds a ConvCall (in place: its memories point into it). Runs inside guarded(): the weights of a call
@@ -165,7 +165,9 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
                        OptionalReorder::make(pd.dst_desc(), plain(g.dst, dst_dt)), pd.scratchpad_desc(),
                        p.residual && !int8_sum ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
     });
-    dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, op.weight, p, key, c.keep);
+    Tensor halved;
+    dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, op.weight, p, key, halved);
+    if (halved.defined()) c.keep.push_back(halved);
     c.bands.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights});
   }
   if (op.bias.defined()) {
