@@ -157,6 +157,32 @@ TEST_CASE("pass: constant folding", "[pass]") {
   CHECK(count(q, "linear") == 1);
   CHECK(q.params().size() == 2);  // the transposed weight and the constant; w itself is dropped
   check_same_outputs(p, q);       // normal has a fixed seed
+
+  // A result too large to store in the model stays an op (found by fuzz_onnx: a ConstantOfShape of
+  // 10^15 elements was computed at import time); 2^36 elements here, never allocated.
+  Program big;
+  auto huge = big.add_op("full", {}, {{"shape", std::vector<int64_t>{1 << 16, 1 << 16, 16}}, {"value", 0.5}})[0];
+  big.mark_output(huge, "huge");
+  CHECK_FALSE(pd::ir::foldable(big, 0));
+  CHECK(count(run_pass(big, "constant_fold"), "full") == 1);
+  Program edge;  // 2^26 elements (256 MiB of f32) is the most folding computes
+  edge.mark_output(edge.add_op("full", {}, {{"shape", std::vector<int64_t>{1 << 13, 1 << 13}}, {"value", 0.5}})[0], "edge");
+  CHECK(pd::ir::foldable(edge, 0));
+  Program past;
+  past.mark_output(past.add_op("full", {}, {{"shape", std::vector<int64_t>{(1 << 13) + 1, 1 << 13}}, {"value", 0.5}})[0], "past");
+  CHECK_FALSE(pd::ir::foldable(past, 0));
+
+  // Integer arithmetic folded at import time wraps around as NumPy's does (fuzz_onnx under UBSan: an
+  // int64 Mul of two constants overflowed, which is undefined behaviour in C++).
+  Program ints;
+  auto a = ints.add_param("a", pd::Tensor::from_vector<int64_t>({INT64_MAX, INT64_MIN, 7}, {3}));
+  auto b = ints.add_param("b", pd::Tensor::from_vector<int64_t>({2, 3, 6}, {3}));
+  ints.mark_output(ints.add_op("mul", {{a}, {b}})[0], "prod");
+  ints.mark_output(ints.add_op("add", {{a}, {b}})[0], "sum");
+  const Program folded = run_pass(ints, "constant_fold");
+  CHECK(folded.ops().empty());
+  CHECK(pd::exec::Executor(folded).run({})[0].to_vector<int64_t>() == std::vector<int64_t>{-2, INT64_MIN, 42});
+  CHECK(pd::exec::Executor(folded).run({})[1].to_vector<int64_t>() == std::vector<int64_t>{INT64_MIN + 1, INT64_MIN + 3, 13});
 }
 
 TEST_CASE("pass: identity removal", "[pass]") {

@@ -1,5 +1,6 @@
 // Elementwise arithmetic with NumPy broadcasting: add sub mul div pow remainder maximum minimum.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -11,19 +12,37 @@ namespace pd::kernels::reference {
 
 using cpu::binary_map;
 
+namespace {
+
+// Integer +, -, * wrap around as in NumPy and PyTorch (two's complement), computed on unsigned values at
+// least as wide as unsigned int: signed overflow is undefined behaviour in C++ (UBSan found an int64
+// product of two ONNX constants overflowing while the importer folded it).
+template <typename T>
+using Wrapping = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T, typename Op>
+T arithmetic(T a, T b, Op op) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return static_cast<T>(op(static_cast<Wrapping<T>>(a), static_cast<Wrapping<T>>(b)));
+  else
+    return static_cast<T>(op(a, b));
+}
+
+}  // namespace
+
 template <typename T>
 void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a + b); });
+  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::plus<>()); });
 }
 
 template <typename T>
 void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a - b); });
+  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::minus<>()); });
 }
 
 template <typename T>
 void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a * b); });
+  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::multiplies<>()); });
 }
 
 template <typename T>

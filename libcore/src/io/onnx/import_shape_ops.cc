@@ -102,10 +102,12 @@ void constant(NodeContext& c) {
 
 void constant_of_shape(NodeContext& c) {
   const Ints shape = c.constant_ints(0, "ConstantOfShape's shape");
+  check_shape_limits(shape, c.where() + ": ConstantOfShape's shape");
   double value = 0;
   DType dtype = DType::f32;
   if (c.has_attr("value")) {
     const Tensor v = c.attr_tensor("value");
+    if (v.numel() != 1) c.fail(fmt::format("ConstantOfShape's value must hold one element, but holds {}", v.numel()));
     dtype = v.dtype();
     value = v.to_vector<double>().at(0);
   }

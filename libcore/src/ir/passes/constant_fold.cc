@@ -25,11 +25,31 @@ class ConstantFolding final : public Pass {
 }  // namespace pd::ir::passes
 
 namespace pd::ir {
+namespace {
+
+// Folding computes a result now and stores it in the model file. One larger than this (256 MiB of
+// f32) stays an op, computed when the program runs: a few bytes of ONNX can ask ConstantOfShape for
+// petabytes, which an import must not try to allocate.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
+
+bool too_large_to_fold(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return false;  // unknown until run time: decided by running it
+    if (d > 0 && n > kMaxFoldedElements / d) return true;
+    n *= d;
+  }
+  return n > kMaxFoldedElements;
+}
+
+}  // namespace
 
 bool foldable(const Program& p, int32_t i) {
   const Operation& op = p.ops()[i];
   if (op_schema(op.type).random || (op.type == "batch_norm" && attr_bool(op, "training"))) return false;
   if (op.type == "dequantize_linear") return false;
+  for (ValueId r : op.results)
+    if (too_large_to_fold(p.value(r).type.shape)) return false;
   for (const auto& slot : op.inputs)
     for (ValueId v : slot)
       if (!is_param(p, v)) return false;
