@@ -26,6 +26,9 @@
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+// Present only in sanitized builds: a sanitizer report with recovery off ends the process through _exit,
+// not a signal, so the input is saved from this callback.
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
 namespace {
 
@@ -173,6 +176,7 @@ int main(int argc, char** argv) {
   const char* dir = std::getenv("PD_FUZZ_ARTIFACTS");
   std::snprintf(g_artifact, sizeof(g_artifact), "%s/crash-%s-%d", dir ? dir : ".", target.c_str(), ::getpid());
   for (int sig : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL, SIGALRM}) ::signal(sig, on_signal);
+  if (__sanitizer_set_death_callback) __sanitizer_set_death_callback([] { save_input("sanitizer report"); });
 
   const auto start = std::chrono::steady_clock::now();
   auto run_one = [&](const std::string& input) {

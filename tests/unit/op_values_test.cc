@@ -92,3 +92,39 @@ TEST_CASE("binary_cross_entropy_with_logits stays finite for large logits", "[op
   const Tensor x = Tensor::from_vector<float>({200, -200}, {2}), y = Tensor::from_vector<float>({0, 1}, {2});
   CHECK(ops::binary_cross_entropy_with_logits(x, y, Tensor(), "none").to_vector<float>() == std::vector<float>{200, 200});
 }
+
+// Integer overflow is undefined in C++; the integer kernels wrap like NumPy's and PyTorch's instead. The
+// sanitized CI build (UBSan, every report fatal) runs this test, so an unguarded signed operation fails it.
+TEST_CASE("integer ops wrap around at the type's range; float to integer casts saturate", "[ops]") {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max(), kMin = std::numeric_limits<int32_t>::min();
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max(), kMin64 = std::numeric_limits<int64_t>::min();
+  const Tensor big = Tensor::from_vector<int32_t>({kMax, kMin}, {2});
+  const Tensor one = Tensor::from_vector<int32_t>({1, 1}, {2});
+  CHECK(ops::add(big, one).to_vector<int32_t>() == std::vector<int32_t>{kMin, kMin + 1});
+  CHECK(ops::neg(big).to_vector<int32_t>() == std::vector<int32_t>{kMin + 1, kMin});
+  CHECK(ops::abs(big).to_vector<int32_t>() == std::vector<int32_t>{kMax, kMin});
+  CHECK(ops::sum(big).to_vector<int32_t>() == std::vector<int32_t>{-1});
+  CHECK(ops::sum(Tensor::from_vector<int32_t>({kMax, kMax}, {2})).to_vector<int32_t>() == std::vector<int32_t>{-2});
+  const Tensor big64 = Tensor::from_vector<int64_t>({kMax64, 2}, {2});
+  CHECK(ops::sum(big64).to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 1});
+  CHECK(ops::prod(big64).to_vector<int64_t>() == std::vector<int64_t>{-2});
+  CHECK(ops::cumsum(big64, 0).to_vector<int64_t>() == std::vector<int64_t>{kMax64, kMin64 + 1});
+  CHECK(ops::sum_to(Tensor::from_vector<int64_t>({kMax64, 1}, {2, 1}), {1}).to_vector<int64_t>() ==
+        std::vector<int64_t>{kMin64});
+  const Tensor at0 = Tensor::from_vector<int64_t>({0, 0}, {2});
+  CHECK(ops::scatter_add(Tensor::from_vector<int64_t>({kMax64}, {1}), at0, Tensor::from_vector<int64_t>({1, 1}, {2}))
+            .to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 1});
+  // x mod -1 is 0 for the lowest value too (x86's integer division traps on INT_MIN / -1).
+  CHECK(ops::remainder(big, Tensor::from_vector<int32_t>({-1, -1}, {2})).to_vector<int32_t>() ==
+        std::vector<int32_t>{0, 0});
+
+  const Tensor f = Tensor::from_vector<float>({1e10f, -1e10f, std::nanf(""), 3.7f, -3.7f, 2147483648.f}, {6});
+  CHECK(ops::cast(f, pd::DType::i32).to_vector<int32_t>() == std::vector<int32_t>{kMax, kMin, 0, 3, -3, kMax});
+  CHECK(ops::cast(f, pd::DType::u8).to_vector<uint8_t>() == std::vector<uint8_t>{255, 0, 0, 3, 0, 255});
+  CHECK(ops::cast(Tensor::from_vector<double>({9.3e18, -9.3e18}, {2}), pd::DType::i64).to_vector<int64_t>() ==
+        std::vector<int64_t>{kMax64, kMin64});
+  CHECK(ops::full({1}, 1e30, pd::DType::i32).to_vector<int32_t>() == std::vector<int32_t>{kMax});
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(ops::clip(Tensor::from_vector<int32_t>({kMin, 5}, {2}), -inf, 4.5).to_vector<int32_t>() ==
+        std::vector<int32_t>{kMin, 4});
+}

@@ -34,6 +34,9 @@ TEST_CASE("0-D and empty tensors are ordinary", "[tensor]") {
 TEST_CASE("sizes are int64 and overflow is refused", "[tensor]") {
   CHECK(pd::shape_numel({1 << 20, 1 << 20, 4}) == (int64_t{1} << 42));
   CHECK_THROWS_AS(pd::shape_numel({int64_t{1} << 40, int64_t{1} << 40}), pd::Error);
+  // A reshape target whose known extents overflow before the -1 is inferred (fuzz_onnx under UBSan).
+  CHECK_THROWS_WITH(pd::ops::reshape(pd::ops::zeros({2}), {int64_t{1} << 62, 2, -1}),
+                    Catch::Contains("more elements than a tensor can hold"));
 }
 
 TEST_CASE("the caching allocator reuses freed blocks", "[allocator]") {

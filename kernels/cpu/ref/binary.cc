@@ -5,44 +5,28 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
+#include "cpu/common/wrapping.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
 
 using cpu::binary_map;
-
-namespace {
-
-// Integer +, -, * wrap around as in NumPy and PyTorch (two's complement), computed on unsigned values at
-// least as wide as unsigned int: signed overflow is undefined behaviour in C++ (UBSan found an int64
-// product of two ONNX constants overflowing while the importer folded it).
-template <typename T>
-using Wrapping = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <typename T, typename Op>
-T arithmetic(T a, T b, Op op) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    return static_cast<T>(op(static_cast<Wrapping<T>>(a), static_cast<Wrapping<T>>(b)));
-  else
-    return static_cast<T>(op(a, b));
-}
-
-}  // namespace
+using cpu::wrapping;
 
 template <typename T>
 void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::plus<>()); });
+  binary_map<T>(x, y, out, [](T a, T b) { return wrapping(a, b, std::plus<>()); });
 }
 
 template <typename T>
 void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::minus<>()); });
+  binary_map<T>(x, y, out, [](T a, T b) { return wrapping(a, b, std::minus<>()); });
 }
 
 template <typename T>
 void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return arithmetic(a, b, std::multiplies<>()); });
+  binary_map<T>(x, y, out, [](T a, T b) { return wrapping(a, b, std::multiplies<>()); });
 }
 
 template <typename T>
@@ -65,6 +49,9 @@ void remainder(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tenso
       return r != T(0) && ((r < T(0)) != (b < T(0))) ? r + b : r;
     } else {
       if (b == T(0)) return T(0);
+      // x mod -1 is 0; computing it would trap on the lowest value (x86's idiv overflows on INT_MIN / -1).
+      if constexpr (std::is_signed_v<T>)
+        if (b == T(-1)) return T(0);
       const T r = static_cast<T>(a % b);
       return r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(r + b) : r;
     }

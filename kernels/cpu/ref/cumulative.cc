@@ -2,14 +2,15 @@
 #include <type_traits>
 
 #include "cpu/common/along_axis.h"
+#include "cpu/common/wrapping.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
 
 template <typename T>
 void cumsum(const KernelContext& ctx, const Tensor& x, int64_t axis, bool exclusive, bool reverse, Tensor& out) {
-  // Floats accumulate in double, integers in int64 (stored back with the dtype's wrap-around).
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  // Floats accumulate in double, integers in 64 bits that wrap (stored back with the dtype's wrap-around).
+  using Acc = cpu::WideAcc<T>;
   const cpu::AlongAxis g = cpu::along_axis(x.shape(), axis, "cumsum");
   const T* xd = x.data<T>();
   T* od = out.data<T>();

@@ -1,8 +1,10 @@
 // Indexing along one axis: gather (numpy.take), index_select, their gradient gather_grad,
 // take_along_axis (torch.gather) and its adjoint scatter_add, and one_hot.
 #include <algorithm>
+#include <functional>
 
 #include "cpu/common/along_axis.h"
+#include "cpu/common/wrapping.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -85,7 +87,8 @@ void scatter_add(const KernelContext& ctx, const Tensor& x, const Tensor& index,
     for (int64_t j = 0; j < gi.n; ++j)
       for (int64_t i = 0; i < gi.inner; ++i) {
         const int64_t p = gi.at(o, j, i);
-        od[g.at(o, idx[p], i)] += sd[p];
+        T& slot = od[g.at(o, idx[p], i)];
+        slot = cpu::wrapping(slot, sd[p], std::plus<>());
       }
 }
 

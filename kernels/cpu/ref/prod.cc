@@ -4,13 +4,10 @@
 #include <vector>
 
 #include "cpu/common/reduce.h"
+#include "cpu/common/wrapping.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
-namespace {
-template <typename T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-}  // namespace
 
 template <typename T>
 void prod(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
@@ -18,8 +15,8 @@ void prod(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>&
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   for (int64_t o = 0; o < p.out_numel; ++o) {
-    Acc<T> acc = 1;  // an empty group's product is 1
-    p.for_each_in_group(o, [&](int64_t i) { acc *= static_cast<Acc<T>>(xd[i]); });
+    cpu::WideAcc<T> acc = 1;  // an empty group's product is 1
+    p.for_each_in_group(o, [&](int64_t i) { acc *= static_cast<cpu::WideAcc<T>>(xd[i]); });
     od[o] = static_cast<T>(acc);
   }
 }

@@ -8,11 +8,14 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu/common/wrapping.h"
+
 namespace pd::kernels::reference {
 
-// Floating sums accumulate in double; integer sums in int64 (int32 sums wrap only on the final store).
+// Floating sums accumulate in double; integer sums in 64 bits that wrap (int32 sums wrap only on the
+// final store).
 template <typename T>
-using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+using SumAcc = cpu::WideAcc<T>;
 
 constexpr int kSumChains = 8;
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/common/reduce.h"
+#include "cpu/common/wrapping.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -34,7 +35,7 @@ void sum_to(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t
     for (int64_t i = 0; i < out.numel(); ++i) od[i] = xd[i];
     return;
   }
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  using Acc = cpu::WideAcc<T>;  // integers wrap
   const T* xd = x.data<T>();
   // The common case (bias gradients, broadcast adds) sums leading axes only: add whole rows into an
   // accumulator row, which streams through memory instead of striding down columns. Each output still

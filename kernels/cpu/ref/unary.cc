@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "cpu/common/elementwise.h"
+#include "cpu/common/wrapping.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 
@@ -12,7 +13,7 @@ using cpu::unary_map;
 
 template <typename T>
 void neg(const KernelContext& ctx, const Tensor& x, Tensor& out) {
-  unary_map<T>(x, out, [](T v) { return static_cast<T>(-v); });
+  unary_map<T>(x, out, [](T v) { return cpu::wrapping_neg(v); });  // -INT_MIN is INT_MIN, as in NumPy
 }
 
 template <typename T>
@@ -41,7 +42,7 @@ void abs(const KernelContext& ctx, const Tensor& x, Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       return std::fabs(v);  // also clears the sign of -0.0
     } else {
-      return static_cast<T>(v < T(0) ? -v : v);
+      return v < T(0) ? cpu::wrapping_neg(v) : v;  // abs(INT_MIN) is INT_MIN, as in NumPy
     }
   });
 }

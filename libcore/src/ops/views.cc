@@ -58,7 +58,8 @@ Tensor reshape(const char* op, In x, const std::vector<int64_t>& shape) {
       infer = static_cast<int64_t>(i);
     } else {
       PD_CHECK(out[i] >= 0, ErrorCode::kInvalidArgument, "{}: argument 'shape' {} has a negative extent", op, shape_str(shape));
-      known *= out[i];
+      PD_CHECK(!__builtin_mul_overflow(known, out[i], &known), ErrorCode::kShape,
+               "{}: argument 'shape' {} has more elements than a tensor can hold", op, shape_str(shape));
     }
   }
   const int64_t n = x.t.numel();

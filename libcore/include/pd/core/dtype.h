@@ -4,8 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "pd/core/error.h"
 
@@ -63,6 +65,19 @@ decltype(auto) visit_dtype(DType t, Fn&& fn) {
   raise(ErrorCode::kInternal, "visit_dtype: corrupt dtype value {}", static_cast<int>(t));
 }
 
+// A float to an integer type, truncated toward zero, saturating at the type's range, NaN to 0 (as Rust's
+// `as`). C++ leaves out-of-range conversions undefined, and a user's data or a full(1e30) reaches here.
+template <typename To, typename From>
+inline To saturating_float_to_int(From v) {
+  using Limits = std::numeric_limits<To>;
+  if (!(v == v)) return To(0);
+  // lowest() is 0 or minus a power of two, exact in From; max() may round up to the next power of
+  // two, which is then itself out of range, so >= is right either way.
+  if (v <= static_cast<From>(Limits::lowest())) return Limits::lowest();
+  if (v >= static_cast<From>(Limits::max())) return Limits::max();
+  return static_cast<To>(v);
+}
+
 // Converts between element types through double (or float for the 16-bit types).
 template <typename To, typename From>
 inline To convert(From v) {
@@ -72,6 +87,8 @@ inline To convert(From v) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return saturating_float_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }
