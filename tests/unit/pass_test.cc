@@ -668,13 +668,11 @@ double error_over_range(const Program& f32, const Program& lowered) {
 
 }  // namespace
 
-// int8_lower on the QDQ form pd-quant writes: conv -> relu -> max_pool -> flatten -> linear. The first
-// conv has 2 input channels and a dilation, which the direct int8 kernel does not take, so it stays f32
-// (its weight dequantized, its input's Q/DQ dropped); a 16-channel conv and the linear become int8
-// kernels, the quantize after the pool moves up and is requantized into the conv's epilogue, and the
-// result stays close to the QDQ program run in f32. Undilated, the 2-channel conv goes int8 as well.
-TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
-  const bool dilated = GENERATE(true, false);
+namespace {
+
+// conv -> relu -> conv -> relu -> max_pool -> flatten -> linear (LeNet's shape); the first conv has 2
+// input channels, dilated or not.
+Program small_cnn_f32(bool dilated) {
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 2, 8, 8}});
   const int64_t d = dilated ? 2 : 1;
@@ -687,6 +685,19 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
   auto pool = p.add_op("max_pool2d", {{r2}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0];
   auto flat = p.add_op("flatten", {{pool}}, {{"start_axis", int64_t{1}}})[0];
   p.mark_output(p.add_op("linear", {{flat}, {p.add_param("fc.w", rnd({5, 96}, 5))}, {p.add_param("fc.b", rnd({5}, 6))}})[0], "out");
+  return p;
+}
+
+}  // namespace
+
+// int8_lower on the QDQ form pd-quant writes: conv -> relu -> max_pool -> flatten -> linear. The first
+// conv has 2 input channels and a dilation, which the direct int8 kernel does not take, so it stays f32
+// (its weight dequantized, its input's Q/DQ dropped); a 16-channel conv and the linear become int8
+// kernels, the quantize after the pool moves up and is requantized into the conv's epilogue, and the
+// result stays close to the QDQ program run in f32. Undilated, the 2-channel conv goes int8 as well.
+TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
+  const bool dilated = GENERATE(true, false);
+  const Program p = small_cnn_f32(dilated);
   std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
   Program q = p;
   CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax()) == 3);
@@ -759,8 +770,8 @@ Program lowered(const Program& p, bool channels_last) {
 
 // int8_channels_last: every int8 conv in NHWC, the transposes between them cancelled, one transpose in
 // (the residual block's input is both quantized for a conv and added in f32: one transpose serves
-// both) and one out; the same numbers as the NCHW int8 program. A max_pool2d in the region (not
-// layout-agnostic) keeps its transposes around it.
+// both) and one out; the same numbers as the NCHW int8 program. A max_pool2d in the region pools in
+// NHWC (max_pool2d_nhwc), so the transposes around it cancel too.
 TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them cancelled", "[pass][quant]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
@@ -774,10 +785,33 @@ TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them canc
     for (const auto& op : nhwc.ops())
       if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
     CHECK(count(nchw, "transpose") == 0);
-    CHECK(count(nhwc, "transpose") == (pool ? 4 : 2));
+    CHECK(count(nhwc, "transpose") == 2);
+    CHECK(count(nhwc, "max_pool2d") == 0);
+    CHECK(count(nhwc, "max_pool2d_nhwc") == (pool ? 1 : 0));
     CHECK(count(nhwc, "quantize_linear") == count(nchw, "quantize_linear"));
     check_same_outputs(nchw, nhwc, 1e-6);
   }
+}
+
+// LeNet's int8 tail: conv (NHWC) -> max_pool -> flatten -> linear. The pool runs in NHWC and the
+// linear reads the NHWC pixels flattened, its weight's columns permuted to match: no transpose after
+// the last conv, and the same numbers as the NCHW int8 program.
+TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
+    return;
+  }
+  const Program p = small_cnn_f32(false);
+  Program q = p;
+  pd::quant::insert_qdq(q, pd::quant::calibrate(p, {inputs_for(p, 21), inputs_for(p, 22)}), minmax());
+  const Program nchw = lowered(q, false), nhwc = lowered(q, true);
+  REQUIRE(count(nchw, "quantized_linear") == 1);
+  CHECK(count(nhwc, "max_pool2d_nhwc") == 1);
+  CHECK(count(nhwc, "max_pool2d") == 0);
+  CHECK(count(nhwc, "transpose") == 1);  // into the first conv only
+  for (const auto& op : nhwc.ops())
+    if (op.type == "flatten") CHECK(nhwc.ops()[nhwc.value(op.inputs[0][0]).producer].type == "max_pool2d_nhwc");
+  check_same_outputs(nchw, nhwc, 1e-6);
 }
 
 // pd-quant quantizes the residual operand of each add that folds into a quantized conv (x for block b,

@@ -179,40 +179,26 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
 }
 
 // The key of a call's ConvCall in ctx.packed, or "" when a tensor it is built from is not a constant
-// there. Those tensors go in by address (ctx.packed keeps their storages alive, so an address never
-// comes to name another tensor), everything else the ConvCall depends on by value.
+// there.
 std::string conv_call_key(const KernelContext& ctx, const ConvOp& op) {
   if (!ctx.packed) return "";
-  std::string key = "int8:conv_call:";
-  const auto put = [&](const void* data, size_t bytes) { key.append(static_cast<const char*>(data), bytes); };
-  const auto put_value = [&](const auto& v) { put(&v, sizeof(v)); };
-  const auto put_list = [&](const std::vector<int64_t>& v) {
-    put_value(v.size());
-    put(v.data(), v.size() * sizeof(int64_t));
-  };
+  PackedKey key("int8:conv_call");
   for (const Tensor* t : {&op.x_scale, &op.x_zero_point, &op.weight, &op.weight_scale, &op.bias, &op.residual_scale,
-                          &op.residual_zero_point, &op.out_scale, &op.out_zero_point}) {
-    if (!t->defined()) {
-      put_value(static_cast<const void*>(nullptr));
-      continue;
-    }
-    if (!ctx.packed->is_constant(*t)) return "";
-    put_value(static_cast<const void*>(t->storage().get()));
-    put_value(t->offset());
-  }
-  put_list(op.x.shape());
-  put_list(op.stride);
-  put_list(op.padding);
-  put_list(op.dilation);
-  put_value(op.x.dtype());
-  put_value(op.residual.defined() ? op.residual.dtype() : DType::boolean);  // bool: no residual
-  put_value(op.out_dtype);
-  put_value(op.groups);
-  put_value(op.alpha);
-  put_value(op.channels_last);
-  put_value(ctx.threads);
-  key += op.activation;
-  return key;
+                          &op.residual_zero_point, &op.out_scale, &op.out_zero_point})
+    if (!key.add_constant(*ctx.packed, *t)) return "";
+  key.add(op.x.shape());
+  key.add(op.stride);
+  key.add(op.padding);
+  key.add(op.dilation);
+  key.add(op.x.dtype());
+  key.add(op.residual.defined() ? op.residual.dtype() : DType::boolean);  // bool: no residual
+  key.add(op.out_dtype);
+  key.add(op.groups);
+  key.add(op.alpha);
+  key.add(op.channels_last);
+  key.add(ctx.threads);
+  key.add(op.activation);
+  return key.str();
 }
 
 // The ConvCall of this call: kept in ctx.packed when conv_call_key names one, else built for this call.

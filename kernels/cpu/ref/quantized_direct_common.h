@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "elementwise_ops.h"
 #include "kernels.h"
@@ -70,6 +75,34 @@ inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale,
     e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
   }
   return e;
+}
+
+inline int32_t load_u32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// 16 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real) through the
+// epilogue into out[at...]; residual (f32, or null) is indexed by channel like the epilogue.
+PD_VNNI_TARGET inline void vnni_store(const Epilogue& e, __m512i acc, int64_t o, int64_t lanes, const float* residual,
+                                      void* out, int64_t at) {
+  const __mmask16 m = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+  const __m512i a = _mm512_sub_epi32(acc, _mm512_loadu_si512(e.offset.data() + o));
+  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_loadu_ps(e.scale.data() + o), _mm512_loadu_ps(e.bias.data() + o));
+  if (residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual + o));
+  const __m512 zero = _mm512_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: y = _mm512_max_ps(zero, y); break;  // NaN stays NaN (max returns the second)
+    case Activation::leaky_relu: y = _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha)); break;
+    case Activation::relu6: y = _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y)); break;
+    default: break;
+  }
+  if (e.out_dtype == DType::f32) return _mm512_mask_storeu_ps(static_cast<float*>(out) + at, m, y);
+  __m512 q = _mm512_div_ps(y, _mm512_set1_ps(e.out_scale));
+  q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
+  const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
+  _mm512_mask_cvtepi32_storeu_epi8(static_cast<char*>(out) + at, m, v);
 }
 
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.

@@ -46,17 +46,93 @@ void store_one(const Epilogue& e, int32_t acc, int64_t c, void* out, int64_t i) 
 // ---- linear --------------------------------------------------------------------------------------
 
 constexpr int64_t kLinearRows = 4;  // rows taken directly: oneDNN's matmul wins from about here on
+constexpr int64_t kBlocksAtOnce = 4;  // VNNI: independent accumulator chains per row
 
-// Rows [m0, m0 + M) (M <= 4) of x (u8, K per row) against weight row o: the M exact sums.
-PD_VNNI_TARGET void vnni_dot_rows(const uint8_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
-  __m512i acc[kLinearRows];
-  for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_setzero_si512();
-  for (int64_t k = 0; k < K; k += 64) {
-    const __mmask64 mask = K - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (K - k)) - 1;
-    const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + k);
-    for (int64_t m = 0; m < M; ++m) acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_maskz_loadu_epi8(mask, x + m * K + k), wv);
+// Everything a call derives from its constant inputs: the epilogue (VNNI: with the zero point's offset)
+// and the weight as multiplied. VNNI packs it [block of 16 outputs][K / 4][16][4], outputs as lanes, so
+// 16 sums grow in one vector and none needs a horizontal add; AVX2 reads rows (halved for 7 bits).
+struct LinearCall {
+  Epilogue e;
+  int64_t O = 0, K = 0, K4 = 0, blocks = 0;
+  std::vector<int8_t> w;  // VNNI: packed as above; AVX2: [O][K]
+  int32_t zp = 0;         // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
+};
+
+LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                            const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                            const Tensor& out_zero_point, Activation act, double alpha, DType out_dtype) {
+  LinearCall c;
+  c.O = weight.shape()[0], c.K = weight.shape()[1], c.K4 = (c.K + 3) / 4, c.blocks = (c.O + kLanes - 1) / kLanes;
+  c.e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, c.O, seven_bit);
+  const bool u8 = x.dtype() == DType::u8;
+  c.zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
+  const int8_t* w = weight.data<int8_t>();
+  if (path == Path::avx2) {
+    c.w.resize(static_cast<size_t>(c.O * c.K));
+    for (int64_t i = 0; i < c.O * c.K; ++i) c.w[i] = weight_value(w[i], seven_bit);
+    return c;
   }
-  for (int64_t m = 0; m < M; ++m) sums[m] = _mm512_reduce_add_epi32(acc[m]);
+  if (!u8) c.zp += 128;
+  c.w.assign(static_cast<size_t>(c.blocks * c.K4 * kLanes * 4), 0);
+  for (int64_t o = 0; o < c.O; ++o) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < c.K; ++k) {
+      const int8_t v = weight_value(w[o * c.K + k], seven_bit);
+      c.w[((o / kLanes * c.K4 + k / 4) * kLanes + o % kLanes) * 4 + k % 4] = v;
+      sum += v;
+    }
+    c.e.offset[o] = c.zp * sum;
+  }
+  return c;
+}
+
+// The call's LinearCall: kept in ctx.packed when every tensor it is built from is a constant there.
+std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path path, bool seven_bit, const Tensor& x,
+                                              const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight,
+                                              const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                                              const Tensor& out_zero_point, Activation act, double alpha, DType out_dtype) {
+  const auto make = [&] {
+    return std::make_shared<const LinearCall>(make_linear_call(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale,
+                                                               bias, out_scale, out_zero_point, act, alpha, out_dtype));
+  };
+  if (!ctx.packed) return make();
+  PackedKey key("int8-direct:linear_call");
+  for (const Tensor* t : {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point})
+    if (!key.add_constant(*ctx.packed, *t)) return make();
+  key.add(x.dtype()), key.add(out_dtype), key.add(act), key.add(alpha), key.add(path), key.add(seven_bit);
+  if (std::shared_ptr<void> hit = ctx.packed->find(key.str())) return std::static_pointer_cast<const LinearCall>(hit);
+  auto made = make();
+  ctx.packed->store(key.str(), std::const_pointer_cast<LinearCall>(made));
+  return made;
+}
+
+// One row of x (u8, padded with zeros to K4 * 4) against V blocks of 16 outputs from block b.
+template <int V>
+PD_VNNI_TARGET void vnni_linear_blocks(const LinearCall& c, const uint8_t* x, int64_t b, void* out, int64_t row_at) {
+  __m512i acc[V];
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) acc[v] = _mm512_setzero_si512();
+  const int8_t* w = c.w.data() + b * c.K4 * kLanes * 4;
+  for (int64_t k4 = 0; k4 < c.K4; ++k4) {
+    const __m512i xv = _mm512_set1_epi32(load_u32(x + 4 * k4));
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      acc[v] = _mm512_dpbusd_epi32(acc[v], xv, _mm512_loadu_si512(w + (v * c.K4 + k4) * kLanes * 4));
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    const int64_t o = (b + v) * kLanes;
+    vnni_store(c.e, acc[v], o, c.O - o, nullptr, out, row_at + o);
+  }
+}
+
+PD_VNNI_TARGET void vnni_linear_row(const LinearCall& c, const uint8_t* x, int64_t b, int64_t v, void* out, int64_t row_at) {
+  switch (v) {
+    case 1: return vnni_linear_blocks<1>(c, x, b, out, row_at);
+    case 2: return vnni_linear_blocks<2>(c, x, b, out, row_at);
+    case 3: return vnni_linear_blocks<3>(c, x, b, out, row_at);
+    default: return vnni_linear_blocks<4>(c, x, b, out, row_at);
+  }
 }
 
 PD_AVX2_TARGET void avx2_dot_rows(const int16_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
@@ -88,56 +164,35 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const Activation act = parse_activation("quantized_linear", activation);
   const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
   if (path == Path::none || !vector_activation(act) || M == 0 || M > kLinearRows || K == 0) return false;
-  Epilogue e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, O, seven_bit);
-  const bool u8 = x.dtype() == DType::u8;
-  const int32_t zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
-  // The weight rows as multiplied (a halved copy in the 7-bit case) and their sums (for the VNNI path's
-  // zero point), kept for a constant weight.
-  struct Rows {
-    std::vector<int8_t> halved;
-    std::vector<int32_t> sums;
-  };
-  const auto rows = packed_once<Rows>(ctx, weight, "rows", seven_bit, [&] {
-    Rows r;
-    const int8_t* w = weight.data<int8_t>();
-    if (seven_bit) {
-      r.halved.resize(static_cast<size_t>(O * K));
-      for (int64_t i = 0; i < O * K; ++i) r.halved[i] = weight_value(w[i], true);
-      w = r.halved.data();
-    }
-    r.sums.assign(static_cast<size_t>(O), 0);
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t k = 0; k < K; ++k) r.sums[o] += w[o * K + k];
-    return r;
-  });
-  const int8_t* w = seven_bit ? rows->halved.data() : weight.data<int8_t>();
+  const auto call = linear_call(ctx, path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
+                                out_zero_point, act, alpha, out_dtype);
+  const LinearCall& c = *call;
   void* o = out.raw_data();
+  const bool u8 = x.dtype() == DType::u8;
   if (path == Path::vnni) {
-    // s8 activations shifted to u8 (v ^ 0x80 = v + 128), the zero point with them.
-    thread_local std::vector<uint8_t> shifted;
+    // The rows as u8 (s8 shifted: v ^ 0x80 = v + 128), padded with zeros to whole groups of 4.
+    thread_local std::vector<uint8_t> rows;
+    rows.assign(static_cast<size_t>(M * c.K4 * 4), 0);
     const auto* xu = static_cast<const uint8_t*>(x.raw_data());
-    int32_t zp_u8 = zp;
-    if (!u8) {
-      shifted.resize(static_cast<size_t>(M * K));
-      for (int64_t i = 0; i < M * K; ++i) shifted[i] = xu[i] ^ 0x80;
-      xu = shifted.data(), zp_u8 = zp + 128;
-    }
-    for (int64_t c = 0; c < O; ++c) e.offset[c] = zp_u8 * rows->sums[c];
-    cpu::parallel_for(O, M * K, [&](int64_t r) {
-      int32_t s[kLinearRows];
-      vnni_dot_rows(xu, M, K, w + r * K, s);
-      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) rows[m * c.K4 * 4 + k] = u8 ? xu[m * K + k] : xu[m * K + k] ^ 0x80;
+    const uint8_t* xr = rows.data();  // the thread_local is this thread's: the workers get the pointer
+    const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
+    cpu::parallel_for(groups * M, kBlocksAtOnce * kLanes * K, [&](int64_t t) {
+      const int64_t m = t / groups, b = t % groups * kBlocksAtOnce;
+      vnni_linear_row(c, xr + m * c.K4 * 4, b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
     });
   } else {
     thread_local std::vector<int16_t> wide;  // x minus its zero point
     wide.resize(static_cast<size_t>(M * K));
+    const int32_t zp = c.zp;
     if (u8) std::transform(x.data<uint8_t>(), x.data<uint8_t>() + M * K, wide.begin(), [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
     else std::transform(x.data<int8_t>(), x.data<int8_t>() + M * K, wide.begin(), [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
-    const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
+    const int16_t* xw = wide.data();
     cpu::parallel_for(O, M * K, [&](int64_t r) {
       int32_t s[kLinearRows];
-      avx2_dot_rows(xw, M, K, w + r * K, s);
-      for (int64_t m = 0; m < M; ++m) store_one(e, s[m], r, o, m * O + r);
+      avx2_dot_rows(xw, M, K, c.w.data() + r * K, s);
+      for (int64_t m = 0; m < M; ++m) store_one(c.e, s[m], r, o, m * O + r);
     });
   }
   return true;

@@ -21,6 +21,27 @@ std::shared_ptr<void> PackedWeights::find(const std::string& key) const {
 
 void PackedWeights::store(const std::string& key, std::shared_ptr<void> packed) { packed_[key] = std::move(packed); }
 
+bool PackedKey::add_constant(const PackedWeights& cache, const Tensor& t) {
+  if (!t.defined()) {
+    add(static_cast<const void*>(nullptr));
+    return true;
+  }
+  if (!cache.is_constant(t)) return false;
+  add(static_cast<const void*>(t.storage().get()));
+  add(t.offset());
+  return true;
+}
+
+void PackedKey::add(const std::vector<int64_t>& v) {
+  add(v.size());
+  key_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+}
+
+void PackedKey::add(const std::string& s) {
+  add(s.size());
+  key_ += s;
+}
+
 PackedWeights* current_packed_weights() { return current; }
 
 PackedWeightsScope::PackedWeightsScope(PackedWeights* cache) : previous_(current) { current = cache; }

@@ -1,4 +1,4 @@
-// Naive-loop references for conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW).
+// Naive-loop references for conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc.
 #include "naive_util.h"
 
 namespace {
@@ -22,10 +22,12 @@ struct PoolGeom {
   int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, oh, ow;
 };
 
-PoolGeom pool_geom(const pd::Tensor& x, const pd::AttrMap& attrs) {
+// x is [N, C, H, W], or [N, H, W, C] with channels_last.
+PoolGeom pool_geom(const pd::Tensor& x, const pd::AttrMap& attrs, bool channels_last = false) {
   PoolGeom g{};
   Ints s = x.shape();
-  g.N = s[0], g.C = s[1], g.H = s[2], g.W = s[3];
+  if (channels_last) g.N = s[0], g.H = s[1], g.W = s[2], g.C = s[3];
+  else g.N = s[0], g.C = s[1], g.H = s[2], g.W = s[3];
   Ints k = pair_attr(attrs, "kernel_size", {});
   Ints st = pair_attr(attrs, "stride", {});
   if (st.empty()) st = k;
@@ -100,6 +102,24 @@ PD_NAIVE_REF(max_pool2d) {
         out[(nc * g.oh + oh) * g.ow + ow] = m;
       }
   return {make(out, {g.N, g.C, g.oh, g.ow})};
+}
+
+PD_NAIVE_REF(max_pool2d_nhwc) {
+  const pd::Tensor& x = in[0][0];
+  PoolGeom g = pool_geom(x, attrs, true);
+  Reals xv = vals(x);
+  Reals out(static_cast<size_t>(g.N * g.oh * g.ow * g.C), 0.0);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t ih = oh * g.sh - g.ph; ih < oh * g.sh - g.ph + g.kh; ++ih)
+            for (int64_t iw = ow * g.sw - g.pw; iw < ow * g.sw - g.pw + g.kw; ++iw)
+              if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) m = std::max(m, xv[((n * g.H + ih) * g.W + iw) * g.C + c]);
+          out[((n * g.oh + oh) * g.ow + ow) * g.C + c] = m;
+        }
+  return {make(out, {g.N, g.oh, g.ow, g.C})};
 }
 
 PD_NAIVE_REF(avg_pool2d) {

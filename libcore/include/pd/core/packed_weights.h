@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +36,28 @@ class PackedWeights {
   std::set<const Storage*> constants_;
   std::vector<std::shared_ptr<Storage>> alive_;
   std::unordered_map<std::string, std::shared_ptr<void>> packed_;
+};
+
+// The key of a prepared call (everything a kernel derives from its constant inputs, kept across calls):
+// the constant tensors by storage address and offset (the cache keeps their storages alive, so an address
+// never comes to name another tensor), everything else the call depends on by value, in binary.
+class PackedKey {
+ public:
+  explicit PackedKey(const std::string& kind) : key_(kind + ':') {}
+  // Adds t (an undefined tensor adds a marker); false when t is defined but not a constant of `cache`:
+  // the call cannot be kept.
+  bool add_constant(const PackedWeights& cache, const Tensor& t);
+  template <typename T>
+  void add(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void add(const std::vector<int64_t>& v);
+  void add(const std::string& s);
+  const std::string& str() const { return key_; }
+
+ private:
+  std::string key_;
 };
 
 // The calling thread's cache while a scope is open, else null. Read by the generated op API when it

@@ -79,6 +79,9 @@ Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<in
                         const std::vector<int64_t>& dilation, int64_t groups);
 Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, bool ceil_mode);
+// pool2d's rule for [N, H, W, C] input and output (max_pool2d_nhwc).
+Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode);
 Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape,
                   const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode);

@@ -13,11 +13,16 @@
 //                 another reader (a residual block's input feeds both a convolution and the residual
 //                 sum): the two transposes of v become one
 //      - merge:   two identical transposes of one value -> one
+//      - pool:    max_pool2d(transpose_nchw(v)) on int8 data -> transpose_nchw(max_pool2d_nhwc(v)): the
+//                 transpose moves past the pool, which leaves it a quarter of the data (LeNet)
+//      - flatten: quantized_linear(flatten(transpose_nchw(v)), W) -> quantized_linear(flatten(v), W') with
+//                 W's columns permuted from (c, h, w) order to (h, w, c): no transpose at all
 //   What is left are the transposes at the region's edges (into the first int8 convolution, out of
-//   the last one to a pooling or flatten), each a tiled copy.
+//   the last one to an f32 op), each a tiled copy.
 #include <algorithm>
 #include <set>
 
+#include "op_api.h"
 #include "passes.h"
 
 namespace pd::ir::passes {
@@ -76,7 +81,9 @@ class Int8ChannelsLast final : public Pass {
     return "quantized_conv2d in NHWC, with the transposes between int8 ops cancelled (moved through per-tensor "
            "quantize / dequantize, activations and same-shape elementwise ops)";
   }
-  std::vector<std::string> targets() const override { return {"quantized_conv2d", "transpose"}; }
+  std::vector<std::string> targets() const override {
+    return {"quantized_conv2d", "transpose", "max_pool2d", "flatten"};
+  }
 
   // The rules count readers, so the ops int8_lower left dead (the dequantize_linears it folded) go first.
   void run(Program& p, PassStats& stats) const override {
@@ -89,12 +96,16 @@ class Int8ChannelsLast final : public Pass {
   bool match(const Program& p, int32_t i) const override {
     const Operation& op = p.ops()[i];
     if (op.type == "quantized_conv2d") return !attr_bool(op, "channels_last");
+    if (op.type == "max_pool2d") return pools_transposed_int8(p, op);
+    if (op.type == "flatten") return flattens_into_linears(p, op);
     return cancels(p, i) || duplicate_of(p, i) >= 0 || sink_target(p, i) >= 0 || lifts(p, i);
   }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation& op = p.ops()[i];
     if (op.type == "quantized_conv2d") return to_channels_last(p, i, stats);
+    if (op.type == "max_pool2d") return pool_channels_last(p, i, stats);
+    if (op.type == "flatten") return flatten_channels_last(p, i, stats);
     if (cancels(p, i)) {
       p.replace_uses(op.results[0], p.ops()[p.value(op.inputs[0][0]).producer].inputs[0][0]);
       p.remove_ops({i});
@@ -186,6 +197,57 @@ class Int8ChannelsLast final : public Pass {
     for (int32_t r : readers) p.replace_uses(p.ops()[r].results[0], y);
     readers.push_back(e + 2);
     p.remove_ops(readers);
+    ++stats.fused;
+  }
+
+  // max_pool2d of an int8 tensor that comes out of a transpose to NCHW.
+  static bool pools_transposed_int8(const Program& p, const Operation& op) {
+    const DType dt = p.value(op.inputs[0][0]).type.dtype;
+    return (dt == DType::u8 || dt == DType::i8) && transpose_producing(p, op.inputs[0][0], kToNchw) >= 0;
+  }
+
+  // max_pool2d(transpose_nchw(v)) -> transpose_nchw(max_pool2d_nhwc(v)) at the pool's place.
+  static void pool_channels_last(Program& p, int32_t i, PassStats& stats) {
+    const Operation op = p.ops()[i];
+    const std::vector<ValueId> v = p.ops()[p.value(op.inputs[0][0]).producer].inputs[0];
+    const ValueId nhwc = p.insert_op(i, "max_pool2d_nhwc", {v}, op.attrs)[0];
+    const ValueId nchw = p.insert_op(i + 1, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
+    p.replace_uses(op.results[0], nchw);
+    p.remove_ops({i + 2});
+    ++stats.fused;
+  }
+
+  // flatten(transpose_nchw(v)) from axis 1 on, read only as the x of quantized_linears with constant
+  // weights.
+  static bool flattens_into_linears(const Program& p, const Operation& op) {
+    if (transpose_producing(p, op.inputs[0][0], kToNchw) < 0 || attr_int(op, "start_axis") != 1) return false;
+    const int64_t stop = attr_int(op, "stop_axis");
+    if (stop != -1 && stop != 3) return false;
+    const std::vector<int32_t> readers = p.users(op.results[0]);
+    return !readers.empty() && !p.is_output(op.results[0]) && std::all_of(readers.begin(), readers.end(), [&](int32_t r) {
+      const Operation& l = p.ops()[r];
+      return l.type == "quantized_linear" && l.inputs[0][0] == op.results[0] &&
+             std::count(l.inputs[0].begin(), l.inputs[0].end(), op.results[0]) == 1 &&
+             p.value(l.inputs[3][0]).kind == ValueKind::Param;
+    });
+  }
+
+  // Each quantized_linear reads flatten(v) instead, with its weight's columns in v's (h, w, c) order.
+  static void flatten_channels_last(Program& p, int32_t i, PassStats& stats) {
+    const Operation op = p.ops()[i];
+    const std::vector<ValueId> v = p.ops()[p.value(op.inputs[0][0]).producer].inputs[0];
+    const Shape nhwc = p.value(v[0]).type.shape;
+    const ValueId flat = p.insert_op(i, "flatten", {v}, op.attrs)[0];
+    for (int32_t r : p.users(op.results[0])) {
+      const ValueId wv = p.ops()[r].inputs[3][0];
+      const Tensor& w = p.param(wv);
+      const int64_t O = w.shape()[0];
+      const Tensor permuted =
+          ops::reshape(ops::transpose(ops::reshape(w, {O, nhwc[3], nhwc[1], nhwc[2]}), {0, 2, 3, 1}).contiguous(), {O, -1});
+      p.set_input(r, 3, p.add_param(p.unique_name(p.value(wv).name + ".nhwc"), permuted));
+    }
+    p.replace_uses(op.results[0], flat);
+    p.remove_ops({i + 1});
     ++stats.fused;
   }
 

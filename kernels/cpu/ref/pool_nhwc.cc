@@ -1,0 +1,76 @@
+// max_pool2d_nhwc: max pooling over [N, H, W, C]. Channels are innermost, so each window tap is a
+// contiguous run of C values that is maxed into the output pixel's run: a loop the compiler
+// vectorises for any C, with no transposes around the pool in an NHWC int8 region.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+#include "cpu/common/max_pool_rule.h"
+#include "cpu/common/parallel.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
+  if (v.empty()) return dflt;
+  return v.size() == 1 ? v[0] : v[i];
+}
+
+// o[c] = max(o[c], r[c]) over one pixel's channels; NaN wins for floats (max_pool2d's rule). Bytes go
+// 16 at a time in SSE2 (every x86-64 has it; GCC does not vectorise this loop at -O2): i8 through u8's
+// max with the sign bit flipped.
+template <typename T>
+void max_into(T* __restrict o, const T* __restrict r, int64_t C) {
+  int64_t c = 0;
+#if defined(__x86_64__)
+  if constexpr (sizeof(T) == 1) {
+    const __m128i flip = _mm_set1_epi8(std::is_signed_v<T> ? char(0x80) : 0);
+    for (; c + 16 <= C; c += 16) {
+      const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(o + c)), flip);
+      const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + c)), flip);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c), _mm_xor_si128(_mm_max_epu8(a, b), flip));
+    }
+  }
+#endif
+  for (; c < C; ++c) {
+    if constexpr (std::is_integral_v<T>) o[c] = std::max(o[c], r[c]);
+    else o[c] = cpu::nan_max(o[c], r[c]);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size,
+                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
+                     Tensor& out) {
+  const Shape& xs = x.shape();
+  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], oH = out.shape()[1], oW = out.shape()[2];
+  const int64_t kh = pick(kernel_size, 0, 1), kw = pick(kernel_size, 1, 1);
+  const int64_t sh = pick(stride, 0, kh), sw = pick(stride, 1, kw);
+  const int64_t ph = pick(padding, 0, 0), pw = pick(padding, 1, 0);
+  const T* xd = x.data<T>();
+  T* od = out.data<T>();
+  // One task per output row of one image; padding taps are skipped (they count as the lowest value,
+  // which never wins over a real one: the shape rule keeps every window on at least one real pixel).
+  cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
+    const int64_t n = row / oH, oh = row % oH;
+    const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
+    for (int64_t ow = 0; ow < oW; ++ow) {
+      const int64_t w0 = std::max<int64_t>(ow * sw - pw, 0), w1 = std::min(ow * sw - pw + kw, W);
+      T* o = od + (row * oW + ow) * C;
+      std::fill_n(o, C, cpu::max_identity<T>());
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t w = w0; w < w1; ++w) max_into(o, xd + ((n * H + h) * W + w) * C, C);
+    }
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(max_pool2d_nhwc, reference, float, double, uint8_t, int8_t)
