@@ -1,5 +1,6 @@
 // Tensor storage, views, 0-D/empty tensors and the caching allocator.
 #include <algorithm>
+#include <cmath>
 
 #include <catch2/catch.hpp>
 
@@ -37,6 +38,16 @@ TEST_CASE("sizes are int64 and overflow is refused", "[tensor]") {
   // A reshape target whose known extents overflow before the -1 is inferred (fuzz_onnx under UBSan).
   CHECK_THROWS_WITH(pd::ops::reshape(pd::ops::zeros({2}), {int64_t{1} << 62, 2, -1}),
                     Catch::Contains("more elements than a tensor can hold"));
+  // Window attributes large enough to overflow the output-size arithmetic are refused by range.
+  const Tensor img = pd::ops::zeros({1, 1, 4, 4});
+  CHECK_THROWS_WITH(pd::ops::max_pool2d(img, {2, 2}, {}, {int64_t{1} << 62, 0}), Catch::Contains("[0, 2^31]"));
+  CHECK_THROWS_WITH(pd::ops::conv2d(img, pd::ops::zeros({1, 1, 3, 3}), Tensor(), {1, 1}, {0, 0}, {int64_t{1} << 62, 1}),
+                    Catch::Contains("[1, 2^31]"));
+  const int64_t huge = int64_t{1} << 62;
+  CHECK_THROWS_WITH(pd::ops::pad(img, {huge, huge}), Catch::Contains("larger than a tensor can hold"));
+  CHECK_THROWS_WITH(pd::ops::tile(img, {huge, 4}), Catch::Contains("larger than a tensor can hold"));
+  CHECK_THROWS_WITH(pd::ops::arange(0, 1e300), Catch::Contains("more than a tensor can hold"));
+  CHECK_THROWS_WITH(pd::ops::arange(0, std::nan("")), Catch::Contains("more than a tensor can hold"));
 }
 
 TEST_CASE("the caching allocator reuses freed blocks", "[allocator]") {

@@ -120,7 +120,8 @@ Shape tile(const char* op, In x, const std::vector<int64_t>& repeats) {
   for (size_t i = 0; i < n; ++i) {
     const int64_t r = i < n - repeats.size() ? 1 : repeats[i - (n - repeats.size())];
     const int64_t s = i < n - xs.size() ? 1 : xs[i - (n - xs.size())];
-    out[i] = r * s;
+    PD_CHECK(!__builtin_mul_overflow(r, s, &out[i]), ErrorCode::kShape,
+             "{}: argument 'repeats' {} makes axis {} larger than a tensor can hold", op, shape_str(repeats), i);
   }
   shape_numel(out);
   return out;

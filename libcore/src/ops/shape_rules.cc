@@ -42,9 +42,14 @@ void check_rank(const char* op, In t, int64_t rank, const char* layout) {
            rank, layout, shape_str(t.t.shape()));
 }
 
+// Window attributes (kernel, stride, padding, dilation) are at most 2^31, so that the output-size
+// arithmetic on them and on extents (at most kMaxNumel = 2^40) cannot overflow int64.
+constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
+
 void check_pair(const char* op, const char* name, const std::vector<int64_t>& v, int64_t min) {
-  PD_CHECK(v.size() == 2 && v[0] >= min && v[1] >= min, ErrorCode::kInvalidArgument,
-           "{}: argument '{}' must be 2 integers >= {}, but received {}", op, name, min, shape_str(v));
+  PD_CHECK(v.size() == 2 && v[0] >= min && v[1] >= min && v[0] <= kMaxWindowAttr && v[1] <= kMaxWindowAttr,
+           ErrorCode::kInvalidArgument, "{}: argument '{}' must be 2 integers in [{}, 2^31], but received {}", op, name,
+           min, shape_str(v));
 }
 
 // A tensor that carries only a shape, so that grad rules can reuse the forward rules.
@@ -99,7 +104,9 @@ Shape from_shape(const char* op, const std::vector<int64_t>& shape) {
 
 Shape arange(const char* op, double start, double end, double step) {
   PD_CHECK(step != 0, ErrorCode::kInvalidArgument, "{}: argument 'step' must be non-zero", op);
-  double n = std::ceil((end - start) / step);
+  const double n = std::ceil((end - start) / step);
+  PD_CHECK(std::isfinite(n) && n <= static_cast<double>(kMaxNumel), ErrorCode::kShape,
+           "{}: start {}, end {} and step {} give {} elements, more than a tensor can hold", op, start, end, step, n);
   return {n > 0 ? static_cast<int64_t>(n) : 0};
 }
 
@@ -205,7 +212,7 @@ Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight
   check_pair(op, "padding", padding, 0);
   check_pair(op, "dilation", dilation, 1);
   const Shape& ws = weight.t.shape();
-  PD_CHECK(groups >= 1 && xs[1] % groups == 0 && ws[0] % groups == 0, ErrorCode::kInvalidArgument,
+  PD_CHECK(groups >= 1 && groups <= kMaxWindowAttr && xs[1] % groups == 0 && ws[0] % groups == 0, ErrorCode::kInvalidArgument,
            "{}: argument 'groups' = {} must divide the input channels {} and output channels {}", op, groups, xs[1], ws[0]);
   PD_CHECK(ws[1] * groups == xs[1], ErrorCode::kShape,
            "{}: input channels differ: '{}' {} has {} channels but '{}' {} expects {} (= {} per group x {} groups)", op,
@@ -483,7 +490,10 @@ Shape pad(const char* op, In x, const std::vector<int64_t>& pads) {
   Shape out = x.t.shape();
   for (size_t i = 0; i < pads.size() / 2; ++i) {
     int64_t d = x.t.dim() - 1 - static_cast<int64_t>(i);
-    out[d] += pads[2 * i] + pads[2 * i + 1];
+    int64_t grow = 0;
+    PD_CHECK(!__builtin_add_overflow(pads[2 * i], pads[2 * i + 1], &grow) && !__builtin_add_overflow(out[d], grow, &out[d]) &&
+                 out[d] <= kMaxNumel,
+             ErrorCode::kShape, "{}: argument 'pads' {} makes axis {} larger than a tensor can hold", op, shape_str(pads), d);
     PD_CHECK(out[d] >= 0, ErrorCode::kInvalidArgument, "{}: argument 'pads' {} crops axis {} of extent {} below zero", op,
              shape_str(pads), d, x.t.shape()[d]);
   }
