@@ -1,6 +1,6 @@
 # The version every tool prints for --version: the project version, plus `git describe` when the source
-# is a git checkout at configure time (so a build can be traced to its commit). Writes
-# ${CMAKE_BINARY_DIR}/version/pd_version.h with PD_VERSION_STRING.
+# is a git checkout (so a build can be traced to its commit; taken at configure time, which a new commit
+# triggers). Writes ${CMAKE_BINARY_DIR}/version/pd_version.h with PD_VERSION_STRING.
 set(PD_VERSION_STRING ${PROJECT_VERSION})
 find_package(Git QUIET)
 if(GIT_FOUND)
@@ -9,6 +9,15 @@ if(GIT_FOUND)
                   RESULT_VARIABLE PD_GIT_RESULT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(PD_GIT_RESULT EQUAL 0 AND PD_GIT_DESCRIBE)
     set(PD_VERSION_STRING "${PROJECT_VERSION} (git ${PD_GIT_DESCRIBE})")
+    # Configure again when HEAD moves (a commit, checkout or reset appends to HEAD's reflog), so that an
+    # incremental build does not go on printing the commit it was first configured at.
+    execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --git-path logs/HEAD
+                    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE PD_GIT_REFLOG
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    get_filename_component(PD_GIT_REFLOG "${PD_GIT_REFLOG}" ABSOLUTE BASE_DIR ${PROJECT_SOURCE_DIR})
+    if(EXISTS ${PD_GIT_REFLOG})
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PD_GIT_REFLOG})
+    endif()
   endif()
 endif()
 set(PD_VERSION_DIR ${CMAKE_BINARY_DIR}/version)
