@@ -26,9 +26,13 @@
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-// Present only in sanitized builds: a sanitizer report with recovery off ends the process through _exit,
-// not a signal, so the input is saved from this callback.
+// Present only in sanitized builds: an ASan report ends the process through _exit, not a signal, so the
+// input is saved from this callback.
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+// GCC's UBSan runtime is separate from ASan's and does not run that callback: it aborts instead (after
+// its report), and the SIGABRT handler saves the input. Read by the UBSan runtime at start-up.
+extern "C" const char* __ubsan_default_options();
+extern "C" const char* __ubsan_default_options() { return "abort_on_error=1"; }
 
 namespace {
 

@@ -40,7 +40,8 @@ SliceSpec slice_spec(const char* op, const Tensor& x, const std::vector<int64_t>
     kernels::normalize_slice(x.shape()[a], starts[i], ends[i], step, first, count);
     s.offset += first * x.strides()[a];
     s.shape[a] = count;
-    s.strides[a] = x.strides()[a] * step;
+    // With one element or none the stride is never stepped: a step past the extent cannot overflow it.
+    s.strides[a] = count > 1 ? x.strides()[a] * step : x.strides()[a];
   }
   return s;
 }

@@ -25,7 +25,8 @@ inline void normalize_slice(int64_t dim, int64_t start, int64_t end, int64_t ste
   if (step > 0) {
     count = end > start ? (end - start - 1) / step + 1 : 0;
   } else {
-    count = start > end ? (start - end - 1) / (-step) + 1 : 0;
+    // A step below -dim takes one element (and -INT64_MIN would overflow).
+    count = start > end ? (step < -dim ? 1 : (start - end - 1) / (-step) + 1) : 0;
   }
 }
 
