@@ -1,6 +1,6 @@
 // Shape and dtype rules of the quantization ops: quantize_linear / dequantize_linear (per tensor or per
 // channel along an axis, u8 / i8 on the quantized side) and the int8 kernels quantized_conv2d /
-// quantized_linear, and weight_only_linear.
+// quantized_linear, max_pool2d_nhwc, and weight_only_linear.
 #include "pd/ops/shape_rules.h"
 
 #include "pd/core/error.h"
@@ -126,6 +126,18 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
              "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,
              shape_str(out), shape_str(residual.t.shape()));
   return out;
+}
+
+// max_pool2d_nhwc (the int8 regions' pool): pool2d's rule with the channels last.
+Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode) {
+  PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C], but received shape {}", op,
+           x.name, shape_str(x.t.shape()));
+  const Shape& xs = x.t.shape();
+  const Shape nchw = {xs[0], xs[3], xs[1], xs[2]};
+  const Tensor shaped = Tensor::empty({0}, x.t.dtype()).as_strided(nchw, contiguous_strides(nchw), 0);
+  const Shape o = pool2d(op, In{x.name, shaped}, kernel_size, stride, padding, ceil_mode);
+  return {o[0], o[2], o[3], o[1]};
 }
 
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,

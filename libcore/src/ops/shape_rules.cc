@@ -325,15 +325,6 @@ Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, cons
   return pool2d_named(op, x, kernel_size, stride, padding, ceil_mode, "");
 }
 
-Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                  const std::vector<int64_t>& padding, bool ceil_mode) {
-  check_rank(op, x, 4, "[N, H, W, C]");
-  const Shape& xs = x.t.shape();
-  const Tensor nchw = shape_only({xs[0], xs[3], xs[1], xs[2]}, x.t.dtype());
-  const Shape o = pool2d_named(op, In{x.name, nchw}, kernel_size, stride, padding, ceil_mode, "");
-  return {o[0], o[2], o[3], o[1]};
-}
-
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                     const std::vector<int64_t>& pool_kernel_size,
