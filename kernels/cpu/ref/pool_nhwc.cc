@@ -1,6 +1,6 @@
 // max_pool2d_nhwc: max pooling over [N, H, W, C]. Channels are innermost, so each window tap is a
-// contiguous run of C values that is maxed into the output pixel's run: a loop the compiler
-// vectorises for any C, with no transposes around the pool in an NHWC int8 region.
+// contiguous run of C values maxed into the output pixel's run (16 bytes at a time for int8), with no
+// transposes around the pool in an NHWC int8 region.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
