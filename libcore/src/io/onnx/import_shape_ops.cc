@@ -37,8 +37,8 @@ Ints reshape_target(NodeContext& c, ValueId x, SymbolicInts t, bool allowzero) {
       unknown.push_back(i);
     } else if (t.values[i] == -1) {
       inferred.push_back(i);
-    } else {
-      out_known *= t.values[i];
+    } else if (__builtin_mul_overflow(out_known, t.values[i], &out_known)) {
+      c.fail(fmt::format("shape {} has more elements than a tensor can hold", t.str()));
     }
   }
   Ints out = t.values;
