@@ -227,7 +227,6 @@ class Int8ChannelsLast final : public Pass {
     return !readers.empty() && !p.is_output(op.results[0]) && std::all_of(readers.begin(), readers.end(), [&](int32_t r) {
       const Operation& l = p.ops()[r];
       return l.type == "quantized_linear" && l.inputs[0][0] == op.results[0] &&
-             std::count(l.inputs[0].begin(), l.inputs[0].end(), op.results[0]) == 1 &&
              p.value(l.inputs[3][0]).kind == ValueKind::Param;
     });
   }
