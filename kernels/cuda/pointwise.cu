@@ -1,4 +1,4 @@
-// Pointwise kernels: the fused activation backwards (relu_grad sigmoid_grad tanh_grad, through
+// Pointwise kernels: the fused activation backwards (relu_grad sigmoid_grad tanh_grad gelu_grad, through
 // map_elementwise), comparisons (bool out, T = input dtype), where (bool cond, T = dtype of x and y)
 // and cast (T = input dtype, the output type from out.dtype()), all with NumPy broadcasting.
 #include <type_traits>
@@ -21,6 +21,12 @@ struct SigmoidGradOp {
 struct TanhGradOp {
   template <typename C>
   __device__ C operator()(C o, C g) const { return g * (C(1) - o * o); }
+};
+struct GeluGradOp {  // Phi(x) + x * phi(x)
+  template <typename C>
+  __device__ C operator()(C x, C g) const {
+    return g * (C(0.5) * (C(1) + ::erf(x * C(0.70710678118654752440))) + x * C(0.39894228040143267794) * ::exp(C(-0.5) * x * x));
+  }
 };
 
 // ---- broadcast offsets for kernels whose operands have different element types ----
@@ -121,6 +127,11 @@ void tanh_grad(const KernelContext& ctx, const Tensor& out, const Tensor& grad, 
 }
 
 template <typename T>
+void gelu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
+  map_elementwise<T>(ctx, "gelu_grad", GeluGradOp{}, dx, x, grad);
+}
+
+template <typename T>
 void equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   compare<T>(ctx, "equal", x, y, out, EqualOp{});
 }
@@ -160,6 +171,7 @@ void cast(const KernelContext& ctx, const Tensor& x, DType dtype, Tensor& out) {
 PD_INSTANTIATE_KERNELS(relu_grad, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(sigmoid_grad, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(tanh_grad, cuda, float, double, ::pd::float16, ::pd::bfloat16)
+PD_INSTANTIATE_KERNELS(gelu_grad, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(equal, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(greater, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(less, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)

@@ -77,6 +77,10 @@ template <typename T>
 void relu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
   eltwise_bwd("relu_grad", alg::eltwise_relu, false, x, grad, dx);
 }
+template <typename T>
+void gelu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
+  eltwise_bwd("gelu_grad", alg::eltwise_gelu_erf, false, x, grad, dx);
+}
 
 }  // namespace pd::kernels::onednn
 
@@ -91,3 +95,4 @@ PD_INSTANTIATE_KERNELS(silu, onednn, float)
 PD_INSTANTIATE_KERNELS(sigmoid_grad, onednn, float)
 PD_INSTANTIATE_KERNELS(tanh_grad, onednn, float)
 PD_INSTANTIATE_KERNELS(relu_grad, onednn, float)
+PD_INSTANTIATE_KERNELS(gelu_grad, onednn, float)

@@ -78,6 +78,16 @@ void relu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Te
   binary_map<T>(x, grad, dx, [](T v, T g) { return v > T(0) ? g : T(0); });
 }
 
+// gelu's derivative: Phi(x) + x * phi(x), with Phi the normal CDF and phi its density.
+template <typename T>
+void gelu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, Tensor& dx) {
+  binary_map<T>(x, grad, dx, [](T v, T g) {
+    const T cdf = T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * v * v);
+    return static_cast<T>(g * (cdf + v * pdf));
+  });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(tanh, reference, float, double)
@@ -91,3 +101,4 @@ PD_INSTANTIATE_KERNELS(clip, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(sigmoid_grad, reference, float, double)
 PD_INSTANTIATE_KERNELS(tanh_grad, reference, float, double)
 PD_INSTANTIATE_KERNELS(relu_grad, reference, float, double)
+PD_INSTANTIATE_KERNELS(gelu_grad, reference, float, double)
