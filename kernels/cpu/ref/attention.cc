@@ -1,21 +1,36 @@
 // scaled_dot_product_attention on the CPU, streaming over key blocks as FlashAttention does: each
 // block of query rows keeps a running row maximum, row sum and output accumulator, so the scores of one
 // [query block, key block] tile are all that is ever held (O(L) memory per head, not O(L^2)). Backward
-// recomputes each tile's weights from the saved row log-sum-exp instead of storing them. The tiles'
-// products run on Eigen's GEMM; the exponentials on Eigen's vectorised exp.
+// recomputes each tile's weights from the saved row log-sum-exp instead of storing them. Float on a CPU
+// with AVX2 or AVX-512 runs the vector tile kernels of attention_tiles.h; other types and CPUs this
+// file's portable form, whose tile products run on Eigen's GEMM.
 #include <Eigen/Dense>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/common/parallel.h"
+#include "cpu/common/widest.h"
+#include "cpu/ref/attention_common.h"
 #include "kernels.h"
-#include "pd/kernels/attention_dropout.h"
 
 namespace pd::kernels::reference {
+namespace attention {
+// The vector forms (isa/attention_rows.cc).
+void forward_item_avx2(const Geometry& g, const Tensors& t, int64_t nh, int64_t i0, float* scratch);
+void forward_item_avx512(const Geometry& g, const Tensors& t, int64_t nh, int64_t i0, float* scratch);
+void backward_item_avx2(const Geometry& g, const Tensors& t, int64_t item, float* scratch);
+void backward_item_avx512(const Geometry& g, const Tensors& t, int64_t item, float* scratch);
+}  // namespace attention
+
 namespace {
 
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyBlock = 128;
+using attention::Geometry;
+using attention::kKeyBlock;
+using attention::kQueryBlock;
+using attention::key_end;
+using attention::MaskKind;
 
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -23,20 +38,6 @@ template <typename T>
 using ConstMap = Eigen::Map<const RowMat<T>>;
 template <typename T>
 using MutMap = Eigen::Map<RowMat<T>>;
-
-enum class MaskKind { kNone, kBool, kAdditive };
-
-struct Geometry {
-  int64_t N = 0, H = 0, Hk = 0, Lq = 0, Lk = 0, E = 0, Ev = 0;
-  double scale = 1, dropout = 0;
-  bool causal = false;
-  uint64_t seed = 0;
-  MaskKind mask_kind = MaskKind::kNone;
-  const void* mask = nullptr;
-  int64_t mask_stride[4] = {0, 0, 0, 0};  // element strides over [N, H, Lq, Lk]; 0 where broadcast
-
-  int64_t group() const { return H / Hk; }
-};
 
 Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p,
                   bool is_causal, double scale, int64_t seed) {
@@ -68,43 +69,22 @@ Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor
   return g;
 }
 
-// Adds the mask and the causal limit to a tile of scores: query rows i0.., key columns j0...
 template <typename T>
 void mask_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j0, RowMat<T>& s) {
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  const int64_t rows = s.rows(), cols = s.cols();
-  if (g.mask_kind != MaskKind::kNone) {
-    const int64_t* st = g.mask_stride;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t base = n * st[0] + h * st[1] + (i0 + r) * st[2] + j0 * st[3];
-      T* row = s.data() + r * cols;
-      if (g.mask_kind == MaskKind::kBool) {
-        const bool* m = static_cast<const bool*>(g.mask) + base;
-        for (int64_t c = 0; c < cols; ++c)
-          if (!m[c * st[3]]) row[c] = neg_inf;
-      } else {
-        const T* m = static_cast<const T*>(g.mask) + base;
-        for (int64_t c = 0; c < cols; ++c) row[c] += m[c * st[3]];
-      }
-    }
-  }
-  if (g.causal)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c) s(r, c) = neg_inf;
+  attention::mask_tile(g, n, h, i0, j0, s.data(), s.rows(), s.cols(), s.cols());
 }
 
-// The dropout factors of a tile: 1 / (1 - p) where the weight is kept, 0 where it is dropped.
 template <typename T>
 void dropout_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j0, RowMat<T>& z) {
-  const T keep = T(1) / T(1 - g.dropout);
-  for (int64_t r = 0; r < z.rows(); ++r) {
-    const auto base = static_cast<uint64_t>(((n * g.H + h) * g.Lq + i0 + r) * g.Lk + j0);
-    for (int64_t c = 0; c < z.cols(); ++c) z(r, c) = attention_keep(g.seed, base + static_cast<uint64_t>(c), g.dropout) ? keep : T(0);
-  }
+  attention::dropout_tile(g, n, h, i0, j0, z.data(), z.rows(), z.cols(), z.cols());
 }
 
-// The key blocks a query block [i0, i0 + rows) can see: all of them, or up to the diagonal when causal.
-int64_t key_end(const Geometry& g, int64_t i0, int64_t rows) { return g.causal ? std::min(g.Lk, i0 + rows) : g.Lk; }
+// A thread's scratch for the vector kernels, kept across calls.
+float* thread_scratch(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < floats) buffer.resize(static_cast<size_t>(floats));
+  return buffer.data();
+}
 
 }  // namespace
 
@@ -114,6 +94,18 @@ void scaled_dot_product_attention(const KernelContext& ctx, const Tensor& q, con
   (void)ctx;
   const Geometry g = geometry("scaled_dot_product_attention", q, k, v, mask, dropout_p, is_causal, scale, seed);
   const int64_t q_blocks = (g.Lq + kQueryBlock - 1) / kQueryBlock;
+  if constexpr (std::is_same_v<T, float>) {
+    if (auto item = cpu::widest<decltype(&attention::forward_item_avx2)>(nullptr, attention::forward_item_avx2,
+                                                                         attention::forward_item_avx512)) {
+      attention::Tensors t;
+      t.q = q.data<float>(), t.k = k.data<float>(), t.v = v.data<float>(), t.out = out.data<float>(), t.lse = lse.data<float>();
+      const int64_t floats = attention::forward_scratch_floats(g);
+      cpu::parallel_for(g.N * g.H * q_blocks, kQueryBlock * g.Lk * (g.E + g.Ev), [&](int64_t i) {
+        item(g, t, i / q_blocks, (i % q_blocks) * kQueryBlock, thread_scratch(floats));
+      });
+      return;
+    }
+  }
   const T* qd = q.data<T>();
   const T* kd = k.data<T>();
   const T* vd = v.data<T>();
@@ -170,6 +162,19 @@ void scaled_dot_product_attention_grad(const KernelContext& ctx, const Tensor& q
                                        Tensor& dv) {
   (void)ctx;
   const Geometry g = geometry("scaled_dot_product_attention_grad", q, k, v, mask, dropout_p, is_causal, scale, seed);
+  if constexpr (std::is_same_v<T, float>) {
+    if (auto item = cpu::widest<decltype(&attention::backward_item_avx2)>(nullptr, attention::backward_item_avx2,
+                                                                          attention::backward_item_avx512)) {
+      attention::Tensors t;
+      t.q = q.data<float>(), t.k = k.data<float>(), t.v = v.data<float>(), t.o = out.data<float>();
+      t.lse_in = lse.data<float>(), t.grad = grad.data<float>();
+      t.dq = dq.data<float>(), t.dk = dk.data<float>(), t.dv = dv.data<float>();
+      const int64_t floats = attention::backward_scratch_floats(g);
+      cpu::parallel_for(g.N * g.Hk, g.group() * g.Lq * g.Lk * (g.E + g.Ev),
+                        [&](int64_t i) { item(g, t, i, thread_scratch(floats)); });
+      return;
+    }
+  }
   const T* qd = q.data<T>();
   const T* kd = k.data<T>();
   const T* vd = v.data<T>();

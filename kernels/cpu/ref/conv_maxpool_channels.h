@@ -2,8 +2,8 @@
 // narrow rows and 8 or more output channels (LeNet's second conv: 10 columns would fill two 8-column
 // registers to 62%). The conv pixels of one pooling window are computed a few at a time with every
 // output channel in registers, activated and max-reduced there; only the pooled values are stored.
-// A template on the instruction set S (conv_maxpool_simd.h), instantiated by conv_maxpool_avx2.cc and
-// conv_maxpool_avx512.cc under their target pragmas; include it only there, after every other header.
+// A template on the instruction set S (conv_maxpool_simd.h), instantiated by isa/conv_maxpool_rows.cc
+// under its target pragmas; include it only there, after every other header.
 #pragma once
 #include <algorithm>
 #include <limits>

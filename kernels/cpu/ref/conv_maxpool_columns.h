@@ -1,6 +1,6 @@
 // fused_conv2d_maxpool's direct kernel vectorised over output columns (see conv_maxpool.cc): suits
 // wide rows and few input channels (LeNet's first conv). A template on the instruction set S
-// (conv_maxpool_simd.h), instantiated by conv_maxpool_avx2.cc and conv_maxpool_avx512.cc under their
+// (conv_maxpool_simd.h), instantiated by isa/conv_maxpool_rows.cc under its
 // target pragmas; include it only there, after every other header.
 #pragma once
 #include <algorithm>

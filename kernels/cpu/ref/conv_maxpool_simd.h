@@ -1,7 +1,7 @@
 // The vector operations fused_conv2d_maxpool's direct kernels are written in, for two instruction sets:
-// Avx2 (8 floats a register) and Avx512 (16). The kernels (conv_maxpool_columns.h, _channels.h) are
-// templates on one of these; conv_maxpool_avx2.cc and conv_maxpool_avx512.cc instantiate them, each
-// under its own target pragma, and conv_maxpool.cc calls the widest the CPU has (pd/core/cpu_features.h).
+// Avx2 (8 floats a register) and Avx512 (16): simd.h's, plus the pooling and activation rules. The
+// kernels (conv_maxpool_columns.h, _channels.h) are templates on one of these; isa/conv_maxpool_rows.cc
+// instantiates them once per set, and conv_maxpool.cc calls the widest the CPU has (widest.h).
 // Every function carries its target attribute, so this header may be included anywhere; x86-64 only.
 #pragma once
 #include <immintrin.h>
@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "cpu/common/max_pool_rule.h"
+#include "cpu/common/simd.h"
 #include "cpu/ref/conv_maxpool_block.h"
 #include "elementwise_ops.h"
 
@@ -22,14 +23,7 @@ using cpu::nan_max;  // the scalar rule (max_pool_rule.h); the vector forms are 
 }
 
 #define PD_AVX2 [[gnu::target("avx2,fma"), gnu::always_inline]] static inline
-struct Avx2 {
-  using V = __m256;
-  static constexpr int L = 8;
-  PD_AVX2 V load(const float* p) { return _mm256_loadu_ps(p); }
-  PD_AVX2 void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  PD_AVX2 V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-  PD_AVX2 V set1(float s) { return _mm256_set1_ps(s); }
-  PD_AVX2 V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+struct Avx2 : simd::Avx2 {
   // max_pool2d's rule: NaN wins and sticks (a compare and a blend; MAXPS alone would drop a NaN).
   PD_AVX2 V nan_max(V m, V v) {
     return _mm256_blendv_ps(m, v, _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
@@ -61,14 +55,7 @@ struct Avx2 {
 #undef PD_AVX2
 
 #define PD_AVX512 [[gnu::target("avx512f,avx2,fma"), gnu::always_inline]] static inline
-struct Avx512 {
-  using V = __m512;
-  static constexpr int L = 16;
-  PD_AVX512 V load(const float* p) { return _mm512_loadu_ps(p); }
-  PD_AVX512 void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  PD_AVX512 V broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  PD_AVX512 V set1(float s) { return _mm512_set1_ps(s); }
-  PD_AVX512 V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+struct Avx512 : simd::Avx512 {
   PD_AVX512 V nan_max(V m, V v) {
     const __mmask16 take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     return _mm512_mask_blend_ps(take, m, v);

@@ -1,0 +1,100 @@
+// Float vector operations for two instruction sets, Avx2 (8 floats a register) and Avx512 (16), for
+// kernels written once as templates on one of them and compiled through pd_add_isa_variants
+// (libcore/CMakeLists.txt); callers pick the widest the CPU has (widest.h). Every function carries its
+// own target attribute, so this header may be included anywhere, before or after a target pragma.
+// x86-64 only.
+#pragma once
+#include <immintrin.h>
+
+namespace pd::kernels::simd {
+
+// exp's range reduction and polynomial, shared by both widths: exp(x) = 2^n * exp(r) with
+// n = round(x / ln 2) and |r| <= ln 2 / 2, exp(r) by its Taylor series to degree 6 (error below 2e-7
+// relative). Below kLow the result is 0 (and exp(-inf) = 0 exactly); NaN stays NaN.
+struct ExpConstants {
+  static constexpr float kLow = -87.33654f;  // exp(kLow) is FLT_MIN, the smallest normal float
+  static constexpr float kHigh = 88.37626f;  // 2^n stays finite up to here (the kernels take x <= 0)
+  static constexpr float kLog2e = 1.44269504088896341f;
+  static constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so that n * kLn2Hi is exact
+  static constexpr float kLn2Lo = -2.12194440e-4f;
+  static constexpr float kC[7] = {1.f, 1.f, 0.5f, 1.f / 6, 1.f / 24, 1.f / 120, 1.f / 720};
+};
+
+#define PD_AVX2 [[gnu::target("avx2,fma"), gnu::always_inline]] static inline
+struct Avx2 {
+  using V = __m256;
+  static constexpr int L = 8;
+  PD_AVX2 V load(const float* p) { return _mm256_loadu_ps(p); }
+  PD_AVX2 void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  PD_AVX2 V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  PD_AVX2 V set1(float s) { return _mm256_set1_ps(s); }
+  PD_AVX2 V zero() { return _mm256_setzero_ps(); }
+  PD_AVX2 V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  PD_AVX2 V add(V a, V b) { return _mm256_add_ps(a, b); }
+  PD_AVX2 V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  PD_AVX2 V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  PD_AVX2 V max(V a, V b) { return _mm256_max_ps(a, b); }
+  PD_AVX2 float reduce_max(V v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
+  PD_AVX2 float reduce_add(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  PD_AVX2 V exp(V x) {
+    using C = ExpConstants;
+    // max(lo, x) and min(hi, .) return their second operand for NaN, so NaN passes through.
+    const V xc = _mm256_min_ps(set1(C::kHigh), _mm256_max_ps(set1(C::kLow), x));
+    const V n = _mm256_round_ps(_mm256_mul_ps(xc, set1(C::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V r = _mm256_fnmadd_ps(n, set1(C::kLn2Lo), _mm256_fnmadd_ps(n, set1(C::kLn2Hi), xc));
+    V p = set1(C::kC[6]);
+    for (int i = 5; i >= 0; --i) p = fmadd(p, r, set1(C::kC[i]));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const V y = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    return _mm256_blendv_ps(y, zero(), _mm256_cmp_ps(x, set1(C::kLow), _CMP_LT_OQ));
+  }
+};
+#undef PD_AVX2
+
+#define PD_AVX512 [[gnu::target("avx512f,avx2,fma"), gnu::always_inline]] static inline
+struct Avx512 {
+  using V = __m512;
+  static constexpr int L = 16;
+  PD_AVX512 V load(const float* p) { return _mm512_loadu_ps(p); }
+  PD_AVX512 void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  PD_AVX512 V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  PD_AVX512 V set1(float s) { return _mm512_set1_ps(s); }
+  PD_AVX512 V zero() { return _mm512_setzero_ps(); }
+  PD_AVX512 V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  PD_AVX512 V add(V a, V b) { return _mm512_add_ps(a, b); }
+  PD_AVX512 V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  PD_AVX512 V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  // The masked forms with every lane set: GCC 12's unmasked ones pass _mm512_undefined_ps() as the
+  // source, which -Wmaybe-uninitialized reports once inlined under a target pragma.
+  PD_AVX512 V max(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+  PD_AVX512 V min(V a, V b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
+  template <int Half>
+  PD_AVX512 __m256 half(V v) {
+    return _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, _mm512_castps_pd(v), Half));
+  }
+  PD_AVX512 float reduce_max(V v) { return Avx2::reduce_max(_mm256_max_ps(half<0>(v), half<1>(v))); }
+  PD_AVX512 float reduce_add(V v) { return Avx2::reduce_add(_mm256_add_ps(half<0>(v), half<1>(v))); }
+  PD_AVX512 V exp(V x) {
+    using C = ExpConstants;
+    const V xc = min(set1(C::kHigh), max(set1(C::kLow), x));
+    const V n = _mm512_mask_roundscale_ps(xc, 0xFFFF, _mm512_mul_ps(xc, set1(C::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V r = _mm512_fnmadd_ps(n, set1(C::kLn2Lo), _mm512_fnmadd_ps(n, set1(C::kLn2Hi), xc));
+    V p = set1(C::kC[6]);
+    for (int i = 5; i >= 0; --i) p = fmadd(p, r, set1(C::kC[i]));
+    const __m512i zero_i = _mm512_setzero_si512();
+    const __m512i e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(zero_i, 0xFFFF, n), _mm512_set1_epi32(127));
+    const V y = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_mask_slli_epi32(zero_i, 0xFFFF, e, 23)));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, set1(C::kLow), _CMP_LT_OQ), y, zero());
+  }
+};
+#undef PD_AVX512
+
+}  // namespace pd::kernels::simd
