@@ -1,9 +1,11 @@
 // sum_to: sums x down to a shape that broadcasts to x (the adjoint of expand). The summed axes are
 // x's extra leading dims and the dims where the target has extent 1; the kept dims stay in order, so
 // this is a plain reduction over those axes.
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "cpu/common/parallel.h"
 #include "cpu/common/reduce.h"
 #include "cpu/common/wrapping.h"
 #include "kernels.h"
@@ -38,18 +40,28 @@ void sum_to(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t
   using Acc = cpu::WideAcc<T>;  // integers wrap
   const T* xd = x.data<T>();
   // The common case (bias gradients, broadcast adds) sums leading axes only: add whole rows into an
-  // accumulator row, which streams through memory instead of striding down columns. Each output still
-  // adds its inputs in the same order, so the result is the same as the general path.
+  // accumulator row, which streams through memory instead of striding down columns. Fixed blocks of
+  // rows go to the threads, each into its own partial row, and the partials are added in block order:
+  // the result does not depend on the thread count.
   bool leading_only = true;
   for (size_t i = 0; i < axes.size(); ++i) leading_only &= axes[i] == static_cast<int64_t>(i);
   if (leading_only) {
+    constexpr int64_t kRowBlock = 64;
     const int64_t n = out.numel(), rows = n == 0 ? 0 : x.numel() / n;
-    std::vector<Acc> acc(static_cast<size_t>(n), Acc(0));
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* row = xd + r * n;
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<Acc>(row[j]);
+    const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+    std::vector<Acc> partial(static_cast<size_t>(blocks * n), Acc(0));
+    cpu::parallel_for(blocks, kRowBlock * n, [&](int64_t b) {
+      Acc* acc = partial.data() + b * n;
+      for (int64_t r = b * kRowBlock; r < std::min(rows, (b + 1) * kRowBlock); ++r) {
+        const T* row = xd + r * n;
+        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<Acc>(row[j]);
+      }
+    });
+    for (int64_t j = 0; j < n; ++j) {
+      Acc total = blocks > 0 ? partial[static_cast<size_t>(j)] : Acc(0);
+      for (int64_t b = 1; b < blocks; ++b) total += partial[static_cast<size_t>(b * n + j)];
+      od[j] = static_cast<T>(total);
     }
-    for (int64_t j = 0; j < n; ++j) od[j] = static_cast<T>(acc[j]);
     return;
   }
   const cpu::ReducePlan p = cpu::make_reduce_plan(xs, axes, "sum_to");
