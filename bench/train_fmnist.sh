@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Trains LeNet-5, the MLP and the residual example on Fashion-MNIST with pd-train and with the PyTorch
-# peers using the same recipe, on 2 threads: LeNet and MLP with ../shared/peers/torch_fmnist.py (batch
-# 64, Adam lr 2e-3 / 1e-3, cosine decay, inputs normalised to mean 0.286 / std 0.353), the residual
-# example with bench/torch_resnet_fmnist.py (its recipe; the first 12,800 samples per epoch, to keep
-# the run short). The PyTorch that counts is 2.x from pip (../shared/peers/torch2_venv.sh makes the
+# Trains LeNet-5, the MLP, the residual example and the vision transformer on Fashion-MNIST with
+# pd-train and with the PyTorch peers using the same recipe, on 2 threads: LeNet and MLP with
+# ../shared/peers/torch_fmnist.py (batch 64, Adam lr 2e-3 / 1e-3, cosine decay, inputs normalised to
+# mean 0.286 / std 0.353), the residual example with bench/torch_resnet_fmnist.py and the ViT with
+# bench/torch_vit_fmnist.py (their recipes; the first 12,800 samples per epoch, to keep the run short;
+# `vit` is not among the defaults). The PyTorch that counts is 2.x from pip (../shared/peers/torch2_venv.sh makes the
 # venv; TORCH_PY overrides); Debian's python3-torch (1.13 on OpenBLAS) adds a second row where it is
 # installed. PaddlePaddle (bench/paddle_fmnist.py, pip paddlepaddle) runs for LeNet and the MLP where
 # `$PADDLE_PY -c "import paddle"` works. Prints one markdown row per (arch, framework): samples/s, test
@@ -41,6 +42,7 @@ for arch in $ARCHS; do
     lenet) yaml=examples/lenet_fmnist.yaml lr=2e-3 ;;
     mlp) yaml=examples/mlp_fmnist.yaml lr=1e-3 ;;
     resnet) yaml=examples/resnet_fmnist.yaml limit=(--limit 12800) ;;
+    vit) yaml=examples/vit_fmnist.yaml limit=(--limit 12800) ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
   esac
   /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --quiet --json > "$OUT/pd.jsonl"
@@ -48,16 +50,16 @@ for arch in $ARCHS; do
   pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
   pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
   echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | |"
-  if [ "$arch" = resnet ]; then
-    peer_run() { (cd bench && "$1" torch_resnet_fmnist.py --epochs "$EPOCHS" --limit 12800 --threads 2); }
+  if [ "$arch" = resnet ] || [ "$arch" = vit ]; then
+    peer_run() { (cd bench && "$1" "torch_${arch}_fmnist.py" --epochs "$EPOCHS" --limit 12800 --threads 2); }
   else
     peer_run() { "$1" "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2; }
   fi
   peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$(peer_run "$TORCH_PY")"
-  if [ $have_debian_torch -eq 1 ] && [ "$arch" != resnet ]; then
+  if [ $have_debian_torch -eq 1 ] && [ -z "${limit[*]}" ]; then
     peer_row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') (Debian)" "$(peer_run /usr/bin/python3)"
   fi
-  if [ $have_paddle -eq 1 ] && [ "$arch" != resnet ]; then
+  if [ $have_paddle -eq 1 ] && [ -z "${limit[*]}" ]; then
     pp=$($PADDLE_PY bench/paddle_fmnist.py --arch "$arch" --epochs "$EPOCHS" --lr "$lr" --threads 2 2>/dev/null | tail -1)
     peer_row "PaddlePaddle $(field "$pp" paddle) (pip)" "$pp"
   fi

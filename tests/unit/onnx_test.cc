@@ -135,6 +135,49 @@ TEST_CASE("onnx: a program without decomposed ops round-trips bitwise", "[onnx]"
   CHECK(test::max_abs_diff(exec::Executor(back).run(in)[0], exec::Executor(p).run(in)[0]) == 0);
 }
 
+TEST_CASE("onnx: scaled_dot_product_attention exports as the plain formula (masks, causal, grouped heads)", "[onnx]") {
+  enum Mask { kNone, kAdditive, kBool, kPerHead };  // [N, 1, Lq, Lk] additive, [Lq, Lk] bool, [N, H, Lq, Lk]
+  struct Case {
+    const char* what;
+    int64_t heads, kv_heads;
+    bool causal;
+    Mask mask;
+  };
+  for (const Case& k : {Case{"plain", 2, 2, false, kNone}, Case{"additive mask", 2, 2, false, kAdditive},
+                        Case{"bool mask, grouped heads", 4, 2, false, kBool},
+                        Case{"per-head mask, grouped heads", 4, 2, false, kPerHead},
+                        Case{"causal, grouped heads, additive mask", 4, 1, true, kAdditive}}) {
+    INFO(k.what);
+    Program p;
+    const ValueId q = p.add_input("q", {DType::f32, {-1, k.heads, 5, 8}});
+    const ValueId kk = p.add_input("k", {DType::f32, {-1, k.kv_heads, 7, 8}});
+    const ValueId v = p.add_input("v", {DType::f32, {-1, k.kv_heads, 7, 6}});
+    std::vector<ValueId> mask;
+    std::map<std::string, Tensor> in{{"q", randn({3, k.heads, 5, 8}, 1, 1.0)}, {"k", randn({3, k.kv_heads, 7, 8}, 2, 1.0)},
+                                     {"v", randn({3, k.kv_heads, 7, 6}, 3, 1.0)}};
+    if (k.mask == kAdditive || k.mask == kPerHead) {
+      const int64_t mask_heads = k.mask == kPerHead ? k.heads : 1;
+      mask = {p.add_input("mask", {DType::f32, {-1, mask_heads, 5, 7}})};
+      in["mask"] = randn({3, mask_heads, 5, 7}, 4, 2.0);
+    } else if (k.mask == kBool) {  // every row keeps key 0, so no row is empty
+      std::vector<float> keep(35);
+      for (size_t i = 0; i < keep.size(); ++i) keep[i] = i % 7 == 0 || (i * 37) % 5 < 3 ? 1.f : 0.f;
+      mask = {p.add_param("mask", ops::greater(Tensor::from_vector<float>(keep, {5, 7}), ops::full({}, 0.5)))};
+    }
+    const auto res = p.add_op("scaled_dot_product_attention", {{q}, {kk}, {v}, mask}, {{"is_causal", k.causal}});
+    p.mark_output(res[0], "out");
+    ir::verify(p);
+    const auto path = temp_file("attention.onnx");
+    io::OnnxExportReport report;
+    io::export_onnx(p, path.string(), {}, &report);
+    CHECK(report.decomposed.count("scaled_dot_product_attention"));
+    const Program back = io::import_onnx(path.string());
+    std::filesystem::remove(path);
+    for (const auto& op : back.ops()) CHECK(op.type != "scaled_dot_product_attention");  // MatMul, Softmax, ...
+    CHECK(test::max_abs_diff(exec::Executor(back).run(in)[0], exec::Executor(p).run(in)[0]) < 1e-5f);
+  }
+}
+
 TEST_CASE("onnx: export refuses lowered programs and ops without an ONNX form, writing nothing", "[onnx]") {
   Program p;
   const ValueId x = p.add_input("x", {DType::f32, {2, 3}});

@@ -58,9 +58,18 @@ std::string ExportContext::ints(const std::vector<int64_t>& values, const std::s
 }
 
 std::string ExportContext::scalar(double value, DType dtype, const std::string& hint) {
+  return constant(Tensor::full_scalar(value, dtype), hint);
+}
+
+std::string ExportContext::constant(const Tensor& value, const std::string& hint) {
   const std::string name = tmp(hint);
-  onnx_util::from_tensor(Tensor::full_scalar(value, dtype), name, graph_->add_initializer());
+  onnx_util::from_tensor(value, name, graph_->add_initializer());
   return name;
+}
+
+bool ExportContext::out_used(size_t i) const {
+  const ir::ValueId v = op_.results.at(i);
+  return !p_.users(v).empty() || p_.is_output(v);
 }
 
 void ExportContext::refuse(const std::string& why) const {

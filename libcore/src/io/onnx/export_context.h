@@ -21,6 +21,7 @@ class ExportContext {
   const ir::ValueType& in_type(size_t slot) const;
   std::string out(size_t i = 0) const;  // the ONNX name of result i
   const ir::ValueType& out_type(size_t i = 0) const;
+  bool out_used(size_t i) const;  // whether an op or the program's outputs read result i
   std::vector<std::string> list(size_t slot) const;  // a Tensor[] slot
 
   // Attributes of our op (schema default when absent).
@@ -37,6 +38,7 @@ class ExportContext {
   // Initializers made for the export (a Reshape target, Clip bounds); unique names from `hint`.
   std::string ints(const std::vector<int64_t>& values, const std::string& hint);
   std::string scalar(double value, DType dtype, const std::string& hint);
+  std::string constant(const Tensor& value, const std::string& hint);
 
   [[noreturn]] void refuse(const std::string& why) const;
   // Marks the op as written in several nodes (OnnxExportReport::decomposed).
@@ -57,6 +59,7 @@ void set_attr(onnx::NodeProto* n, const std::string& name, const std::vector<int
 void set_attr(onnx::NodeProto* n, const std::string& name, const std::string& v);
 
 using Exporter = void (*)(ExportContext&);
+void scaled_dot_product_attention(ExportContext& c);  // export_attention.cc
 const Exporter* find_exporter(const std::string& op);
 
 }  // namespace pd::io::onnx_export

@@ -348,6 +348,7 @@ const std::map<std::string, Exporter>& table() {
       {"quantize_linear", quantize},
       {"relu", same<kRelu>},
       {"reshape", reshape},
+      {"scaled_dot_product_attention", scaled_dot_product_attention},
       {"rsqrt", rsqrt},
       {"sigmoid", same<kSigmoid>},
       {"sign", same<kSign>},
