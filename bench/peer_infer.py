@@ -8,6 +8,8 @@
 # Paddle: copy_from_cpu, run, copy_to_cpu), so both include the handoff.
 #   usage: python3 bench/peer_infer.py --arch lenet|resnet [--batch 1] [--threads 2] [--warmup 50]
 #                                       [--repeat 500] [--runtime ort|paddle|both] [--seed 0]
+#          python3 bench/peer_infer.py --onnx MODEL.onnx [--batch 1] ...   (onnxruntime on that model, e.g.
+#                                       pd-convert's export of a trained ViT: the same graph and weights)
 # Prints one JSON line per runtime: runtime, arch, batch, threads, p50_ms, min_ms, p90_ms, throughput
 # (samples/s = batch / mean latency). Needs the pip packages onnx, onnxruntime and paddlepaddle.
 import argparse, collections, gc, json, os, sys, tempfile, time, warnings
@@ -160,16 +162,19 @@ def build_onnx(layers, params, path):
 
 def bench_ort(args, layers, params, x, tmp):
     import onnxruntime as ort
-    path = os.path.join(tmp, f"{args.arch}.onnx")
-    build_onnx(layers, params, path)
+    path = args.onnx
+    if not path:
+        path = os.path.join(tmp, f"{args.arch}.onnx")
+        build_onnx(layers, params, path)
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3  # errors only
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    out = sess.run(None, {"image": x})[0]
-    ms = time_calls(lambda: sess.run(None, {"image": x}), args.warmup, args.repeat)
+    feed = {sess.get_inputs()[0].name: x}
+    out = sess.run(None, feed)[0]
+    ms = time_calls(lambda: sess.run(None, feed), args.warmup, args.repeat)
     del sess  # joins ORT's thread pool so its threads do not compete with the next runtime
     gc.collect()
     return summary(f"onnxruntime {ort.__version__}", args, ms), out
@@ -297,11 +302,16 @@ def main():
     ap.add_argument("--repeat", type=int, default=500)
     ap.add_argument("--runtime", choices=["ort", "paddle", "both"], default="both")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--onnx", help="time onnxruntime on this model file instead of building --arch")
     args = ap.parse_args()
     quiet_env()
 
-    layers = ARCHS[args.arch]()
-    params = init_params(layers, args.seed)
+    layers = params = None
+    if args.onnx:
+        args.arch, args.runtime = os.path.basename(args.onnx), "ort"
+    else:
+        layers = ARCHS[args.arch]()
+        params = init_params(layers, args.seed)
     x = np.random.default_rng(args.seed + 1).standard_normal((args.batch, 1, 28, 28), np.float32)
     outs = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -547,10 +547,11 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(1) == std::vector<std::string>{"identity_elim", "cse", "dce"});
   CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
   // Levels are portable; lowering passes come after them only when asked for (pd-opt --target).
-  CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "attention_fuse", "dce"});
+  CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "attention_fuse",
+                                                            "layer_norm_fuse", "gelu_fuse", "linear_bias_fuse", "dce"});
   for (const std::string& n : pd::ir::level_passes(2)) CHECK_FALSE(pd::ir::make_pass(n)->lowering());
   CHECK(pd::ir::lowering_passes().back() == "dce");
-  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 5);
+  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 8);
   CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
   CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
 

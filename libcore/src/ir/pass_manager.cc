@@ -26,7 +26,8 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
-      {"attention_fuse", passes::attention_fusion},
+      {"attention_fuse", passes::attention_fusion},         {"layer_norm_fuse", passes::layer_norm_fusion},
+      {"gelu_fuse", passes::gelu_fusion},                   {"linear_bias_fuse", passes::linear_bias_fusion},
       {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
       {"linear_act_fuse", passes::linear_activation_fusion},

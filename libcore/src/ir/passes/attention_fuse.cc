@@ -11,6 +11,7 @@
 // 4-D [batch, heads, len, dim] with equal batches, k and v agreeing, and k's heads dividing q's.
 #include <optional>
 
+#include "chain.h"
 #include "passes.h"
 
 namespace pd::ir::passes {
@@ -21,21 +22,6 @@ struct AttentionMatch {
   double scale = 1.0;
   std::vector<int32_t> chain;  // the ops that disappear, the final matmul last
 };
-
-// The op producing v when it is of `type` and v feeds only the chain; -1 otherwise.
-int32_t chain_producer(const Program& p, ValueId v, const char* type) {
-  const Value& val = p.value(v);
-  if (val.kind != ValueKind::OpResult || val.producer < 0 || p.ops()[val.producer].type != type) return -1;
-  if (p.is_output(v) || p.users(v).size() != 1) return -1;
-  return val.producer;
-}
-
-std::optional<double> scalar_constant(const Program& p, ValueId v) {
-  if (!is_param(p, v)) return std::nullopt;
-  const Tensor& t = p.param(v);
-  if (t.numel() != 1 || (t.dtype() != DType::f32 && t.dtype() != DType::f64)) return std::nullopt;
-  return t.to_vector<double>()[0];
-}
 
 // Peels `x * c`, `c * x` and `x / c` with scalar constants c off v, multiplying them into m.scale.
 ValueId peel_factors(const Program& p, ValueId v, AttentionMatch& m) {

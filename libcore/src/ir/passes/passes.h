@@ -21,5 +21,8 @@ std::unique_ptr<Pass> conv_winograd();
 std::unique_ptr<Pass> linear_activation_fusion();
 std::unique_ptr<Pass> elementwise_fusion();
 std::unique_ptr<Pass> attention_fusion();
+std::unique_ptr<Pass> layer_norm_fusion();
+std::unique_ptr<Pass> gelu_fusion();
+std::unique_ptr<Pass> linear_bias_fusion();
 
 }  // namespace pd::ir::passes

@@ -1,0 +1,273 @@
+// layer_norm_fuse, gelu_fuse and linear_bias_fuse: the op-by-op forms ONNX exporters write (before
+// opsets 17 and 20) become layer_norm, gelu and a linear with its bias, computing the same; every failed
+// precondition leaves the graph as it was. And the whole way: a transformer block exported to ONNX at
+// opset 13 and imported back comes out of -O2 with the ops it started with.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "pd/exec/executor.h"
+#include "pd/io/onnx.h"
+#include "pd/ir/pass.h"
+#include "pd/pd.h"
+
+using pd::DType;
+using pd::Shape;
+using pd::Tensor;
+using pd::ir::Program;
+using pd::ir::ValueId;
+using Ints = std::vector<int64_t>;
+
+namespace {
+
+int count(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.ops()) n += op.type == type;
+  return n;
+}
+
+Program run_passes(const Program& p, std::vector<std::string> passes) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = std::move(passes);
+  opt.passes.push_back("dce");
+  pd::ir::PassManager(opt).run(q);
+  return q;
+}
+
+// The first outputs of both programs on the same random inputs (-1 extents as 3).
+float max_difference(const Program& a, const Program& b) {
+  std::map<std::string, Tensor> in;
+  int64_t seed = 5;
+  for (ValueId v : a.inputs()) {
+    Shape s = a.value(v).type.shape;
+    for (auto& d : s) d = d < 0 ? 3 : d;
+    in[a.value(v).name] = pd::ops::normal(s, 1.0, 2.0, seed++);
+  }
+  const Tensor x = pd::exec::Executor(a).run(in)[0], y = pd::exec::Executor(b).run(in)[0];
+  REQUIRE(x.shape() == y.shape());
+  return pd::ops::max(pd::ops::abs(pd::ops::sub(x, y)), {}, false).to_vector<float>()[0];
+}
+
+ValueId constant(Program& p, double v) { return p.add_param(p.unique_name("c"), pd::ops::full({}, v)); }
+
+struct NormOptions {
+  bool rsqrt = false;           // d * rsqrt(v + eps) instead of d / sqrt(v + eps)
+  bool pow = false;             // pow(d, 2) instead of d * d
+  Ints mean_axes = {2};         // of x [N, 5, 8]
+  Ints var_axes = {2};
+  Shape scale = {8};            // empty: no affine mul
+  bool bias = true;
+  bool runtime_eps = false;     // eps is an input, not a constant
+  bool centred_read = false;    // x - mean(x) is also a graph output
+};
+
+Program layer_norm_chain(const NormOptions& o) {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {-1, 5, 8}});
+  auto op = [&](const std::string& t, std::vector<std::vector<ValueId>> in, pd::AttrMap a = {}) { return p.add_op(t, in, a)[0]; };
+  const ValueId m = op("mean", {{x}}, {{"axis", o.mean_axes}, {"keepdim", true}});
+  const ValueId d = op("sub", {{x}, {m}});
+  const ValueId sq = o.pow ? op("pow", {{d}, {constant(p, 2.0)}}) : op("mul", {{d}, {d}});
+  const ValueId var = op("mean", {{sq}}, {{"axis", o.var_axes}, {"keepdim", true}});
+  const ValueId eps = o.runtime_eps ? p.add_input("eps", {DType::f32, {}}) : constant(p, 1e-5);
+  const ValueId ve = op("add", {{var}, {eps}});
+  ValueId y = o.rsqrt ? op("mul", {{op("rsqrt", {{ve}})}, {d}}) : op("div", {{d}, {op("sqrt", {{ve}})}});
+  if (!o.scale.empty()) y = op("mul", {{y}, {p.add_param("scale", pd::ops::normal(o.scale, 1, 0.5, 1))}});
+  if (o.bias) y = op("add", {{y}, {p.add_param("bias", pd::ops::normal({8}, 0, 0.5, 2))}});
+  p.mark_output(y, "y");
+  if (o.centred_read) p.mark_output(d, "centred");
+  pd::ir::verify(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm_fuse: the written-out chain becomes one layer_norm", "[pass][transformer]") {
+  for (bool rsqrt : {false, true})
+    for (bool pow : {false, true}) {
+      NormOptions o;
+      o.rsqrt = rsqrt, o.pow = pow;
+      const Program p = layer_norm_chain(o);
+      const Program q = run_passes(p, {"layer_norm_fuse"});
+      CHECK(q.ops().size() == 1);
+      CHECK(count(q, "layer_norm") == 1);
+      CHECK(max_difference(p, q) < 1e-5f);
+    }
+  SECTION("over the last two axes, a [1, 8] scale, no bias") {
+    NormOptions o;
+    o.mean_axes = o.var_axes = {-2, -1};
+    o.scale = {1, 5, 8};
+    o.bias = false;
+    const Program p = layer_norm_chain(o);
+    const Program q = run_passes(p, {"layer_norm_fuse"});
+    REQUIRE(count(q, "layer_norm") == 1);
+    CHECK(pd::ir::attr_int(q.ops().back(), "begin_norm_axis") == 1);
+    CHECK(max_difference(p, q) < 1e-5f);
+  }
+  SECTION("no affine part: a scale of ones and a bias of zeros") {
+    NormOptions o;
+    o.scale = {};
+    o.bias = false;
+    const Program p = layer_norm_chain(o);
+    const Program q = run_passes(p, {"layer_norm_fuse"});
+    CHECK(q.ops().size() == 1);
+    CHECK(max_difference(p, q) < 1e-5f);
+  }
+}
+
+TEST_CASE("layer_norm_fuse: unmet preconditions leave the chain alone", "[pass][transformer]") {
+  auto unchanged = [](const NormOptions& o) {
+    const Program p = layer_norm_chain(o);
+    const Program q = run_passes(p, {"layer_norm_fuse"});
+    CHECK(count(q, "layer_norm") == 0);
+    CHECK(q.ops().size() == p.ops().size());
+  };
+  SECTION("the means are not over trailing axes") {
+    NormOptions o;
+    o.mean_axes = o.var_axes = {1};
+    unchanged(o);
+  }
+  SECTION("the two means are over different axes") {
+    NormOptions o;
+    o.var_axes = {1, 2};
+    unchanged(o);
+  }
+  SECTION("eps is not a constant") {
+    NormOptions o;
+    o.runtime_eps = true;
+    unchanged(o);
+  }
+  SECTION("an intermediate has a second reader") {
+    NormOptions o;
+    o.centred_read = true;
+    unchanged(o);
+  }
+  SECTION("a scale that is not of the normalised shape stays a mul") {
+    NormOptions o;
+    o.scale = {5, 1};  // per row, not per feature
+    const Program q = run_passes(layer_norm_chain(o), {"layer_norm_fuse"});
+    CHECK(count(q, "layer_norm") == 1);
+    CHECK(count(q, "mul") == 1);
+    CHECK(count(q, "add") == 1);  // the bias follows the mul, not the normalisation: it stays too
+  }
+}
+
+namespace {
+
+struct GeluOptions {
+  bool divide = true;     // erf(x / sqrt 2) rather than erf(x * 0.7071)
+  bool half_first = false;  // (x * 0.5) * (1 + erf) rather than x * (1 + erf) * 0.5
+  double half = 0.5;
+  bool other_x = false;   // erf reads another tensor
+  bool erf_read = false;  // the erf is also a graph output
+};
+
+Program gelu_chain(const GeluOptions& o) {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {-1, 6}});
+  const ValueId x2 = o.other_x ? p.add_input("x2", {DType::f32, {-1, 6}}) : x;
+  auto op = [&](const std::string& t, std::vector<std::vector<ValueId>> in) { return p.add_op(t, in)[0]; };
+  const ValueId arg = o.divide ? op("div", {{x2}, {constant(p, 1.4142135)}}) : op("mul", {{x2}, {constant(p, 0.70710678)}});
+  const ValueId e = op("erf", {{arg}});
+  const ValueId one_plus = op("add", {{e}, {constant(p, 1.0)}});
+  const ValueId y = o.half_first ? op("mul", {{op("mul", {{x}, {constant(p, o.half)}})}, {one_plus}})
+                                 : op("mul", {{op("mul", {{x}, {one_plus}})}, {constant(p, o.half)}});
+  p.mark_output(y, "y");
+  if (o.erf_read) p.mark_output(e, "erf");
+  pd::ir::verify(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("gelu_fuse: the erf form becomes one gelu, in either grouping", "[pass][transformer]") {
+  for (bool divide : {false, true})
+    for (bool half_first : {false, true}) {
+      GeluOptions o;
+      o.divide = divide, o.half_first = half_first;
+      const Program p = gelu_chain(o);
+      const Program q = run_passes(p, {"gelu_fuse"});
+      CHECK(q.ops().size() == 1);
+      CHECK(count(q, "gelu") == 1);
+      CHECK(max_difference(p, q) < 1e-5f);
+    }
+  auto unchanged = [](const GeluOptions& o) {
+    const Program p = gelu_chain(o);
+    const Program q = run_passes(p, {"gelu_fuse"});
+    CHECK(count(q, "gelu") == 0);
+    CHECK(q.ops().size() == p.ops().size());
+  };
+  SECTION("another constant than 0.5") {
+    GeluOptions o;
+    o.half = 0.6;
+    unchanged(o);
+  }
+  SECTION("erf of another tensor") {
+    GeluOptions o;
+    o.other_x = true;
+    unchanged(o);
+  }
+  SECTION("an intermediate has a second reader") {
+    GeluOptions o;
+    o.erf_read = true;
+    unchanged(o);
+  }
+}
+
+TEST_CASE("linear_bias_fuse: a bias-free linear and an added bias param become one linear", "[pass][transformer]") {
+  auto chain = [](Shape bias_shape, bool bias_is_input, bool linear_has_bias) {
+    Program p;
+    const ValueId x = p.add_input("x", {DType::f32, {-1, 5, 4}});
+    const ValueId w = p.add_param("w", pd::ops::normal({6, 4}, 0, 1, 1));
+    std::vector<ValueId> b0;
+    if (linear_has_bias) b0 = {p.add_param("b0", pd::ops::normal({6}, 0, 1, 2))};
+    const ValueId y = p.add_op("linear", {{x}, {w}, b0})[0];
+    const ValueId b = bias_is_input ? p.add_input("b", {DType::f32, bias_shape}) : p.add_param("b", pd::ops::normal(bias_shape, 0, 1, 3));
+    p.mark_output(p.add_op("add", {{b}, {y}})[0], "out");
+    pd::ir::verify(p);
+    return p;
+  };
+  for (const Shape& s : {Shape{6}, Shape{1, 1, 6}}) {
+    const Program p = chain(s, false, false);
+    const Program q = run_passes(p, {"linear_bias_fuse"});
+    CHECK(q.ops().size() == 1);
+    CHECK(max_difference(p, q) < 1e-5f);
+  }
+  CHECK(run_passes(chain({6}, true, false), {"linear_bias_fuse"}).ops().size() == 2);     // the bias is no param
+  CHECK(run_passes(chain({6}, false, true), {"linear_bias_fuse"}).ops().size() == 2);     // the linear has a bias
+  CHECK(run_passes(chain({5, 6}, false, false), {"linear_bias_fuse"}).ops().size() == 2);  // not per output feature
+}
+
+TEST_CASE("a transformer block through ONNX opset 13 comes back from -O2 with the ops it started with", "[pass][transformer][onnx]") {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {-1, 7, 16}});
+  auto op = [&](const std::string& t, std::vector<std::vector<ValueId>> in, pd::AttrMap a = {}) { return p.add_op(t, in, a)[0]; };
+  auto param = [&](const std::string& n, const Shape& s, double mean) { return p.add_param(n, pd::ops::normal(s, mean, 0.3, p.params().size() + 1)); };
+  const ValueId h = op("layer_norm", {{x}, {param("ln.weight", {16}, 1.0)}, {param("ln.bias", {16}, 0.0)}});
+  const ValueId qkv = op("linear", {{h}, {param("qkv.weight", {48, 16}, 0.0)}, {param("qkv.bias", {48}, 0.0)}});
+  const auto parts = p.add_op("split", {{qkv}}, {{"sections", Ints{16, 16, 16}}, {"axis", int64_t{-1}}});
+  auto heads = [&](ValueId t) { return op("transpose", {{op("reshape", {{t}}, {{"shape", Ints{-1, 7, 2, 8}}})}}, {{"perm", Ints{0, 2, 1, 3}}}); };
+  ValueId a = op("scaled_dot_product_attention", {{heads(parts[0])}, {heads(parts[1])}, {heads(parts[2])}, {}});
+  a = op("reshape", {{op("transpose", {{a}}, {{"perm", Ints{0, 2, 1, 3}}})}}, {{"shape", Ints{-1, 7, 16}}});
+  ValueId y = op("add", {{x}, {op("linear", {{a}, {param("out.weight", {16, 16}, 0.0)}, {param("out.bias", {16}, 0.0)}})}});
+  y = op("gelu", {{op("linear", {{y}, {param("ff.weight", {32, 16}, 0.0)}, {param("ff.bias", {32}, 0.0)}})}});
+  p.mark_output(y, "y");
+  pd::ir::verify(p);
+
+  const auto path = std::filesystem::temp_directory_path() / ("pd_transformer_fuse_" + std::to_string(::getpid()) + ".onnx");
+  pd::io::OnnxExportOptions opt;
+  opt.opset = 13;  // layer_norm, gelu and attention are written out op by op
+  pd::io::export_onnx(p, path.string(), opt);
+  Program back = pd::io::import_onnx(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(back.ops().size() > p.ops().size() + 15);
+  const Program optimised = run_passes(back, pd::ir::level_passes(2));
+  for (const char* type : {"layer_norm", "gelu", "scaled_dot_product_attention", "linear", "split", "add"}) {
+    INFO(type);
+    CHECK(count(optimised, type) == count(p, type));
+  }
+  CHECK(optimised.ops().size() == p.ops().size());
+  CHECK(max_difference(p, optimised) < 1e-4f);
+}
