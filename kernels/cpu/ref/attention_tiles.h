@@ -137,7 +137,11 @@ static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh,
   for (int64_t j0 = 0; j0 < end; j0 += KB) {
     const int64_t cols = std::min(KB, g.Lk - j0), cols_p = padded(cols);
     transpose_padded(t.k + (kv * g.Lk + j0) * g.E, g.E, cols, g.E, kt, cols_p);
-    copy_padded(t.v + (kv * g.Lk + j0) * g.Ev, g.Ev, cols, g.Ev, 1.f, vb, Evp, Evp);
+    const float* v_rows = t.v + (kv * g.Lk + j0) * g.Ev;  // used in place when its rows are padded already
+    if (g.Ev != Evp) {
+      copy_padded(v_rows, g.Ev, cols, g.Ev, 1.f, vb, Evp, Evp);
+      v_rows = vb;
+    }
     gemm<S>(rows, cols_p, g.E, qs, Ep, 1, kt, cols_p, s, KB, false);
     mask_tile(g, n, h, i0, j0, s, rows, cols, KB);
     for (int64_t r = 0; r < rows; ++r) {
@@ -158,7 +162,7 @@ static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh,
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) s[r * KB + c] *= z[r * KB + c];
     }
-    gemm<S>(rows, Evp, cols, s, KB, 1, vb, Evp, acc, Evp, true);
+    gemm<S>(rows, Evp, cols, s, KB, 1, v_rows, Evp, acc, Evp, true);
   }
   float* o = t.out + (nh * g.Lq + i0) * g.Ev;
   for (int64_t r = 0; r < rows; ++r) {
@@ -192,7 +196,11 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
   const float* k_src = t.k + item * g.Lk * g.E;
   const float* v_src = t.v + item * g.Lk * g.Ev;
   transpose_padded(k_src, g.E, g.Lk, g.E, kt, keys);
-  copy_padded(k_src, g.E, g.Lk, g.E, 1.f, kb, Ep, Ep);
+  const float* k_rows = k_src;  // used in place when its rows are padded already
+  if (g.E != Ep) {
+    copy_padded(k_src, g.E, g.Lk, g.E, 1.f, kb, Ep, Ep);
+    k_rows = kb;
+  }
   transpose_padded(v_src, g.Ev, g.Lk, g.Ev, vt, keys);
   std::memset(dk, 0, sizeof(float) * g.Lk * Ep);
   std::memset(dv, 0, sizeof(float) * g.Lk * Evp);
@@ -205,7 +213,11 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
       const float* o_src = t.o + (nh * g.Lq + i0) * g.Ev;
       const float* row_lse = t.lse_in + nh * g.Lq + i0;
       copy_padded(t.q + (nh * g.Lq + i0) * g.E, g.E, rows, g.E, sc, qs, Ep, Ep);
-      copy_padded(go_src, g.Ev, rows, g.Ev, 1.f, go, Evp, Evp);
+      const float* go_rows = go_src;  // used in place when its rows are padded already
+      if (g.Ev != Evp) {
+        copy_padded(go_src, g.Ev, rows, g.Ev, 1.f, go, Evp, Evp);
+        go_rows = go;
+      }
       for (int64_t r = 0; r < rows; ++r) {
         float d = 0.f;
         for (int64_t c = 0; c < g.Ev; ++c) d += go_src[r * g.Ev + c] * o_src[r * g.Ev + c];
@@ -222,7 +234,7 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
           if (row_lse[r] == neg_inf) std::memset(row, 0, sizeof(float) * cols_p);
           else exp_row<S>(row, cols_p, row_lse[r]);
         }
-        gemm<S>(rows, cols_p, g.Ev, go, Evp, 1, vt + j0, keys, dp, KB, false);
+        gemm<S>(rows, cols_p, g.Ev, go_rows, Evp, 1, vt + j0, keys, dp, KB, false);
         const float* p_used = s;  // the weights as the forward applied them
         if (g.dropout > 0) {
           dropout_tile(g, n, h, i0, j0, pz, rows, cols, KB);
@@ -233,7 +245,7 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
             }
           p_used = pz;
         }
-        gemm<S>(cols, Evp, rows, p_used, 1, KB, go, Evp, dv + j0 * Evp, Evp, true);
+        gemm<S>(cols, Evp, rows, p_used, 1, KB, go_rows, Evp, dv + j0 * Evp, Evp, true);
         for (int64_t r = 0; r < rows; ++r) {
           const typename S::V d = S::set1(delta[r]);
           float* srow = s + r * KB;
@@ -241,7 +253,7 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
           for (int64_t c = 0; c < cols_p; c += S::L)
             S::store(srow + c, S::mul(S::load(srow + c), S::sub(S::load(dprow + c), d)));
         }
-        gemm<S>(rows, Ep, cols, s, KB, 1, kb + j0 * Ep, Ep, dq, Ep, true);
+        gemm<S>(rows, Ep, cols, s, KB, 1, k_rows + j0 * Ep, Ep, dq, Ep, true);
         gemm<S>(cols, Ep, rows, s, 1, KB, qs, Ep, dk + j0 * Ep, Ep, true);
       }
       float* dq_out = t.dq + (nh * g.Lq + i0) * g.E;

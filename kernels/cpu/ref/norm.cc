@@ -1,6 +1,7 @@
 // Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/common/parallel.h"
@@ -191,31 +192,14 @@ void layer_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   const int64_t block = std::max<int64_t>(64, (outer + 255) / 256);  // at most 256 blocks of partials
   const int64_t blocks = (outer + block - 1) / block;
   std::vector<double> part_ds(static_cast<size_t>(blocks * inner), 0.0), part_db(part_ds.size(), 0.0);
-  const double inv_n = inner > 0 ? 1.0 / static_cast<double>(inner) : 0.0;
   cpu::parallel_for(blocks, 3 * block * inner, [&](int64_t bk) {
     double* ds = part_ds.data() + bk * inner;
     double* db = part_db.data() + bk * inner;
     for (int64_t r = bk * block; r < std::min(outer, (bk + 1) * block); ++r) {
-      const double mu = md[r], is = id[r];
-      const T* __restrict xr = xd + r * inner;
-      const T* __restrict gr = gd + r * inner;
-      // dx = invstd * (gs - mean(gs) - xhat * mean(gs * xhat)) with gs = grad * scale.
-      double sum_gs = 0, sum_gsx = 0;
-      for (int64_t i = 0; i < inner; ++i) {
-        const double xhat = (xr[i] - mu) * is;
-        const double gs = gr[i] * (sc ? static_cast<double>(sc[i]) : 1.0);
-        sum_gs += gs;
-        sum_gsx += gs * xhat;
-        ds[i] += gr[i] * xhat;
-        db[i] += gr[i];
-      }
-      const double mean_gs = sum_gs * inv_n, mean_gsx = sum_gsx * inv_n;
-      T* __restrict dr = dxd + r * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        const double xhat = (xr[i] - mu) * is;
-        const double gs = gr[i] * (sc ? static_cast<double>(sc[i]) : 1.0);
-        dr[i] = static_cast<T>(is * (gs - mean_gs - xhat * mean_gsx));
-      }
+      const T* xr = xd + r * inner;
+      const T* gr = gd + r * inner;
+      if constexpr (std::is_same_v<T, float>) layer_norm_grad_row_widest(xr, gr, sc, inner, md[r], id[r], ds, db, dxd + r * inner);
+      else layer_norm_grad_row(xr, gr, sc, inner, md[r], id[r], ds, db, dxd + r * inner);
     }
   });
   auto reduce_into = [&](Tensor& t, const std::vector<double>& parts) {

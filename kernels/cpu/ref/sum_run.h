@@ -74,6 +74,41 @@ static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, doub
   *sum_gd += ad;
 }
 
+// One row of layer_norm_grad: with xhat = (x - mu) * is and gs = g * scale (scale may be null: 1),
+// dx = is * (gs - mean(gs) - xhat * mean(gs * xhat)); adds g * xhat to ds[] and g to db[] (the row's
+// share of dscale and dbias). The two row sums run in 8 chains, the rest is elementwise.
+template <typename T>
+static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, int64_t n, double mu, double is,
+                                       double* __restrict ds, double* __restrict db, T* __restrict dx) {
+  double pgs[kSumChains] = {}, pgsx[kSumChains] = {};
+  int64_t k = 0;
+  for (; k + kSumChains <= n; k += kSumChains)
+    for (int j = 0; j < kSumChains; ++j) {
+      const double xhat = (static_cast<double>(x[k + j]) - mu) * is, gv = static_cast<double>(g[k + j]);
+      const double gs = gv * (scale ? static_cast<double>(scale[k + j]) : 1.0);
+      pgs[j] += gs;
+      pgsx[j] += gs * xhat;
+      ds[k + j] += gv * xhat;
+      db[k + j] += gv;
+    }
+  double sum_gs = combine_chains(pgs), sum_gsx = combine_chains(pgsx);
+  for (; k < n; ++k) {
+    const double xhat = (static_cast<double>(x[k]) - mu) * is, gv = static_cast<double>(g[k]);
+    const double gs = gv * (scale ? static_cast<double>(scale[k]) : 1.0);
+    sum_gs += gs;
+    sum_gsx += gs * xhat;
+    ds[k] += gv * xhat;
+    db[k] += gv;
+  }
+  const double inv_n = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+  const double mean_gs = sum_gs * inv_n, mean_gsx = sum_gsx * inv_n;
+  for (int64_t i = 0; i < n; ++i) {
+    const double xhat = (static_cast<double>(x[i]) - mu) * is;
+    const double gs = static_cast<double>(g[i]) * (scale ? static_cast<double>(scale[i]) : 1.0);
+    dx[i] = static_cast<T>(is * (gs - mean_gs - xhat * mean_gsx));
+  }
+}
+
 // The float forms for wider instruction sets; call only after the CPU check.
 double sum_run_avx2(const float* x, int64_t n);
 double sum_run_avx512(const float* x, int64_t n);
@@ -81,10 +116,16 @@ double sum_sq_dev_run_avx2(const float* x, int64_t n, double mean);
 double sum_sq_dev_run_avx512(const float* x, int64_t n, double mean);
 void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void layer_norm_grad_row_avx2(const float* x, const float* g, const float* scale, int64_t n, double mu, double is, double* ds,
+                              double* db, float* dx);
+void layer_norm_grad_row_avx512(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
+                                double* ds, double* db, float* dx);
 
 // The widest float form this CPU runs (sum_run.cc); other types call the templates.
 double sum_run_widest(const float* x, int64_t n);
 double sum_sq_dev_run_widest(const float* x, int64_t n, double mean);
 void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void layer_norm_grad_row_widest(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
+                                double* ds, double* db, float* dx);
 
 }  // namespace pd::kernels::reference

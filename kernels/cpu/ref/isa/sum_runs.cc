@@ -16,6 +16,10 @@ double PD_ISA_FN(sum_sq_dev_run)(const float* x, int64_t n, double mean) { retur
 void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
   grad_sums_run(g, x, n, mean, sum_g, sum_gd);
 }
+void PD_ISA_FN(layer_norm_grad_row)(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
+                                    double* ds, double* db, float* dx) {
+  layer_norm_grad_row(x, g, scale, n, mu, is, ds, db, dx);
+}
 }  // namespace pd::kernels::reference
 PD_TARGET_POP
 
@@ -26,5 +30,6 @@ namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float*, int64_t) { return 0; }
 double PD_ISA_FN(sum_sq_dev_run)(const float*, int64_t, double) { return 0; }
 void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, double*, double*) {}
+void PD_ISA_FN(layer_norm_grad_row)(const float*, const float*, const float*, int64_t, double, double, double*, double*, float*) {}
 }  // namespace pd::kernels::reference
 #endif
