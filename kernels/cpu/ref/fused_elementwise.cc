@@ -4,6 +4,7 @@
 // place; broadcast inputs are gathered into their register first.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu/common/parallel.h"
 #include "elementwise_ops.h"
@@ -58,15 +59,32 @@ InputAccess access_of(const Shape& in, const Shape& out) {
   return {InputAccess::kGather, strides};
 }
 
+// Output elements [start, start + len) of a broadcast input: the output index is taken apart once, then
+// walked run by run along the last dim (a copy, a fill where that dim is broadcast, else a strided loop).
 template <typename T>
 void gather(const T* src, const Shape& out_shape, const Shape& strides, int64_t start, int64_t len, T* dst) {
-  for (int64_t i = 0; i < len; ++i) {
-    int64_t rest = start + i, off = 0;
-    for (size_t d = out_shape.size(); d-- > 0;) {
-      off += (rest % out_shape[d]) * strides[d];
-      rest /= out_shape[d];
+  const size_t nd = out_shape.size();
+  std::vector<int64_t> idx(nd);
+  int64_t rest = start, off = 0;
+  for (size_t d = nd; d-- > 0;) {
+    idx[d] = rest % out_shape[d];
+    rest /= out_shape[d];
+    off += idx[d] * strides[d];
+  }
+  const int64_t last_extent = out_shape[nd - 1], step = strides[nd - 1];
+  for (int64_t i = 0; i < len;) {
+    const int64_t run = std::min(len - i, last_extent - idx[nd - 1]);
+    if (step == 0) std::fill_n(dst + i, run, src[off]);
+    else if (step == 1) std::copy_n(src + off, run, dst + i);
+    else for (int64_t j = 0; j < run; ++j) dst[i + j] = src[off + j * step];
+    i += run;
+    idx[nd - 1] += run;
+    off += run * step;
+    for (size_t d = nd - 1; d > 0 && idx[d] == out_shape[d]; --d) {  // carry into the dims before
+      off += strides[d - 1] - idx[d] * strides[d];
+      idx[d] = 0;
+      ++idx[d - 1];
     }
-    dst[i] = src[off];
   }
 }
 
