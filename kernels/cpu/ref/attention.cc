@@ -5,6 +5,7 @@
 // with AVX2 or AVX-512 runs the vector tile kernels of attention_tiles.h; other types and CPUs this
 // file's portable form, whose tile products run on Eigen's GEMM.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -39,18 +40,12 @@ using ConstMap = Eigen::Map<const RowMat<T>>;
 template <typename T>
 using MutMap = Eigen::Map<RowMat<T>>;
 
-Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p,
-                  bool is_causal, double scale, int64_t seed) {
+Geometry geometry(const char* op, int64_t N, int64_t H, int64_t Hk, int64_t Lq, int64_t Lk, int64_t E, int64_t Ev,
+                  const Tensor& mask, double dropout_p, bool is_causal, double scale, int64_t seed) {
   PD_CHECK(dropout_p >= 0 && dropout_p < 1, ErrorCode::kInvalidArgument, "{}: argument 'dropout_p' must be in [0, 1), but received {}",
            op, dropout_p);
   Geometry g;
-  g.N = q.shape()[0];
-  g.H = q.shape()[1];
-  g.Lq = q.shape()[2];
-  g.E = q.shape()[3];
-  g.Hk = k.shape()[1];
-  g.Lk = k.shape()[2];
-  g.Ev = v.shape()[3];
+  g.N = N, g.H = H, g.Hk = Hk, g.Lq = Lq, g.Lk = Lk, g.E = E, g.Ev = Ev;
   g.scale = scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   g.dropout = dropout_p;
   g.causal = is_causal;
@@ -69,6 +64,12 @@ Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor
   return g;
 }
 
+Geometry geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p,
+                  bool is_causal, double scale, int64_t seed) {
+  return geometry(op, q.shape()[0], q.shape()[1], k.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], v.shape()[3], mask,
+                  dropout_p, is_causal, scale, seed);
+}
+
 template <typename T>
 void mask_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j0, RowMat<T>& s) {
   attention::mask_tile(g, n, h, i0, j0, s.data(), s.rows(), s.cols(), s.cols());
@@ -79,11 +80,25 @@ void dropout_tile(const Geometry& g, int64_t n, int64_t h, int64_t i0, int64_t j
   attention::dropout_tile(g, n, h, i0, j0, z.data(), z.rows(), z.cols(), z.cols());
 }
 
+using ForwardItem = void (*)(const Geometry&, const attention::Tensors&, int64_t, int64_t, float*);
+
 // A thread's scratch for the vector kernels, kept across calls.
 float* thread_scratch(int64_t floats) {
   thread_local std::vector<float> buffer;
   if (static_cast<int64_t>(buffer.size()) < floats) buffer.resize(static_cast<size_t>(floats));
   return buffer.data();
+}
+
+// Every forward item (a block of query rows of one head) across the threads.
+void forward_items(const Geometry& g, const attention::Tensors& t, ForwardItem item) {
+  const int64_t q_blocks = (g.Lq + kQueryBlock - 1) / kQueryBlock, floats = attention::forward_scratch_floats(g);
+  cpu::parallel_for(g.N * g.H * q_blocks, kQueryBlock * g.Lk * (g.E + g.Ev), [&](int64_t i) {
+    item(g, t, i / q_blocks, (i % q_blocks) * kQueryBlock, thread_scratch(floats));
+  });
+}
+
+ForwardItem vector_forward() {
+  return cpu::widest<ForwardItem>(nullptr, attention::forward_item_avx2, attention::forward_item_avx512);
 }
 
 }  // namespace
@@ -95,14 +110,12 @@ void scaled_dot_product_attention(const KernelContext& ctx, const Tensor& q, con
   const Geometry g = geometry("scaled_dot_product_attention", q, k, v, mask, dropout_p, is_causal, scale, seed);
   const int64_t q_blocks = (g.Lq + kQueryBlock - 1) / kQueryBlock;
   if constexpr (std::is_same_v<T, float>) {
-    if (auto item = cpu::widest<decltype(&attention::forward_item_avx2)>(nullptr, attention::forward_item_avx2,
-                                                                         attention::forward_item_avx512)) {
+    if (const ForwardItem item = vector_forward()) {
       attention::Tensors t;
       t.q = q.data<float>(), t.k = k.data<float>(), t.v = v.data<float>(), t.out = out.data<float>(), t.lse = lse.data<float>();
-      const int64_t floats = attention::forward_scratch_floats(g);
-      cpu::parallel_for(g.N * g.H * q_blocks, kQueryBlock * g.Lk * (g.E + g.Ev), [&](int64_t i) {
-        item(g, t, i / q_blocks, (i % q_blocks) * kQueryBlock, thread_scratch(floats));
-      });
+      t.qs = attention::contiguous_heads(g.H, g.Lq, g.E), t.os = attention::contiguous_heads(g.H, g.Lq, g.Ev);
+      t.ks = attention::contiguous_heads(g.Hk, g.Lk, g.E), t.vs = attention::contiguous_heads(g.Hk, g.Lk, g.Ev);
+      forward_items(g, t, item);
       return;
     }
   }
@@ -235,7 +248,41 @@ void scaled_dot_product_attention_grad(const KernelContext& ctx, const Tensor& q
   });
 }
 
+// Heads packed along the last axis: qkv [N, L, (H + 2 Hk) E] -> out [N, L, H E]. The vector kernels read
+// the heads in place through their strides; the portable form gathers contiguous q, k, v and runs the
+// kernel above.
+template <typename T>
+void qkv_attention(const KernelContext& ctx, const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& mask,
+                   bool is_causal, double scale, Tensor& out) {
+  const int64_t N = qkv.shape()[0], L = qkv.shape()[1], W = qkv.shape()[2], H = num_heads, Hk = num_kv_heads;
+  const int64_t E = W / (H + 2 * Hk);
+  const Geometry g = geometry("qkv_attention", N, H, Hk, L, L, E, E, mask, 0.0, is_causal, scale, 0);
+  if constexpr (std::is_same_v<T, float>) {
+    if (const ForwardItem item = vector_forward()) {
+      attention::Tensors t;
+      t.q = qkv.data<float>(), t.k = t.q + H * E, t.v = t.k + Hk * E, t.out = out.data<float>();
+      t.qs = t.ks = t.vs = {L * W, E, W};
+      t.os = {L * H * E, E, H * E};
+      forward_items(g, t, item);
+      return;
+    }
+  }
+  auto heads = [&](int64_t first, int64_t count) {  // [N, count, L, E], contiguous
+    return qkv.as_strided({N, count, L, E}, {L * W, E, W, 1}, qkv.offset() + first * E).contiguous();
+  };
+  const Tensor q = heads(0, H), k = heads(H, Hk), v = heads(H + Hk, Hk);
+  Tensor o = Tensor::empty({N, H, L, E}, qkv.dtype()), lse = Tensor::empty({N, H, L}, qkv.dtype());
+  scaled_dot_product_attention<T>(ctx, q, k, v, mask, 0.0, is_causal, scale, 0, o, lse);
+  const T* od = o.data<T>();
+  T* dst = out.data<T>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        std::copy_n(od + ((n * H + h) * L + l) * E, E, dst + (n * L + l) * H * E + h * E);
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(scaled_dot_product_attention, reference, float, double)
 PD_INSTANTIATE_KERNELS(scaled_dot_product_attention_grad, reference, float, double)
+PD_INSTANTIATE_KERNELS(qkv_attention, reference, float, double)

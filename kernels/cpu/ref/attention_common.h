@@ -28,10 +28,21 @@ struct Geometry {
   int64_t group() const { return H / Hk; }
 };
 
-// The float tensors of one call, all contiguous (forward: q k v out lse; backward adds o grad dq dk dv).
+// Element strides of a [N, heads, L, E] operand over its batch, head and row axes (E is contiguous): a
+// contiguous tensor has {H L E, L E, E}; qkv_attention's packed rows [N, L, W] have {L W, E, W}.
+struct HeadStrides {
+  int64_t n = 0, h = 0, l = 0;
+};
+static inline HeadStrides contiguous_heads(int64_t heads, int64_t len, int64_t width) {
+  return {heads * len * width, len * width, width};
+}
+
+// The float tensors of one call (forward: q k v out, lse when not null, through their strides;
+// backward, all contiguous: q k v o lse_in grad dq dk dv).
 struct Tensors {
   const float *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *lse_in = nullptr, *grad = nullptr;
   float *out = nullptr, *lse = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  HeadStrides qs, ks, vs, os;  // the forward's q, k, v and out
 };
 
 // The key blocks a query block [i0, i0 + rows) can see: all of them, or up to the diagonal when causal.

@@ -115,11 +115,11 @@ static inline void scale_row(float* row, int64_t n, float factor) {
   for (int64_t c = 0; c < n; c += S::L) S::store(row + c, S::mul(S::load(row + c), f));
 }
 
-// One forward item: query rows [i0, i0 + rows) of head nh = n * H + h.
+// One forward item: query rows [i0, i0 + rows) of head nh = n * H + h, through the tensors' strides.
 template <class S>
 static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh, int64_t i0, float* scratch) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  const int64_t n = nh / g.H, h = nh % g.H, kv = n * g.Hk + h / g.group();
+  const int64_t n = nh / g.H, h = nh % g.H, hk = h / g.group();
   const int64_t rows = std::min(kQueryBlock, g.Lq - i0);
   const int64_t Ep = padded(g.E), Evp = padded(g.Ev), KB = kKeyBlock;
   float* qs = scratch;                   // [rows][Ep], q * scale
@@ -130,16 +130,16 @@ static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh,
   float* acc = z + kQueryBlock * KB;     // [rows][Evp]
   float* row_max = acc + kQueryBlock * Evp;
   float* row_sum = row_max + kQueryBlock;
-  copy_padded(t.q + (nh * g.Lq + i0) * g.E, g.E, rows, g.E, static_cast<float>(g.scale), qs, Ep, Ep);
+  copy_padded(t.q + n * t.qs.n + h * t.qs.h + i0 * t.qs.l, t.qs.l, rows, g.E, static_cast<float>(g.scale), qs, Ep, Ep);
   std::memset(acc, 0, sizeof(float) * rows * Evp);
   for (int64_t r = 0; r < rows; ++r) row_max[r] = neg_inf, row_sum[r] = 0.f;
   const int64_t end = key_end(g, i0, rows);
   for (int64_t j0 = 0; j0 < end; j0 += KB) {
     const int64_t cols = std::min(KB, g.Lk - j0), cols_p = padded(cols);
-    transpose_padded(t.k + (kv * g.Lk + j0) * g.E, g.E, cols, g.E, kt, cols_p);
-    const float* v_rows = t.v + (kv * g.Lk + j0) * g.Ev;  // used in place when its rows are padded already
-    if (g.Ev != Evp) {
-      copy_padded(v_rows, g.Ev, cols, g.Ev, 1.f, vb, Evp, Evp);
+    transpose_padded(t.k + n * t.ks.n + hk * t.ks.h + j0 * t.ks.l, t.ks.l, cols, g.E, kt, cols_p);
+    const float* v_rows = t.v + n * t.vs.n + hk * t.vs.h + j0 * t.vs.l;  // in place when its rows fit the kernel
+    if (g.Ev != Evp || t.vs.l != Evp) {
+      copy_padded(v_rows, t.vs.l, cols, g.Ev, 1.f, vb, Evp, Evp);
       v_rows = vb;
     }
     gemm<S>(rows, cols_p, g.E, qs, Ep, 1, kt, cols_p, s, KB, false);
@@ -164,12 +164,12 @@ static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh,
     }
     gemm<S>(rows, Evp, cols, s, KB, 1, v_rows, Evp, acc, Evp, true);
   }
-  float* o = t.out + (nh * g.Lq + i0) * g.Ev;
+  float* o = t.out + n * t.os.n + h * t.os.h + i0 * t.os.l;
   for (int64_t r = 0; r < rows; ++r) {
     const bool empty = row_sum[r] == 0.f;
     const float inv = empty ? 0.f : 1.f / row_sum[r];
-    for (int64_t c = 0; c < g.Ev; ++c) o[r * g.Ev + c] = acc[r * Evp + c] * inv;
-    t.lse[nh * g.Lq + i0 + r] = empty ? neg_inf : row_max[r] + std::log(row_sum[r]);
+    for (int64_t c = 0; c < g.Ev; ++c) o[r * t.os.l + c] = acc[r * Evp + c] * inv;
+    if (t.lse) t.lse[nh * g.Lq + i0 + r] = empty ? neg_inf : row_max[r] + std::log(row_sum[r]);
   }
 }
 

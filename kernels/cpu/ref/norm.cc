@@ -158,20 +158,11 @@ void layer_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   T* md = mean.data<T>();
   T* id = invstd.data<T>();
   cpu::parallel_for(outer, 3 * inner, [&](int64_t r) {
-    const T* __restrict row = xd + r * inner;
-    const double mu = inner > 0 ? sum_of(row, inner) / static_cast<double>(inner) : 0.0;
-    const double var = inner > 0 ? sum_sq_dev_of(row, inner, mu) / static_cast<double>(inner) : 0.0;
-    const double is = 1.0 / std::sqrt(var + epsilon);
+    double mu, is;
+    if constexpr (std::is_same_v<T, float>) layer_norm_row_widest(xd + r * inner, sc, bs, inner, epsilon, od + r * inner, &mu, &is);
+    else layer_norm_row(xd + r * inner, sc, bs, inner, epsilon, od + r * inner, &mu, &is);
     md[r] = static_cast<T>(mu);
     id[r] = static_cast<T>(is);
-    const T m = static_cast<T>(mu), k = static_cast<T>(is);
-    T* __restrict o = od + r * inner;
-    for (int64_t i = 0; i < inner; ++i) {
-      T y = (row[i] - m) * k;
-      if (sc) y *= sc[i];
-      if (bs) y += bs[i];
-      o[i] = y;
-    }
   });
 }
 

@@ -21,6 +21,12 @@ void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean,
   run(g, x, n, mean, sum_g, sum_gd);
 }
 
+void layer_norm_row_widest(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
+                           double* invstd) {
+  static const auto run = widest(&layer_norm_row<float>, &layer_norm_row_avx2, &layer_norm_row_avx512);
+  run(x, scale, bias, n, eps, y, mean, invstd);
+}
+
 void layer_norm_grad_row_widest(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
                                 double* ds, double* db, float* dx) {
   static const auto run = widest(&layer_norm_grad_row<float>, &layer_norm_grad_row_avx2, &layer_norm_grad_row_avx512);

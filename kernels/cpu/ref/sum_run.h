@@ -5,6 +5,7 @@
 // become the lanes of one or two vectors: the same additions in the same order, so every instruction
 // set gives the same bits. The *_widest functions (sum_run.cc) pick the form the CPU runs.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -74,6 +75,33 @@ static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, doub
   *sum_gd += ad;
 }
 
+// One row of layer_norm: mean and variance in two passes of 8 chains (sum_run, sum_sq_dev_run), then
+// y = (x - mean) * invstd [* scale] [+ bias] in one of four branch-free loops, so that it vectorises.
+// Returns the mean and 1 / sqrt(var + eps) through *mean and *invstd.
+template <typename T>
+static inline void layer_norm_row(const T* x, const T* scale, const T* bias, int64_t n, double eps, T* __restrict y,
+                                  double* mean, double* invstd) {
+  const double mu = n > 0 ? static_cast<double>(sum_run(x, n)) / static_cast<double>(n) : 0.0;
+  const double var = n > 0 ? sum_sq_dev_run(x, n, mu) / static_cast<double>(n) : 0.0;
+  const double is = 1.0 / std::sqrt(var + eps);
+  *mean = mu, *invstd = is;
+  const T m = static_cast<T>(mu), k = static_cast<T>(is);
+  // `omp simd`: GCC's -O2 cost model does not vectorise a loop that needs a scalar tail on its own.
+  if (scale && bias) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * k * scale[i] + bias[i];
+  } else if (scale) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * k * scale[i];
+  } else if (bias) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * k + bias[i];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * k;
+  }
+}
+
 // One row of layer_norm_grad: with xhat = (x - mu) * is and gs = g * scale (scale may be null: 1),
 // dx = is * (gs - mean(gs) - xhat * mean(gs * xhat)); adds g * xhat to ds[] and g to db[] (the row's
 // share of dscale and dbias). The two row sums run in 8 chains, the rest is elementwise.
@@ -102,6 +130,7 @@ static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, i
   }
   const double inv_n = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
   const double mean_gs = sum_gs * inv_n, mean_gsx = sum_gsx * inv_n;
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const double xhat = (static_cast<double>(x[i]) - mu) * is;
     const double gs = static_cast<double>(g[i]) * (scale ? static_cast<double>(scale[i]) : 1.0);
@@ -116,6 +145,10 @@ double sum_sq_dev_run_avx2(const float* x, int64_t n, double mean);
 double sum_sq_dev_run_avx512(const float* x, int64_t n, double mean);
 void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void layer_norm_row_avx2(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
+                         double* invstd);
+void layer_norm_row_avx512(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
+                           double* invstd);
 void layer_norm_grad_row_avx2(const float* x, const float* g, const float* scale, int64_t n, double mu, double is, double* ds,
                               double* db, float* dx);
 void layer_norm_grad_row_avx512(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
@@ -125,6 +158,8 @@ void layer_norm_grad_row_avx512(const float* x, const float* g, const float* sca
 double sum_run_widest(const float* x, int64_t n);
 double sum_sq_dev_run_widest(const float* x, int64_t n, double mean);
 void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void layer_norm_row_widest(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
+                           double* invstd);
 void layer_norm_grad_row_widest(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
                                 double* ds, double* db, float* dx);
 

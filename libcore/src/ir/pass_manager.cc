@@ -28,7 +28,7 @@ const std::vector<Entry>& registry() {
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
       {"attention_fuse", passes::attention_fusion},         {"layer_norm_fuse", passes::layer_norm_fusion},
       {"gelu_fuse", passes::gelu_fusion},                   {"linear_bias_fuse", passes::linear_bias_fusion},
-      {"conv_residual_fuse", passes::conv_residual_fusion},
+      {"attention_qkv_fuse", passes::attention_qkv_fusion},  {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
       {"linear_act_fuse", passes::linear_activation_fusion},
       {"int8_lower", passes::int8_lowering},                {"int8_channels_last", passes::int8_channels_last},

@@ -13,6 +13,23 @@ void check_4d(const char* op, In t, const char* layout) {
            shape_str(t.t.shape()));
 }
 
+// The mask broadcasts to the scores [batch, heads, query_len, key_len] and is bool or of q's dtype.
+void check_mask(const char* op, In mask, const Shape& scores, In q) {
+  if (!mask.t.defined()) return;
+  const Shape& ms = mask.t.shape();
+  bool ok = ms.size() <= 4;
+  for (size_t i = 0; ok && i < ms.size(); ++i) {
+    int64_t m = ms[ms.size() - 1 - i], s = scores[3 - i];
+    ok = m == 1 || same_extent(m, s);
+  }
+  PD_CHECK(ok, ErrorCode::kShape,
+           "{}: argument '{}' of shape {} does not broadcast to the attention scores [batch, heads, query_len, key_len] = {}",
+           op, mask.name, shape_str(ms), shape_str(scores));
+  PD_CHECK(mask.t.dtype() == DType::boolean || mask.t.dtype() == q.t.dtype(), ErrorCode::kDType,
+           "{}: argument '{}' must be bool (true = may attend) or additive of '{}''s dtype {}, but received {}", op,
+           mask.name, q.name, dtype_name(q.t.dtype()), dtype_name(mask.t.dtype()));
+}
+
 }  // namespace
 
 Shape attention(const char* op, In q, In k, In v, In mask) {
@@ -34,21 +51,7 @@ Shape attention(const char* op, In q, In k, In v, In mask) {
   PD_CHECK(k.t.dtype() == q.t.dtype() && v.t.dtype() == q.t.dtype(), ErrorCode::kDType,
            "{}: arguments '{}', '{}' and '{}' must share a dtype, but received {}, {} and {}", op, q.name, k.name, v.name,
            dtype_name(q.t.dtype()), dtype_name(k.t.dtype()), dtype_name(v.t.dtype()));
-  if (mask.t.defined()) {
-    const Shape& ms = mask.t.shape();
-    const Shape scores = {qs[0], qs[1], qs[2], ks[2]};
-    bool ok = ms.size() <= 4;
-    for (size_t i = 0; ok && i < ms.size(); ++i) {
-      int64_t m = ms[ms.size() - 1 - i], s = scores[3 - i];
-      ok = m == 1 || same_extent(m, s);
-    }
-    PD_CHECK(ok, ErrorCode::kShape,
-             "{}: argument '{}' of shape {} does not broadcast to the attention scores [batch, heads, query_len, key_len] = {}",
-             op, mask.name, shape_str(ms), shape_str(scores));
-    PD_CHECK(mask.t.dtype() == DType::boolean || mask.t.dtype() == q.t.dtype(), ErrorCode::kDType,
-             "{}: argument '{}' must be bool (true = may attend) or additive of '{}''s dtype {}, but received {}", op,
-             mask.name, q.name, dtype_name(q.t.dtype()), dtype_name(mask.t.dtype()));
-  }
+  check_mask(op, mask, {qs[0], qs[1], qs[2], ks[2]}, q);
   return {qs[0], qs[1], qs[2], vs[3]};
 }
 
@@ -63,6 +66,22 @@ Shape attention_grad(const char* op, In q, In k, In v, In mask, In grad) {
   PD_CHECK(grad.t.shape() == out, ErrorCode::kShape, "{}: argument '{}' must have the output's shape {}, but received {}", op,
            grad.name, shape_str(out), shape_str(grad.t.shape()));
   return q.t.shape();
+}
+
+Shape qkv_attention(const char* op, In qkv, In mask, int64_t num_heads, int64_t num_kv_heads) {
+  PD_CHECK(qkv.t.dim() == 3, ErrorCode::kShape, "{}: argument '{}' must be 3-D [batch, len, (heads + 2 kv_heads) * head_dim], but received shape {}",
+           op, qkv.name, shape_str(qkv.t.shape()));
+  PD_CHECK(num_kv_heads > 0 && num_heads > 0 && num_heads % num_kv_heads == 0 && num_heads <= (int64_t{1} << 31),
+           ErrorCode::kInvalidArgument, "{}: num_heads {} must be a positive multiple of num_kv_heads {} (at most 2^31)", op,
+           num_heads, num_kv_heads);
+  const Shape& s = qkv.t.shape();
+  const int64_t packed = num_heads + 2 * num_kv_heads;
+  PD_CHECK(s[2] >= 0 && s[2] % packed == 0, ErrorCode::kShape,
+           "{}: the last extent of '{}' {} must hold {} heads of one size (num_heads + 2 num_kv_heads)", op, qkv.name,
+           shape_str(s), packed);
+  const int64_t e = s[2] / packed;
+  check_mask(op, mask, {s[0], num_heads, s[1], s[1]}, qkv);
+  return {s[0], s[1], num_heads * e};
 }
 
 }  // namespace pd::infer

@@ -69,3 +69,33 @@ PD_NAIVE_REF(scaled_dot_product_attention) {
     }
   return {make(out, {N, H, Lq, Ev}), make(lse, {N, H, Lq})};
 }
+
+// qkv_attention: the packed heads unpacked into q, k, v [N, heads, L, E] by index arithmetic, the plain
+// formula above, and the result's heads laid side by side again.
+PD_NAIVE_REF(qkv_attention) {
+  const pd::Tensor& qkv = in[0][0];
+  const int64_t H = get<int64_t>(attrs, "num_heads", 1), Hk = get<int64_t>(attrs, "num_kv_heads", 1);
+  const Ints s = qkv.shape();
+  const int64_t N = s[0], L = s[1], W = s[2], E = W / (H + 2 * Hk);
+  const Reals packed = vals(qkv);
+  auto heads = [&](int64_t first, int64_t count) {
+    Reals r(static_cast<size_t>(N * count * L * E));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < count; ++h)
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t e = 0; e < E; ++e) r[((n * count + h) * L + l) * E + e] = packed[(n * L + l) * W + (first + h) * E + e];
+    return make(r, {N, count, L, E});
+  };
+  pd::BoxedInputs unpacked{{heads(0, H)}, {heads(H, Hk)}, {heads(H + Hk, Hk)}};
+  unpacked.push_back(in.size() > 1 ? in[1] : std::vector<pd::Tensor>{});
+  pd::AttrMap sdpa_attrs;
+  for (const char* a : {"is_causal", "scale"})
+    if (attrs.count(a)) sdpa_attrs[a] = attrs.at(a);
+  const Reals o = vals(naive_scaled_dot_product_attention(unpacked, sdpa_attrs)[0]);
+  Reals out(static_cast<size_t>(N * L * H * E));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t e = 0; e < E; ++e) out[((n * L + l) * H + h) * E + e] = o[((n * H + h) * L + l) * E + e];
+  return {make(out, {N, L, H * E})};
+}

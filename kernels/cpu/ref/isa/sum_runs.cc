@@ -1,5 +1,6 @@
 // The float sum loops of sum_run.h compiled for one instruction set (libcore/CMakeLists.txt,
 // pd_add_isa_variants); sum_run.cc calls them after the CPU check.
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -16,6 +17,10 @@ double PD_ISA_FN(sum_sq_dev_run)(const float* x, int64_t n, double mean) { retur
 void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
   grad_sums_run(g, x, n, mean, sum_g, sum_gd);
 }
+void PD_ISA_FN(layer_norm_row)(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y,
+                               double* mean, double* invstd) {
+  layer_norm_row(x, scale, bias, n, eps, y, mean, invstd);
+}
 void PD_ISA_FN(layer_norm_grad_row)(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,
                                     double* ds, double* db, float* dx) {
   layer_norm_grad_row(x, g, scale, n, mu, is, ds, db, dx);
@@ -30,6 +35,7 @@ namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float*, int64_t) { return 0; }
 double PD_ISA_FN(sum_sq_dev_run)(const float*, int64_t, double) { return 0; }
 void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, double*, double*) {}
+void PD_ISA_FN(layer_norm_row)(const float*, const float*, const float*, int64_t, double, float*, double*, double*) {}
 void PD_ISA_FN(layer_norm_grad_row)(const float*, const float*, const float*, int64_t, double, double, double*, double*, float*) {}
 }  // namespace pd::kernels::reference
 #endif

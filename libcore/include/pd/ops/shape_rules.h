@@ -53,6 +53,8 @@ Shape matmul_as_matrices(const char* op, In x, In y, bool transpose_x, bool tran
 Shape attention(const char* op, In q, In k, In v, In mask);
 Shape attention_lse(const char* op, In q, In k, In v, In mask);
 Shape attention_grad(const char* op, In q, In k, In v, In mask, In grad);
+// qkv_attention: heads packed along the last axis, [N, L, (H + 2 Hk) E] -> [N, L, H E].
+Shape qkv_attention(const char* op, In qkv, In mask, int64_t num_heads, int64_t num_kv_heads);
 Shape linear(const char* op, In x, In weight, In bias);
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);

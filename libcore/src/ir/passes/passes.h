@@ -24,5 +24,6 @@ std::unique_ptr<Pass> attention_fusion();
 std::unique_ptr<Pass> layer_norm_fusion();
 std::unique_ptr<Pass> gelu_fusion();
 std::unique_ptr<Pass> linear_bias_fusion();
+std::unique_ptr<Pass> attention_qkv_fusion();
 
 }  // namespace pd::ir::passes
