@@ -1,6 +1,7 @@
 // layer_norm_fuse, gelu_fuse and linear_bias_fuse: the op-by-op forms ONNX exporters write (before
 // opsets 17 and 20) become layer_norm, gelu and a linear with its bias, computing the same; every failed
-// precondition leaves the graph as it was. And the whole way: a transformer block exported to ONNX at
+// precondition leaves the graph as it was. attention_qkv_fuse (lowering): multi-head attention fed by
+// one packed QKV projection becomes qkv_attention. And the whole way: a transformer block exported to ONNX at
 // opset 13 and imported back comes out of -O2 with the ops it started with.
 #include <unistd.h>
 
@@ -270,4 +271,89 @@ TEST_CASE("a transformer block through ONNX opset 13 comes back from -O2 with th
   }
   CHECK(optimised.ops().size() == p.ops().size());
   CHECK(max_difference(p, optimised) < 1e-4f);
+}
+
+namespace {
+
+struct QkvOptions {
+  int64_t heads = 4, kv_heads = 2;
+  bool mask = true, causal = false;
+  bool swap_kv = false;       // the split's results go to the attention as q, v, k
+  bool second_reader = true;  // false: nothing else reads q; true: the head view of q is also an output
+  double dropout = 0.0;
+};
+
+// y [N, 6, (H + 2 Hk) * 8] -> split -> heads -> attention -> heads merged [N, 6, H * 8].
+Program qkv_chain(const QkvOptions& o) {
+  Program p;
+  const int64_t E = 8, L = 6, width = (o.heads + 2 * o.kv_heads) * E;
+  const ValueId y = p.add_input("y", {DType::f32, {-1, L, width}});
+  auto op = [&](const std::string& t, std::vector<std::vector<ValueId>> in, pd::AttrMap a = {}) { return p.add_op(t, in, a)[0]; };
+  const auto parts = p.add_op("split", {{y}}, {{"sections", Ints{o.heads * E, o.kv_heads * E, o.kv_heads * E}}, {"axis", int64_t{-1}}});
+  auto heads = [&](ValueId t, int64_t h) {
+    return op("transpose", {{op("reshape", {{t}}, {{"shape", Ints{-1, L, h, E}}})}}, {{"perm", Ints{0, 2, 1, 3}}});
+  };
+  const ValueId q = heads(parts[0], o.heads);
+  ValueId k = heads(parts[1], o.kv_heads), v = heads(parts[2], o.kv_heads);
+  if (o.swap_kv) std::swap(k, v);
+  std::vector<ValueId> mask;
+  if (o.mask) mask = {p.add_input("mask", {DType::f32, {-1, 1, 1, L}})};
+  const ValueId a = op("scaled_dot_product_attention", {{q}, {k}, {v}, mask}, {{"is_causal", o.causal}, {"dropout_p", o.dropout}});
+  const ValueId merged = op("reshape", {{op("transpose", {{a}}, {{"perm", Ints{0, 2, 1, 3}}})}}, {{"shape", Ints{-1, L, o.heads * E}}});
+  p.mark_output(merged, "out");
+  if (o.second_reader) p.mark_output(q, "q_heads");
+  pd::ir::verify(p);
+  return p;
+}
+
+Program lowered(const Program& p) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"attention_qkv_fuse", "dce"};
+  opt.target = pd::Target::parse("cpu-avx2");
+  pd::ir::PassManager(opt).run(q);
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("attention_qkv_fuse: attention on a packed QKV projection becomes one qkv_attention", "[pass][transformer]") {
+  for (int64_t kv_heads : {2, 4})
+    for (bool mask : {false, true})
+      for (bool causal : {false, true}) {
+        QkvOptions o;
+        o.kv_heads = kv_heads, o.mask = mask, o.causal = causal, o.second_reader = false;
+        const Program p = qkv_chain(o);
+        const Program q = lowered(p);
+        REQUIRE(q.ops().size() == 1);
+        CHECK(q.ops()[0].type == "qkv_attention");
+        CHECK(max_difference(p, q) < 1e-5f);
+      }
+  auto unchanged = [](const QkvOptions& o) {
+    const Program p = qkv_chain(o);
+    const Program q = lowered(p);
+    CHECK(count(q, "qkv_attention") == 0);
+    CHECK(q.ops().size() == p.ops().size());
+  };
+  SECTION("k and v taken from the split in the other order") {
+    QkvOptions o;
+    o.second_reader = false, o.swap_kv = true;
+    unchanged(o);
+  }
+  SECTION("an intermediate has a second reader") { unchanged(QkvOptions{}); }
+  SECTION("attention dropout (a training program)") {
+    QkvOptions o;
+    o.second_reader = false, o.dropout = 0.1;
+    unchanged(o);
+  }
+  SECTION("a target without AVX2 keeps the general form") {
+    QkvOptions o;
+    o.second_reader = false;
+    Program q = qkv_chain(o);
+    pd::ir::PassOptions opt;
+    opt.passes = {"attention_qkv_fuse"};
+    opt.target = pd::Target::parse("cpu-baseline");
+    pd::ir::PassManager(opt).run(q);
+    CHECK(count(q, "qkv_attention") == 0);
+  }
 }
