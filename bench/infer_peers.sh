@@ -47,7 +47,10 @@ for arch in lenet resnet vit; do
                 --warmup "$WARMUP" --repeat "$REPEAT" --runtime both)
     fi
     ort=$(echo "$peers" | grep '"runtime": "onnxruntime' | field 'd["p50_ms"]')
-    pp=$(echo "$peers" | grep '"runtime": "paddle-inference' | field 'd["p50_ms"]' || echo -)
+    pp=-
+    if echo "$peers" | grep -q '"runtime": "paddle-inference'; then
+      pp=$(echo "$peers" | grep '"runtime": "paddle-inference' | field 'd["p50_ms"]')
+    fi
     runtimes=$(echo "$peers" | python3 -c "import json,sys; print(', '.join(json.loads(l)['runtime'] for l in sys.stdin))")
     pp_ratio=-
     [ "$pp" = - ] || pp_ratio=$(ratio "$pp" "$pd")

@@ -603,12 +603,13 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   opt.lower = true;
   opt.target = pd::Target::parse("cpu-baseline");
   pd::ir::PassManager base(opt);
-  // int8_lower needs oneDNN's int8 kernels; the conv rewrites' kernels only pay off with AVX2 + FMA.
+  // int8_lower needs oneDNN's int8 kernels; the conv rewrites' and packed attention's kernels only pay
+  // off with AVX2 + FMA.
   const std::vector<pd::Backend> built = pd::built_cpu_backends();
   const bool onednn = std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
   const std::vector<std::string> int8 = {"int8_lower", "int8_channels_last"};
-  std::vector<std::string> skipped = {"conv_pool_fuse", "conv_winograd"};
-  if (!onednn) skipped.insert(skipped.begin(), int8.begin(), int8.end());
+  std::vector<std::string> skipped = {"attention_qkv_fuse", "conv_pool_fuse", "conv_winograd"};
+  if (!onednn) skipped.insert(skipped.begin() + 1, int8.begin(), int8.end());
   CHECK(base.skipped() == skipped);
   opt.target = pd::Target::parse("cpu-avx2");
   CHECK(pd::ir::PassManager(opt).skipped() == (onednn ? std::vector<std::string>{} : int8));
