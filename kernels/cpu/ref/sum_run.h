@@ -104,25 +104,29 @@ static inline void layer_norm_row(const T* x, const T* scale, const T* bias, int
 
 // One row of layer_norm_grad: with xhat = (x - mu) * is and gs = g * scale (scale may be null: 1),
 // dx = is * (gs - mean(gs) - xhat * mean(gs * xhat)); adds g * xhat to ds[] and g to db[] (the row's
-// share of dscale and dbias). The two row sums run in 8 chains, the rest is elementwise.
-template <typename T>
-static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, int64_t n, double mu, double is,
-                                       double* __restrict ds, double* __restrict db, T* __restrict dx) {
+// share of dscale and dbias). The two row sums run in 8 chains, the rest is elementwise; whether there
+// is a scale is a template parameter, so that no loop holds a branch and every loop vectorises.
+template <bool kScale, typename T>
+static inline void layer_norm_grad_row_as(const T* x, const T* g, const T* scale, int64_t n, double mu, double is,
+                                          double* __restrict ds, double* __restrict db, T* __restrict dx) {
+  auto scale_at = [scale](int64_t i) { return kScale ? static_cast<double>(scale[i]) : 1.0; };
   double pgs[kSumChains] = {}, pgsx[kSumChains] = {};
   int64_t k = 0;
-  for (; k + kSumChains <= n; k += kSumChains)
+  for (; k + kSumChains <= n; k += kSumChains) {
+#pragma omp simd
     for (int j = 0; j < kSumChains; ++j) {
       const double xhat = (static_cast<double>(x[k + j]) - mu) * is, gv = static_cast<double>(g[k + j]);
-      const double gs = gv * (scale ? static_cast<double>(scale[k + j]) : 1.0);
+      const double gs = gv * scale_at(k + j);
       pgs[j] += gs;
       pgsx[j] += gs * xhat;
       ds[k + j] += gv * xhat;
       db[k + j] += gv;
     }
+  }
   double sum_gs = combine_chains(pgs), sum_gsx = combine_chains(pgsx);
   for (; k < n; ++k) {
     const double xhat = (static_cast<double>(x[k]) - mu) * is, gv = static_cast<double>(g[k]);
-    const double gs = gv * (scale ? static_cast<double>(scale[k]) : 1.0);
+    const double gs = gv * scale_at(k);
     sum_gs += gs;
     sum_gsx += gs * xhat;
     ds[k] += gv * xhat;
@@ -133,9 +137,16 @@ static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, i
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const double xhat = (static_cast<double>(x[i]) - mu) * is;
-    const double gs = static_cast<double>(g[i]) * (scale ? static_cast<double>(scale[i]) : 1.0);
+    const double gs = static_cast<double>(g[i]) * scale_at(i);
     dx[i] = static_cast<T>(is * (gs - mean_gs - xhat * mean_gsx));
   }
+}
+
+template <typename T>
+static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, int64_t n, double mu, double is, double* ds,
+                                       double* db, T* dx) {
+  if (scale) layer_norm_grad_row_as<true>(x, g, scale, n, mu, is, ds, db, dx);
+  else layer_norm_grad_row_as<false>(x, g, scale, n, mu, is, ds, db, dx);
 }
 
 // The float forms for wider instruction sets; call only after the CPU check.
