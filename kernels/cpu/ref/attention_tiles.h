@@ -76,6 +76,7 @@ static inline void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t
 static inline void copy_padded(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float factor, float* dst,
                                int64_t ld_dst, int64_t width) {
   for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
     for (int64_t c = 0; c < cols; ++c) dst[r * ld_dst + c] = src[r * ld_src + c] * factor;
     for (int64_t c = cols; c < width; ++c) dst[r * ld_dst + c] = 0.f;
   }
@@ -168,6 +169,7 @@ static inline void forward_item(const Geometry& g, const Tensors& t, int64_t nh,
   for (int64_t r = 0; r < rows; ++r) {
     const bool empty = row_sum[r] == 0.f;
     const float inv = empty ? 0.f : 1.f / row_sum[r];
+#pragma omp simd
     for (int64_t c = 0; c < g.Ev; ++c) o[r * t.os.l + c] = acc[r * Evp + c] * inv;
     if (t.lse) t.lse[nh * g.Lq + i0 + r] = empty ? neg_inf : row_max[r] + std::log(row_sum[r]);
   }
@@ -257,8 +259,10 @@ static inline void backward_item(const Geometry& g, const Tensors& t, int64_t it
         gemm<S>(cols, Ep, rows, s, 1, KB, qs, Ep, dk + j0 * Ep, Ep, true);
       }
       float* dq_out = t.dq + (nh * g.Lq + i0) * g.E;
-      for (int64_t r = 0; r < rows; ++r)
+      for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
         for (int64_t c = 0; c < g.E; ++c) dq_out[r * g.E + c] = dq[r * Ep + c] * sc;
+      }
     }
   }
   float* dk_out = t.dk + item * g.Lk * g.E;
