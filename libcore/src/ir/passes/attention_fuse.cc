@@ -110,15 +110,8 @@ class AttentionFusion final : public Pass {
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const AttentionMatch m = *find_attention(p, i);
-    const ValueId out = p.ops()[i].results[0];
     const std::vector<std::vector<ValueId>> inputs = {{m.q}, {m.k}, {m.v}, m.mask == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{m.mask}};
-    // Inserted where the final matmul was: q, k, v and the mask are all defined before it.
-    const ValueId fused = p.insert_op(i, "scaled_dot_product_attention", inputs, {{"scale", m.scale}, {"seed", int64_t{0}}})[0];
-    p.replace_uses(out, fused);
-    std::vector<int32_t> remove;
-    for (int32_t op : m.chain) remove.push_back(op >= i ? op + 1 : op);
-    p.remove_ops(remove);
-    stats.fused += static_cast<int64_t>(m.chain.size());
+    replace_chain(p, i, "scaled_dot_product_attention", inputs, {{"scale", m.scale}, {"seed", int64_t{0}}}, m.chain, stats);
   }
 };
 

@@ -100,16 +100,10 @@ class AttentionQkvFusion final : public Pass {
     const QkvMatch m = *find_qkv(p, i);
     const Operation& att = p.ops()[i];
     std::vector<std::vector<ValueId>> inputs = {{m.qkv}, m.mask == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{m.mask}};
-    const ValueId out = p.ops()[m.merge].results[0];
-    // Inserted where the merging reshape was: y and the mask are defined before it.
-    const ValueId fused = p.insert_op(m.merge, "qkv_attention", inputs,
-                                      {{"num_heads", m.heads}, {"num_kv_heads", m.kv_heads},
-                                       {"is_causal", attr_bool(att, "is_causal")}, {"scale", attr_float(att, "scale")}})[0];
-    p.replace_uses(out, fused);
-    std::vector<int32_t> remove;
-    for (int32_t op : m.chain) remove.push_back(op >= m.merge ? op + 1 : op);
-    p.remove_ops(remove);
-    stats.fused += static_cast<int64_t>(m.chain.size());
+    replace_chain(p, m.merge, "qkv_attention", inputs,
+                  {{"num_heads", m.heads}, {"num_kv_heads", m.kv_heads}, {"is_causal", attr_bool(att, "is_causal")},
+                   {"scale", attr_float(att, "scale")}},
+                  m.chain, stats);
   }
 };
 

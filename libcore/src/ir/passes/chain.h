@@ -2,6 +2,8 @@
 // gelu_fuse): each intermediate of the chain must be read by the next op only, so that it disappears.
 #pragma once
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "pd/ir/pass.h"
 
@@ -21,6 +23,19 @@ inline std::optional<double> scalar_constant(const Program& p, ValueId v) {
   const Tensor& t = p.param(v);
   if (t.numel() != 1 || (t.dtype() != DType::f32 && t.dtype() != DType::f64)) return std::nullopt;
   return t.to_vector<double>()[0];
+}
+
+// Replaces a matched chain by one op: inserts `type` where the chain's last op `at` is (every input is
+// defined before it), points the readers of `at`'s first result to the new op's first result, removes
+// the chain's ops (indices into the program before the insertion) and counts them as fused.
+inline void replace_chain(Program& p, int32_t at, const std::string& type, const std::vector<std::vector<ValueId>>& inputs,
+                          const AttrMap& attrs, const std::vector<int32_t>& chain, PassStats& stats) {
+  const ValueId out = p.ops()[at].results[0];
+  p.replace_uses(out, p.insert_op(at, type, inputs, attrs)[0]);
+  std::vector<int32_t> remove;
+  for (int32_t op : chain) remove.push_back(op >= at ? op + 1 : op);
+  p.remove_ops(remove);
+  stats.fused += static_cast<int64_t>(chain.size());
 }
 
 }  // namespace pd::ir::passes

@@ -95,13 +95,7 @@ class GeluFusion final : public Pass {
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const GeluMatch m = *find_gelu(p, i);
-    const ValueId out = p.ops()[i].results[0];
-    const ValueId fused = p.insert_op(i, "gelu", {{m.x}}, {})[0];
-    p.replace_uses(out, fused);
-    std::vector<int32_t> remove;
-    for (int32_t op : m.chain) remove.push_back(op >= i ? op + 1 : op);
-    p.remove_ops(remove);
-    stats.fused += static_cast<int64_t>(m.chain.size());
+    replace_chain(p, i, "gelu", {{m.x}}, {}, m.chain, stats);
   }
 };
 

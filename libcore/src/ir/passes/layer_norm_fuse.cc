@@ -142,16 +142,8 @@ class LayerNormFusion final : public Pass {
                                               : p.add_param(p.unique_name("layer_norm.scale"), ops::full(norm, 1.0, xt.dtype));
     const ValueId bias = m.bias != kNoValue ? as_normalised(p, m.bias, norm, "bias")
                                             : p.add_param(p.unique_name("layer_norm.bias"), ops::full(norm, 0.0, xt.dtype));
-    const int32_t last = m.chain.back();
-    const ValueId out = p.ops()[last].results[0];
-    // Inserted where the chain's last op was: x and the params are defined before it.
-    const ValueId fused = p.insert_op(last, "layer_norm", {{m.x}, {scale}, {bias}},
-                                      {{"begin_norm_axis", m.begin}, {"epsilon", m.eps}})[0];
-    p.replace_uses(out, fused);
-    std::vector<int32_t> remove;
-    for (int32_t op : m.chain) remove.push_back(op >= last ? op + 1 : op);
-    p.remove_ops(remove);
-    stats.fused += static_cast<int64_t>(m.chain.size());
+    replace_chain(p, m.chain.back(), "layer_norm", {{m.x}, {scale}, {bias}}, {{"begin_norm_axis", m.begin}, {"epsilon", m.eps}},
+                  m.chain, stats);
   }
 };
 
