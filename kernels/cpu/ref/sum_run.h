@@ -1,9 +1,11 @@
 // Sums of n contiguous values in 8 independent accumulators (reduce.cc's sums, batch_norm's statistics
-// and gradient sums). One accumulator is a chain of dependent adds, 4 cycles each, which made a conv
-// bias gradient (6 sums of 50k floats) latency-bound; floats are summed in double, so the order hardly
-// shows. The loops are compiled again for AVX2 and AVX-512 (isa/sum_runs.cc), where the 8 chains
-// become the lanes of one or two vectors: the same additions in the same order, so every instruction
-// set gives the same bits. The *_widest functions (sum_run.cc) pick the form the CPU runs.
+// and gradient sums, layer_norm's rows). One accumulator is a chain of dependent adds, 4 cycles each,
+// which made a conv bias gradient (6 sums of 50k floats) latency-bound; floats are summed in double,
+// so the order hardly shows. The loops are compiled again for AVX2 and AVX-512 (isa/sum_runs.cc),
+// where the 8 chains become the lanes of one or two vectors: the same additions in the same order.
+// Plain sums give the same bits on every instruction set; where a product is added (d * d, g * xhat)
+// the vector forms may fuse it into an FMA, so those differ from the baseline build in the last bits.
+// The *_widest functions (sum_run.cc) pick the form the CPU runs.
 #pragma once
 #include <cmath>
 #include <cstdint>
