@@ -4,6 +4,7 @@
 
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
+#include "test_util.h"
 #include "pd/pd.h"
 
 using pd::DType;
@@ -13,11 +14,7 @@ using pd::ir::ValueId;
 
 namespace {
 
-int count(const Program& p, const std::string& type) {
-  int n = 0;
-  for (const auto& op : p.ops()) n += op.type == type;
-  return n;
-}
+using pd::test::count_ops;
 
 Program fused(const Program& p) {
   Program q = p;
@@ -81,17 +78,17 @@ TEST_CASE("attention_fuse: the written-out chain becomes one scaled_dot_product_
       o.split_scale = split;
       const Program p = attention(o, kv_heads);
       const Program q = fused(p);
-      CHECK(count(q, "scaled_dot_product_attention") == 1);
-      CHECK(count(q, "softmax") == 0);
-      CHECK(count(q, "matmul") == 0);
-      CHECK(count(q, "transpose") == 0);
+      CHECK(count_ops(q, "scaled_dot_product_attention") == 1);
+      CHECK(count_ops(q, "softmax") == 0);
+      CHECK(count_ops(q, "matmul") == 0);
+      CHECK(count_ops(q, "transpose") == 0);
       CHECK(q.ops().size() == 1);
       CHECK(max_difference(p, q) < 1e-5f);
     }
   Options no_mask;
   no_mask.mask = {};
   const Program p = attention(no_mask);
-  CHECK(count(fused(p), "scaled_dot_product_attention") == 1);
+  CHECK(count_ops(fused(p), "scaled_dot_product_attention") == 1);
   CHECK(max_difference(p, fused(p)) < 1e-5f);
 }
 
@@ -99,7 +96,7 @@ TEST_CASE("attention_fuse: unmet preconditions leave the graph alone", "[pass][t
   auto unchanged = [](const Options& o) {
     const Program p = attention(o);
     const Program q = fused(p);
-    CHECK(count(q, "scaled_dot_product_attention") == 0);
+    CHECK(count_ops(q, "scaled_dot_product_attention") == 0);
     CHECK(q.ops().size() == p.ops().size());
   };
   SECTION("the mask does not broadcast into the scores as assumed (it grows them)") {
@@ -122,6 +119,6 @@ TEST_CASE("attention_fuse: unmet preconditions leave the graph alone", "[pass][t
     ValueId q = p.add_input("q", {DType::f32, {2, 4, 10, 8}}), k = p.add_input("k", {DType::f32, {2, 4, 10, 8}});
     ValueId s = p.add_op("matmul", {{q}, {k}}, {{"transpose_y", true}})[0];
     p.mark_output(p.add_op("matmul", {{p.add_op("softmax", {{s}}, {{"axis", int64_t{2}}})[0]}, {k}})[0], "out");
-    CHECK(count(fused(p), "scaled_dot_product_attention") == 0);
+    CHECK(count_ops(fused(p), "scaled_dot_product_attention") == 0);
   }
 }

@@ -8,6 +8,7 @@
 #include "pd/core/cpu_features.h"
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
+#include "test_util.h"
 #include "pd/kernels/direct_conv.h"
 #include "pd/pd.h"
 #include "pd/quant/qdq.h"
@@ -18,13 +19,9 @@ using pd::ir::ValueId;
 
 namespace {
 
-pd::Tensor rnd(const pd::Shape& s, int64_t seed, double lo = -1, double hi = 1) { return pd::ops::uniform(s, lo, hi, seed); }
+using pd::test::count_ops;
 
-int count(const Program& p, const std::string& type) {
-  int n = 0;
-  for (const auto& op : p.ops()) n += op.type == type;
-  return n;
-}
+pd::Tensor rnd(const pd::Shape& s, int64_t seed, double lo = -1, double hi = 1) { return pd::ops::uniform(s, lo, hi, seed); }
 
 // Random inputs of the declared shapes (-1 -> 2), the same for every call with the same seed.
 std::map<std::string, pd::Tensor> inputs_for(const Program& p, int64_t seed) {
@@ -114,7 +111,7 @@ TEST_CASE("pass: dead-code elimination", "[pass]") {
   auto bnp = [&](const char* n) { return t.add_param(n, rnd({3}, 7, 0.5, 1.5)); };
   t.add_op("batch_norm", {{tx}, {bnp("s")}, {bnp("b")}, {bnp("m")}, {bnp("v")}});
   t.mark_output(t.add_op("exp", {{tx}})[0], "y");
-  CHECK(count(run_pass(t, "dce"), "batch_norm") == 1);
+  CHECK(count_ops(run_pass(t, "dce"), "batch_norm") == 1);
 }
 
 TEST_CASE("pass: common-subexpression elimination", "[pass]") {
@@ -132,9 +129,9 @@ TEST_CASE("pass: common-subexpression elimination", "[pass]") {
   p.mark_output(p.add_op("add", {{r1}, {r2}})[0], "r");
   p.mark_output(p.add_op("add", {{d1}, {d2}})[0], "d");
   Program q = run_pass(p, "cse");
-  CHECK(count(q, "softmax") == 2);
-  CHECK(count(q, "uniform") == 2);
-  CHECK(count(q, "dropout") == 2);
+  CHECK(count_ops(q, "softmax") == 2);
+  CHECK(count_ops(q, "uniform") == 2);
+  CHECK(count_ops(q, "dropout") == 2);
   check_same_outputs(p, q, 1e-5, 1);  // only the deterministic output
 }
 
@@ -151,10 +148,10 @@ TEST_CASE("pass: constant folding", "[pass]") {
   pd::ir::PassStats s;
   Program q = run_pass(p, "constant_fold", &s);
   CHECK(s.folded == 2);
-  CHECK(count(q, "transpose") == 0);
-  CHECK(count(q, "full") == 0);
-  CHECK(count(q, "normal") == 1);
-  CHECK(count(q, "linear") == 1);
+  CHECK(count_ops(q, "transpose") == 0);
+  CHECK(count_ops(q, "full") == 0);
+  CHECK(count_ops(q, "normal") == 1);
+  CHECK(count_ops(q, "linear") == 1);
   CHECK(q.params().size() == 2);  // the transposed weight and the constant; w itself is dropped
   check_same_outputs(p, q);       // normal has a fixed seed
 
@@ -164,7 +161,7 @@ TEST_CASE("pass: constant folding", "[pass]") {
   auto huge = big.add_op("full", {}, {{"shape", std::vector<int64_t>{1 << 16, 1 << 16, 16}}, {"value", 0.5}})[0];
   big.mark_output(huge, "huge");
   CHECK_FALSE(pd::ir::foldable(big, 0));
-  CHECK(count(run_pass(big, "constant_fold"), "full") == 1);
+  CHECK(count_ops(run_pass(big, "constant_fold"), "full") == 1);
   Program edge;  // 2^26 elements (256 MiB of f32) is the most folding computes
   edge.mark_output(edge.add_op("full", {}, {{"shape", std::vector<int64_t>{1 << 13, 1 << 13}}, {"value", 0.5}})[0], "edge");
   CHECK(pd::ir::foldable(edge, 0));
@@ -199,17 +196,17 @@ TEST_CASE("pass: identity removal", "[pass]") {
   pd::ir::PassStats s;
   Program q = run_pass(p, "identity_elim", &s);
   CHECK(s.removed == 4);
-  CHECK(count(q, "reshape") == 1);
-  CHECK(count(q, "cast") == 1);
-  CHECK(count(q, "flatten") == 0);
-  CHECK(count(q, "dropout") == 1);
+  CHECK(count_ops(q, "reshape") == 1);
+  CHECK(count_ops(q, "cast") == 1);
+  CHECK(count_ops(q, "flatten") == 0);
+  CHECK(count_ops(q, "dropout") == 1);
   check_same_outputs(p, q);
   // Negative: an eval dropout whose mask is read stays.
   Program m;
   auto mx = m.add_input("x", {DType::f32, {-1, 6}});
   auto outs = m.add_op("dropout", {{mx}}, {{"training", false}});
   m.mark_output(outs[1], "mask");
-  CHECK(count(run_pass(m, "identity_elim"), "dropout") == 1);
+  CHECK(count_ops(run_pass(m, "identity_elim"), "dropout") == 1);
 }
 
 TEST_CASE("pass: batch_norm folding into conv2d and linear", "[pass]") {
@@ -220,8 +217,8 @@ TEST_CASE("pass: batch_norm folding into conv2d and linear", "[pass]") {
     pd::ir::PassStats s;
     Program q = run_pass(p, "bn_fold", &s);
     CHECK(s.fused == 1);
-    CHECK(count(q, "batch_norm") == 0);
-    CHECK(count(q, "conv2d") == 1);
+    CHECK(count_ops(q, "batch_norm") == 0);
+    CHECK(count_ops(q, "conv2d") == 1);
     CHECK(q.ops()[0].inputs[2].size() == 1);  // a bias was created when absent
     check_same_outputs(p, q, 1e-4);
   }
@@ -232,7 +229,7 @@ TEST_CASE("pass: batch_norm folding into conv2d and linear", "[pass]") {
   auto z = l.add_op("batch_norm", {{y}, {bnp("s", 2)}, {bnp("b", 3)}, {bnp("m", 4)}, {bnp("v", 5)}}, {{"training", false}})[0];
   l.mark_output(z, "out");
   Program lq = run_pass(l, "bn_fold");
-  CHECK(count(lq, "batch_norm") == 0);
+  CHECK(count_ops(lq, "batch_norm") == 0);
   check_same_outputs(l, lq, 1e-4);
 }
 
@@ -253,7 +250,7 @@ TEST_CASE("pass: batch_norm folding refuses unsafe cases", "[pass]") {
   auto y = p.add_op("conv2d", {{x}, {wi}, {}})[0];
   auto bnp = [&](const char* n, int64_t seed) { return p.add_param(n, rnd({3}, seed, 0.5, 1.5)); };
   p.mark_output(p.add_op("batch_norm", {{y}, {bnp("s", 2)}, {bnp("b", 3)}, {bnp("m", 4)}, {bnp("v", 5)}}, {{"training", false}})[0], "o");
-  CHECK(count(run_pass(p, "bn_fold"), "batch_norm") == 1);
+  CHECK(count_ops(run_pass(p, "bn_fold"), "batch_norm") == 1);
 }
 
 TEST_CASE("pass: conv2d + activation fusion", "[pass]") {
@@ -263,7 +260,7 @@ TEST_CASE("pass: conv2d + activation fusion", "[pass]") {
     n.act = act;
     Program p = n.build();
     Program q = run_pass(p, "conv_act_fuse");
-    CHECK(count(q, "fused_conv2d") == 1);
+    CHECK(count_ops(q, "fused_conv2d") == 1);
     CHECK(q.ops().size() == 1);
     check_same_outputs(p, q, 1e-4);
   }
@@ -292,9 +289,9 @@ TEST_CASE("pass: linear + activation fusion", "[pass]") {
   pd::ir::PassStats s;
   Program q = run_pass(p, "linear_act_fuse", &s);
   CHECK(s.fused == 1);
-  CHECK(count(q, "fused_linear") == 1);
-  CHECK(count(q, "linear") == 1);
-  CHECK(count(q, "tanh") == 1);
+  CHECK(count_ops(q, "fused_linear") == 1);
+  CHECK(count_ops(q, "linear") == 1);
+  CHECK(count_ops(q, "tanh") == 1);
   check_same_outputs(p, q, 1e-4);
 }
 
@@ -320,8 +317,8 @@ TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
     pd::ir::PassStats s;
     Program q = run_pass(p, "conv_residual_fuse", &s);
     CHECK(s.fused == 1);
-    CHECK(count(q, "add") == 0);
-    CHECK(count(q, "fused_conv2d") == 1);
+    CHECK(count_ops(q, "add") == 0);
+    CHECK(count_ops(q, "fused_conv2d") == 1);
     check_same_outputs(p, q, 1e-4);
     // With the activation fusion after it, the block is two ops: conv+relu, conv+residual+relu
     // (three with a projection shortcut, which stays a plain conv feeding the residual).
@@ -330,8 +327,8 @@ TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
     Program r = p;
     pd::ir::PassManager(opt).run(r);
     CHECK(r.ops().size() == (projection ? 3u : 2u));
-    CHECK(count(r, "relu") == 0);
-    CHECK(count(r, "fused_conv2d") == 2);
+    CHECK(count_ops(r, "relu") == 0);
+    CHECK(count_ops(r, "fused_conv2d") == 2);
     check_same_outputs(p, r, 1e-4);
     // The residual goes to the 3x3 conv (a Winograd candidate), not to the 1x1 projection.
     const pd::ir::Operation& last = r.ops().back();
@@ -346,7 +343,7 @@ TEST_CASE("pass: conv2d + residual add fusion", "[pass]") {
   Program shared = residual_block(false);
   const ValueId y = shared.ops()[2].results[0];  // the second conv's output
   shared.mark_output(shared.add_op("exp", {{y}})[0], "side");
-  CHECK(count(run_pass(shared, "conv_residual_fuse"), "add") == 1);
+  CHECK(count_ops(run_pass(shared, "conv_residual_fuse"), "add") == 1);
 }
 
 // x [-1, c, 10, 9] -> conv2d(3x3, c -> k, the given attrs) -> [relu]: a candidate for conv_winograd.
@@ -373,8 +370,8 @@ TEST_CASE("pass: 3x3 convolutions to Winograd", "[pass]") {
       pd::ir::PassStats s;
       Program q = run_pass(p, "conv_winograd", &s);
       CHECK(s.folded == 1);
-      CHECK(count(q, "winograd_conv2d") == 1);
-      CHECK(count(q, "conv2d") == 0);
+      CHECK(count_ops(q, "winograd_conv2d") == 1);
+      CHECK(count_ops(q, "conv2d") == 0);
       CHECK(q.value(q.ops()[0].inputs[1][0]).type.shape == pd::Shape{36, 16, 24});
       check_same_outputs(p, q, 1e-4);
     }
@@ -467,7 +464,7 @@ TEST_CASE("pass: conv2d + max_pool2d fusion", "[pass]") {
   pd::ir::PassStats s;
   q = run_pass(p, "conv_pool_fuse", &s);
   CHECK(s.fused == 1);
-  CHECK(count(q, "fused_conv2d_maxpool") == 1);
+  CHECK(count_ops(q, "fused_conv2d_maxpool") == 1);
   CHECK(q.ops().size() == 1);
   check_same_outputs(p, q, 1e-5);
 
@@ -483,8 +480,8 @@ TEST_CASE("pass: conv2d + max_pool2d fusion", "[pass]") {
     Program b = bad.build();
     Program r = b;
     pd::ir::PassManager(opt).run(r);
-    CHECK(count(r, "fused_conv2d_maxpool") == 0);
-    CHECK(count(r, "max_pool2d") == 1);
+    CHECK(count_ops(r, "fused_conv2d_maxpool") == 0);
+    CHECK(count_ops(r, "max_pool2d") == 1);
   }
 }
 
@@ -501,7 +498,7 @@ TEST_CASE("pass: elementwise chain fusion", "[pass]") {
   Program q = run_pass(p, "elementwise_fuse", &s);
   // add, relu, leaky_relu become one op; y has two readers, so mul(y, sigmoid(y)) + clip is another.
   CHECK(q.ops().size() == 2);
-  CHECK(count(q, "fused_elementwise") == 2);
+  CHECK(count_ops(q, "fused_elementwise") == 2);
   CHECK(s.fused == 4);
   CHECK(pd::ir::print(q).find("expr: \"leaky_relu(relu(add(x0, x1)), 0.25)\"") != std::string::npos);
   CHECK(pd::ir::print(q).find("expr: \"clip(mul(x0, sigmoid(x0)), -0.5, 0.75)\"") != std::string::npos);
@@ -568,8 +565,8 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   Program q = p;
   auto report = pm.run(q);
   CHECK(report.size() == pm.pipeline().size());
-  CHECK(count(q, "batch_norm") == 0);
-  CHECK(count(q, "relu") == 1);
+  CHECK(count_ops(q, "batch_norm") == 0);
+  CHECK(count_ops(q, "relu") == 1);
   CHECK(dump.str().find("// after bn_fold\nprogram {") != std::string::npos);
   const std::string table = pd::ir::format_report(report);
   CHECK(table.find("bn_fold") != std::string::npos);
@@ -582,15 +579,15 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   opt.level = 2;
   Program portable = p;
   pd::ir::PassManager(opt).run(portable);
-  CHECK(count(portable, "conv2d") == 1);  // bn folded, nothing fused
-  CHECK(count(portable, "batch_norm") == 0);
+  CHECK(count_ops(portable, "conv2d") == 1);  // bn folded, nothing fused
+  CHECK(count_ops(portable, "batch_norm") == 0);
   CHECK(portable.target().empty());
   opt.lower = true;
   opt.target = pd::Target::parse("cpu-avx2");
   Program r = p;
   pd::ir::PassManager(opt).run(r);
   CHECK(r.ops().size() == 1);
-  CHECK(count(r, "fused_conv2d") == 1);
+  CHECK(count_ops(r, "fused_conv2d") == 1);
   CHECK(r.target() == "cpu-avx2");  // marked: a lowering pass changed it
   check_same_outputs(p, r, 1e-4);
   // Lowering it again for another target is refused; the same target is a no-op.
@@ -618,9 +615,9 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   Program p = n.build(), on_avx2 = p, on_base = p;
   pd::ir::PassManager(opt).run(on_avx2);
   base.run(on_base);
-  CHECK(count(on_avx2, "fused_conv2d_maxpool") == 1);
-  CHECK(count(on_base, "fused_conv2d_maxpool") == 0);
-  CHECK(count(on_base, "fused_conv2d") == 1);
+  CHECK(count_ops(on_avx2, "fused_conv2d_maxpool") == 1);
+  CHECK(count_ops(on_base, "fused_conv2d_maxpool") == 0);
+  CHECK(count_ops(on_base, "fused_conv2d") == 1);
   CHECK(on_base.target() == "cpu-baseline");
   check_same_outputs(p, on_avx2, 1e-5);
   check_same_outputs(p, on_base, 1e-5);
@@ -642,10 +639,10 @@ TEST_CASE("pass: an activation added to ops.yaml is fused everywhere without pas
   opt.passes = pd::ir::lowering_passes();
   Program q = p;
   pd::ir::PassManager(opt).run(q);
-  CHECK(count(q, "hardswish") == 0);
-  CHECK(count(q, pd::cpu_has_avx2_fma() ? "fused_conv2d_maxpool" : "fused_conv2d") == 1);
-  CHECK(count(q, "fused_linear") == 1);
-  REQUIRE(count(q, "fused_elementwise") == 1);
+  CHECK(count_ops(q, "hardswish") == 0);
+  CHECK(count_ops(q, pd::cpu_has_avx2_fma() ? "fused_conv2d_maxpool" : "fused_conv2d") == 1);
+  CHECK(count_ops(q, "fused_linear") == 1);
+  REQUIRE(count_ops(q, "fused_elementwise") == 1);
   for (const auto& op : q.ops())
     if (op.type != "fused_elementwise" && op.attrs.count("activation"))
       CHECK(std::get<std::string>(op.attrs.at("activation")) == "hardswish");
@@ -709,16 +706,16 @@ TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
   pd::ir::PassManager(opt).run(lowered);
   const bool int8 = pd::ir::make_pass("int8_lower")->supports(pd::Target::host());
   if (!int8) {  // a build without oneDNN keeps the QDQ form
-    CHECK(count(lowered, "quantized_conv2d") == 0);
+    CHECK(count_ops(lowered, "quantized_conv2d") == 0);
     return;
   }
-  CHECK(count(lowered, "quantized_conv2d") == (dilated ? 1 : 2));
-  CHECK(count(lowered, "quantized_linear") == 1);
-  CHECK(count(lowered, "fused_conv2d") == (dilated ? 1 : 0));  // the dilated 2-channel conv, in f32
-  CHECK(count(lowered, "dequantize_linear") == 0);
+  CHECK(count_ops(lowered, "quantized_conv2d") == (dilated ? 1 : 2));
+  CHECK(count_ops(lowered, "quantized_linear") == 1);
+  CHECK(count_ops(lowered, "fused_conv2d") == (dilated ? 1 : 0));  // the dilated 2-channel conv, in f32
+  CHECK(count_ops(lowered, "dequantize_linear") == 0);
   // One conv's input (the second's when the first stays f32, else the graph input); the pool's moved
   // into the conv, and undilated, the second conv reads the first's requantized output.
-  CHECK(count(lowered, "quantize_linear") == 1);
+  CHECK(count_ops(lowered, "quantize_linear") == 1);
   for (const auto& op : lowered.ops())
     if (op.type == "max_pool2d") CHECK(lowered.value(op.results[0]).type.dtype == DType::u8);
   // Quantization noise apart, the same function: within 5% of the output's range of the f32 model (the
@@ -782,15 +779,15 @@ TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them canc
   for (bool pool : {false, true}) {
     INFO("max_pool2d in the region: " << pool);
     const Program q = residual_qdq(pool), nchw = lowered(q, false), nhwc = lowered(q, true);
-    REQUIRE(count(nchw, "quantized_conv2d") == (pool ? 6 : 5));
-    CHECK(count(nhwc, "quantized_conv2d") == count(nchw, "quantized_conv2d"));
+    REQUIRE(count_ops(nchw, "quantized_conv2d") == (pool ? 6 : 5));
+    CHECK(count_ops(nhwc, "quantized_conv2d") == count_ops(nchw, "quantized_conv2d"));
     for (const auto& op : nhwc.ops())
       if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
-    CHECK(count(nchw, "transpose") == 0);
-    CHECK(count(nhwc, "transpose") == 2);
-    CHECK(count(nhwc, "max_pool2d") == 0);
-    CHECK(count(nhwc, "max_pool2d_nhwc") == (pool ? 1 : 0));
-    CHECK(count(nhwc, "quantize_linear") == count(nchw, "quantize_linear"));
+    CHECK(count_ops(nchw, "transpose") == 0);
+    CHECK(count_ops(nhwc, "transpose") == 2);
+    CHECK(count_ops(nhwc, "max_pool2d") == 0);
+    CHECK(count_ops(nhwc, "max_pool2d_nhwc") == (pool ? 1 : 0));
+    CHECK(count_ops(nhwc, "quantize_linear") == count_ops(nchw, "quantize_linear"));
     check_same_outputs(nchw, nhwc, 1e-6);
   }
 }
@@ -807,10 +804,10 @@ TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quan
   Program q = p;
   pd::quant::insert_qdq(q, pd::quant::calibrate(p, {inputs_for(p, 21), inputs_for(p, 22)}), minmax());
   const Program nchw = lowered(q, false), nhwc = lowered(q, true);
-  REQUIRE(count(nchw, "quantized_linear") == 1);
-  CHECK(count(nhwc, "max_pool2d_nhwc") == 1);
-  CHECK(count(nhwc, "max_pool2d") == 0);
-  CHECK(count(nhwc, "transpose") == 1);  // into the first conv only
+  REQUIRE(count_ops(nchw, "quantized_linear") == 1);
+  CHECK(count_ops(nhwc, "max_pool2d_nhwc") == 1);
+  CHECK(count_ops(nhwc, "max_pool2d") == 0);
+  CHECK(count_ops(nhwc, "transpose") == 1);  // into the first conv only
   for (const auto& op : nhwc.ops())
     if (op.type == "flatten") CHECK(nhwc.ops()[nhwc.value(op.inputs[0][0]).producer].type == "max_pool2d_nhwc");
   check_same_outputs(nchw, nhwc, 1e-6);
@@ -846,8 +843,8 @@ TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass]
       CHECK(!op.inputs[7].empty());  // its scale
     }
     CHECK(with_residual == 2);
-    CHECK(count(low, "quantize_linear") == 2);  // x and the pooled features: every conv requantizes
-    CHECK(count(low, "dequantize_linear") == 0);
+    CHECK(count_ops(low, "quantize_linear") == 2);  // x and the pooled features: every conv requantizes
+    CHECK(count_ops(low, "dequantize_linear") == 0);
     CHECK(error_over_range(residual_f32(false), low) <= 0.05);
   }
 }
@@ -885,6 +882,6 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
     if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
   // x goes to NHWC after its quantize (u8); y1 goes back to NCHW for the per-channel quantize, whose result goes to NHWC for the next conv;
   // y2 is an output (NCHW) and read by a conv (NHWC: taken before the transpose); softmax reads NCHW.
-  CHECK(count(q, "transpose") == 5);  // x, y1, per_channel, y2, y3
+  CHECK(count_ops(q, "transpose") == 5);  // x, y1, per_channel, y2, y3
   check_same_outputs(p, q, 1e-6);
 }

@@ -20,11 +20,7 @@ using pd::test::max_abs_diff;
 
 namespace {
 
-int count(const Program& p, const std::string& type) {
-  int n = 0;
-  for (const auto& op : p.ops()) n += op.type == type;
-  return n;
-}
+using pd::test::count_ops;
 
 // x -> conv 3x3 (16 -> 16) -> add x -> relu -> max_pool2d: residual, activation, Winograd and pooling
 // all have something to do.
@@ -63,15 +59,15 @@ TEST_CASE("compile: lowering happens on a copy, per target, and computes the sam
   CHECK(p.target().empty());
   CHECK(avx2.source_ops() == 4);
   CHECK(avx2.program().target() == "cpu-avx2");
-  CHECK(count(avx2.program(), "winograd_conv2d") == 1);  // conv + residual + relu in one op
-  CHECK(count(avx2.program(), "max_pool2d") == 1);       // Winograd took the conv, so no conv + pool
+  CHECK(count_ops(avx2.program(), "winograd_conv2d") == 1);  // conv + residual + relu in one op
+  CHECK(count_ops(avx2.program(), "max_pool2d") == 1);       // Winograd took the conv, so no conv + pool
   CHECK_FALSE(avx2.lowering_report().empty());
   CHECK(max_abs_diff(pd::exec::Executor(avx2).run({{"x", x}})[0], want) < 1e-4f);
 
   // The baseline has no AVX2 kernels: the fusions fire, Winograd does not.
   pd::exec::ExecPlan base = pd::exec::compile(p, pd::Target::parse("cpu"));
-  CHECK(count(base.program(), "winograd_conv2d") == 0);
-  CHECK(count(base.program(), "fused_conv2d") == 1);
+  CHECK(count_ops(base.program(), "winograd_conv2d") == 0);
+  CHECK(count_ops(base.program(), "fused_conv2d") == 1);
   CHECK(base.program().target() == "cpu-baseline");
   CHECK(max_abs_diff(pd::exec::Executor(base).run({{"x", x}})[0], want) < 1e-4f);
 
@@ -79,7 +75,7 @@ TEST_CASE("compile: lowering happens on a copy, per target, and computes the sam
   pd::exec::ExecPlan plain = pd::exec::compile(p, pd::Target::host(), {.lower = false});
   CHECK(pd::ir::print(plain.program()) == pd::ir::print(p));
   pd::exec::ExecPlan no_res = pd::exec::compile(p, pd::Target::parse("cpu"), {.disable = {"conv_residual_fuse"}});
-  CHECK(count(no_res.program(), "add") + count(no_res.program(), "fused_elementwise") == 1);
+  CHECK(count_ops(no_res.program(), "add") + count_ops(no_res.program(), "fused_elementwise") == 1);
   CHECK_THAT(error_of([&] { pd::exec::compile(p, pd::Target::host(), {.disable = {"fuse_all"}}); }),
              Catch::Contains("unknown pass 'fuse_all'"));
 }

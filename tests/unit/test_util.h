@@ -10,6 +10,7 @@
 #include "pd/core/error.h"
 #include "pd/core/tensor.h"
 #include "pd/core/tensor_inl.h"
+#include "pd/ir/program.h"
 
 namespace pd::test {
 
@@ -30,6 +31,11 @@ inline float max_abs_diff(const Tensor& a, const Tensor& b) {
   float m = 0;
   for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
   return m;
+}
+
+// How many ops of `type` a program holds.
+inline int count_ops(const ir::Program& p, const std::string& type) {
+  return static_cast<int>(std::count_if(p.ops().begin(), p.ops().end(), [&](const ir::Operation& op) { return op.type == type; }));
 }
 
 }  // namespace pd::test

@@ -11,6 +11,7 @@
 #include "pd/exec/executor.h"
 #include "pd/io/onnx.h"
 #include "pd/ir/pass.h"
+#include "test_util.h"
 #include "pd/pd.h"
 
 using pd::DType;
@@ -22,11 +23,7 @@ using Ints = std::vector<int64_t>;
 
 namespace {
 
-int count(const Program& p, const std::string& type) {
-  int n = 0;
-  for (const auto& op : p.ops()) n += op.type == type;
-  return n;
-}
+using pd::test::count_ops;
 
 Program run_passes(const Program& p, std::vector<std::string> passes) {
   Program q = p;
@@ -46,9 +43,7 @@ float max_difference(const Program& a, const Program& b) {
     for (auto& d : s) d = d < 0 ? 3 : d;
     in[a.value(v).name] = pd::ops::normal(s, 1.0, 2.0, seed++);
   }
-  const Tensor x = pd::exec::Executor(a).run(in)[0], y = pd::exec::Executor(b).run(in)[0];
-  REQUIRE(x.shape() == y.shape());
-  return pd::ops::max(pd::ops::abs(pd::ops::sub(x, y)), {}, false).to_vector<float>()[0];
+  return pd::test::max_abs_diff(pd::exec::Executor(a).run(in)[0], pd::exec::Executor(b).run(in)[0]);
 }
 
 ValueId constant(Program& p, double v) { return p.add_param(p.unique_name("c"), pd::ops::full({}, v)); }
@@ -93,7 +88,7 @@ TEST_CASE("layer_norm_fuse: the written-out chain becomes one layer_norm", "[pas
       const Program p = layer_norm_chain(o);
       const Program q = run_passes(p, {"layer_norm_fuse"});
       CHECK(q.ops().size() == 1);
-      CHECK(count(q, "layer_norm") == 1);
+      CHECK(count_ops(q, "layer_norm") == 1);
       CHECK(max_difference(p, q) < 1e-5f);
     }
   SECTION("over the last two axes, a [1, 8] scale, no bias") {
@@ -103,7 +98,7 @@ TEST_CASE("layer_norm_fuse: the written-out chain becomes one layer_norm", "[pas
     o.bias = false;
     const Program p = layer_norm_chain(o);
     const Program q = run_passes(p, {"layer_norm_fuse"});
-    REQUIRE(count(q, "layer_norm") == 1);
+    REQUIRE(count_ops(q, "layer_norm") == 1);
     CHECK(pd::ir::attr_int(q.ops().back(), "begin_norm_axis") == 1);
     CHECK(max_difference(p, q) < 1e-5f);
   }
@@ -122,7 +117,7 @@ TEST_CASE("layer_norm_fuse: unmet preconditions leave the chain alone", "[pass][
   auto unchanged = [](const NormOptions& o) {
     const Program p = layer_norm_chain(o);
     const Program q = run_passes(p, {"layer_norm_fuse"});
-    CHECK(count(q, "layer_norm") == 0);
+    CHECK(count_ops(q, "layer_norm") == 0);
     CHECK(q.ops().size() == p.ops().size());
   };
   SECTION("the means are not over trailing axes") {
@@ -149,9 +144,9 @@ TEST_CASE("layer_norm_fuse: unmet preconditions leave the chain alone", "[pass][
     NormOptions o;
     o.scale = {5, 1};  // per row, not per feature
     const Program q = run_passes(layer_norm_chain(o), {"layer_norm_fuse"});
-    CHECK(count(q, "layer_norm") == 1);
-    CHECK(count(q, "mul") == 1);
-    CHECK(count(q, "add") == 1);  // the bias follows the mul, not the normalisation: it stays too
+    CHECK(count_ops(q, "layer_norm") == 1);
+    CHECK(count_ops(q, "mul") == 1);
+    CHECK(count_ops(q, "add") == 1);  // the bias follows the mul, not the normalisation: it stays too
   }
 }
 
@@ -191,13 +186,13 @@ TEST_CASE("gelu_fuse: the erf form becomes one gelu, in either grouping", "[pass
       const Program p = gelu_chain(o);
       const Program q = run_passes(p, {"gelu_fuse"});
       CHECK(q.ops().size() == 1);
-      CHECK(count(q, "gelu") == 1);
+      CHECK(count_ops(q, "gelu") == 1);
       CHECK(max_difference(p, q) < 1e-5f);
     }
   auto unchanged = [](const GeluOptions& o) {
     const Program p = gelu_chain(o);
     const Program q = run_passes(p, {"gelu_fuse"});
-    CHECK(count(q, "gelu") == 0);
+    CHECK(count_ops(q, "gelu") == 0);
     CHECK(q.ops().size() == p.ops().size());
   };
   SECTION("another constant than 0.5") {
@@ -267,7 +262,7 @@ TEST_CASE("a transformer block through ONNX opset 13 comes back from -O2 with th
   const Program optimised = run_passes(back, pd::ir::level_passes(2));
   for (const char* type : {"layer_norm", "gelu", "scaled_dot_product_attention", "linear", "split", "add"}) {
     INFO(type);
-    CHECK(count(optimised, type) == count(p, type));
+    CHECK(count_ops(optimised, type) == count_ops(p, type));
   }
   CHECK(optimised.ops().size() == p.ops().size());
   CHECK(max_difference(p, optimised) < 1e-4f);
@@ -332,7 +327,7 @@ TEST_CASE("attention_qkv_fuse: attention on a packed QKV projection becomes one 
   auto unchanged = [](const QkvOptions& o) {
     const Program p = qkv_chain(o);
     const Program q = lowered(p);
-    CHECK(count(q, "qkv_attention") == 0);
+    CHECK(count_ops(q, "qkv_attention") == 0);
     CHECK(q.ops().size() == p.ops().size());
   };
   SECTION("k and v taken from the split in the other order") {
@@ -354,6 +349,6 @@ TEST_CASE("attention_qkv_fuse: attention on a packed QKV projection becomes one 
     opt.passes = {"attention_qkv_fuse"};
     opt.target = pd::Target::parse("cpu-baseline");
     pd::ir::PassManager(opt).run(q);
-    CHECK(count(q, "qkv_attention") == 0);
+    CHECK(count_ops(q, "qkv_attention") == 0);
   }
 }

@@ -99,6 +99,16 @@ void binary_map(const Tensor& x, const Tensor& y, Tensor& out, F&& f) {
   const TIn* xd = x.data<TIn>();
   const TIn* yd = y.data<TIn>();
   TOut* od = out.data<TOut>();
+  if (x.shape() == out.shape() && y.shape() == out.shape()) {  // no broadcast: unary_map's chunked SIMD loop
+    const int64_t n = out.numel();
+    constexpr int64_t kChunk = int64_t{1} << 14;
+    parallel_for((n + kChunk - 1) / kChunk, kChunk, [&](int64_t c) {
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+#pragma omp simd
+      for (int64_t i = c * kChunk; i < end; ++i) od[i] = f(xd[i], yd[i]);
+    });
+    return;
+  }
   broadcast_for_each<2>({&x.shape(), &y.shape()}, out.shape(),
                         [&](int64_t o, int64_t i, int64_t j) { od[o] = f(xd[i], yd[j]); });
 }

@@ -1,7 +1,6 @@
 // add / sub / mul / div with NumPy broadcasting through the oneDNN binary primitive.
 #include <algorithm>
 
-#include "cpu/common/parallel.h"
 #include "cpu/onednn/onednn_common.h"
 #include "kernels.h"
 
@@ -26,34 +25,15 @@ void run_binary(const BinaryEntry& e, const dnnl::memory& s0, const dnnl::memory
   e.prim.execute(cpu_stream(), {{DNNL_ARG_SRC_0, s0}, {DNNL_ARG_SRC_1, s1}, {DNNL_ARG_DST, d}});
 }
 
-// Operands of one shape need no broadcast: a plain vector loop over fixed chunks across the threads,
-// without the primitive's per-call cost (a cache key formatted, memories wrapped: about 2 us, which
-// was most of a [50, 64] residual add at batch 1). The same IEEE operation per element as oneDNN's.
-template <typename F>
-void same_shape(const Tensor& x, const Tensor& y, Tensor& out, F f) {
-  constexpr int64_t kChunk = 1 << 14;
-  const float* __restrict a = x.data<float>();
-  const float* __restrict b = y.data<float>();
-  float* __restrict d = out.data<float>();
-  const int64_t n = out.numel();
-  cpu::parallel_for((n + kChunk - 1) / kChunk, kChunk, [&](int64_t c) {
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-#pragma omp simd
-    for (int64_t i = c * kChunk; i < end; ++i) d[i] = f(a[i], b[i]);
-  });
+// Operands of one shape need no broadcast, and the reference kernel's vector loop (binary_map) beats
+// the primitive's per-call cost (a cache key formatted, memories wrapped: about 2 us, most of a
+// [50, 64] residual add at batch 1). Ranks beyond oneDNN's go there too.
+bool on_reference(const Tensor& x, const Tensor& y, const Tensor& out) {
+  return beyond_onednn_rank(out.dim()) || (x.shape() == out.shape() && y.shape() == out.shape());
 }
 
 void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Tensor& y, Tensor& out) {
   if (out.numel() == 0) return;
-  if (x.shape() == out.shape() && y.shape() == out.shape()) {
-    switch (alg) {
-      case dnnl::algorithm::binary_add: return same_shape(x, y, out, [](float a, float b) { return a + b; });
-      case dnnl::algorithm::binary_sub: return same_shape(x, y, out, [](float a, float b) { return a - b; });
-      case dnnl::algorithm::binary_mul: return same_shape(x, y, out, [](float a, float b) { return a * b; });
-      case dnnl::algorithm::binary_div: return same_shape(x, y, out, [](float a, float b) { return a / b; });
-      default: break;
-    }
-  }
   guarded(name, [&] {
     dims od = to_dims(out.shape());
     dims xd = pad_left(to_dims(x.shape()), od.size());
@@ -76,22 +56,22 @@ void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Ten
 
 template <typename T>
 void add(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  if (beyond_onednn_rank(out.dim())) return reference::add<float>(ctx, x, y, out);
+  if (on_reference(x, y, out)) return reference::add<float>(ctx, x, y, out);
   binary_op("add", dnnl::algorithm::binary_add, x, y, out);
 }
 template <typename T>
 void sub(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  if (beyond_onednn_rank(out.dim())) return reference::sub<float>(ctx, x, y, out);
+  if (on_reference(x, y, out)) return reference::sub<float>(ctx, x, y, out);
   binary_op("sub", dnnl::algorithm::binary_sub, x, y, out);
 }
 template <typename T>
 void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  if (beyond_onednn_rank(out.dim())) return reference::mul<float>(ctx, x, y, out);
+  if (on_reference(x, y, out)) return reference::mul<float>(ctx, x, y, out);
   binary_op("mul", dnnl::algorithm::binary_mul, x, y, out);
 }
 template <typename T>
 void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  if (beyond_onednn_rank(out.dim())) return reference::div<float>(ctx, x, y, out);
+  if (on_reference(x, y, out)) return reference::div<float>(ctx, x, y, out);
   binary_op("div", dnnl::algorithm::binary_div, x, y, out);
 }
 
