@@ -49,19 +49,21 @@ void gemm_rowmajor(const KernelContext& ctx, bool tx, bool ty, int64_t M, int64_
                                              static_cast<int>(batches), G::compute, CUBLAS_GEMM_DEFAULT));
 }
 
+// out = act(out + bias + residual), bias [cols] and residual [n] each optional; the residual may be out itself.
 template <typename D, typename C>
-__global__ void bias_activation_kernel(D* __restrict__ out, const D* __restrict__ bias, int64_t n, int64_t cols,
-                                       ::pd::Activation act, C alpha) {
+__global__ void bias_activation_kernel(D* out, const D* __restrict__ bias, const D* residual,
+                                       int64_t n, int64_t cols, ::pd::Activation act, C alpha) {
   PD_GRID_STRIDE(i, n) {
     C v = load_as<C>(out[i]);
     if (bias) v += load_as<C>(bias[i % cols]);
+    if (residual) v += load_as<C>(residual[i]);
     out[i] = store_as<D>(::pd::activate<C>(act, v, alpha));
   }
 }
 
 template <typename T>
-void linear_into(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, ::pd::Activation act,
-                 double alpha, Tensor& out) {
+void linear_into(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                 ::pd::Activation act, double alpha, Tensor& out) {
   const int64_t in_f = weight.shape()[1], out_f = weight.shape()[0];
   const int64_t rows = out_f == 0 ? 0 : out.numel() / out_f;
   if (out.numel() == 0) return;
@@ -71,10 +73,11 @@ void linear_into(const KernelContext& ctx, const Tensor& x, const Tensor& weight
     // out[rows, out_f] = x[rows, in_f] weight[out_f, in_f]^T
     gemm_rowmajor<T>(ctx, false, true, rows, out_f, in_f, x.raw_data(), in_f, 0, weight.raw_data(), in_f, 0, out.raw_data(), 1);
   }
-  if (bias.defined() || act != ::pd::Activation::none) {
+  if (bias.defined() || residual.defined() || act != ::pd::Activation::none) {
     const int64_t n = out.numel();
     bias_activation_kernel<dev_t<T>, acc_t<T>><<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(
-        dptr<T>(out), bias.defined() ? dptr<T>(bias) : nullptr, n, out_f, act, static_cast<acc_t<T>>(alpha));
+        dptr<T>(out), bias.defined() ? dptr<T>(bias) : nullptr, residual.defined() ? dptr<T>(residual) : nullptr, n, out_f,
+        act, static_cast<acc_t<T>>(alpha));
     PD_CUDA_CHECK_LAUNCH("linear bias");
   }
 }
@@ -137,13 +140,13 @@ void matmul(const KernelContext& ctx, const Tensor& x, const Tensor& y, bool tra
 
 template <typename T>
 void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
-  linear_into<T>(ctx, x, weight, bias, ::pd::Activation::none, 0.0, out);
+  linear_into<T>(ctx, x, weight, bias, Tensor(), ::pd::Activation::none, 0.0, out);
 }
 
 template <typename T>
-void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                   const std::string& activation, double alpha, Tensor& out) {
-  linear_into<T>(ctx, x, weight, bias, ::pd::parse_activation("fused_linear", activation), alpha, out);
+  linear_into<T>(ctx, x, weight, bias, residual, ::pd::parse_activation("fused_linear", activation), alpha, out);
 }
 
 }  // namespace pd::kernels::cuda

@@ -90,7 +90,7 @@ TEST_CASE("relu keeps NaN on every backend and in every fused kernel", "[dispatc
     const pd::Tensor b = pd::ops::uniform({5}, -1, 1, 6);
     for (const pd::Tensor& in : {x, pd::ops::slice(x, {0}, {0}, {1})}) {
       for (const std::string act : {"relu", "leaky_relu"}) {
-        const pd::Tensor fused = pd::ops::fused_linear(in, w, b, act, 0.0);
+        const pd::Tensor fused = pd::ops::fused_linear(in, w, b, {}, act, 0.0);
         const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::linear(in, w, b)); });
         CHECK(check_same_with_nans(fused, apart) == 5 * (in.shape()[0] == 1 ? 1 : 2));  // rows 0 and 2
       }

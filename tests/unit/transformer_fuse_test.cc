@@ -1,7 +1,8 @@
 // layer_norm_fuse, gelu_fuse and linear_bias_fuse: the op-by-op forms ONNX exporters write (before
 // opsets 17 and 20) become layer_norm, gelu and a linear with its bias, computing the same; every failed
 // precondition leaves the graph as it was. attention_qkv_fuse (lowering): multi-head attention fed by
-// one packed QKV projection becomes qkv_attention. And the whole way: a transformer block exported to ONNX at
+// one packed QKV projection becomes qkv_attention; linear_residual_fuse (lowering) folds the skip
+// connection's add into the linear before it. And the whole way: a transformer block exported to ONNX at
 // opset 13 and imported back comes out of -O2 with the ops it started with.
 #include <unistd.h>
 
@@ -351,4 +352,69 @@ TEST_CASE("attention_qkv_fuse: attention on a packed QKV projection becomes one 
     pd::ir::PassManager(opt).run(q);
     CHECK(count_ops(q, "qkv_attention") == 0);
   }
+}
+
+namespace {
+
+struct ResidualOptions {
+  Shape residual = {2, 5, 6};      // the skip connection's shape (the add broadcasts otherwise)
+  bool second_reader = false;      // the linear's result is also a graph output
+  bool quantized_weight = false;   // the weight comes from a dequantize_linear (a QDQ model)
+  std::string activation = "none"; // the linear is already a fused_linear with this activation
+  bool relu_after = false;         // relu(linear + r): a residual MLP block
+};
+
+// x [2, 5, 4] -> linear(w, b) -> add(r): a pre-norm block's projection and skip connection.
+Program residual_chain(const ResidualOptions& o) {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {2, 5, 4}});
+  const ValueId r = p.add_input("r", {DType::f32, o.residual});
+  ValueId w = p.add_param("w", pd::ops::normal({6, 4}, 0, 1, 1));
+  if (o.quantized_weight) {
+    const ValueId wq = p.add_param("wq", pd::ops::cast(pd::ops::full({6, 4}, 3), DType::i8));
+    w = p.add_op("dequantize_linear", {{wq}, {constant(p, 0.1)}, {p.add_param("wz", pd::ops::cast(pd::ops::full({}, 0), DType::i8))}})[0];
+  }
+  const ValueId b = p.add_param("b", pd::ops::normal({6}, 0, 1, 2));
+  const ValueId y = o.activation == "none" ? p.add_op("linear", {{x}, {w}, {b}})[0]
+                                           : p.add_op("fused_linear", {{x}, {w}, {b}, {}}, {{"activation", pd::AttrValue(o.activation)}})[0];
+  const ValueId sum = p.add_op("add", {{r}, {y}})[0];
+  p.mark_output(o.relu_after ? p.add_op("relu", {{sum}})[0] : sum, "out");
+  if (o.second_reader) p.mark_output(y, "projection");
+  pd::ir::verify(p);
+  return p;
+}
+
+Program residual_lowered(const Program& p) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"linear_residual_fuse", "linear_act_fuse", "dce"};
+  opt.target = pd::Target::parse("cpu");
+  pd::ir::PassManager(opt).run(q);
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("linear_residual_fuse: a linear and its skip connection become one fused_linear", "[pass][transformer]") {
+  const Program p = residual_chain({});
+  const Program q = residual_lowered(p);
+  REQUIRE(q.ops().size() == 1);
+  CHECK(q.ops()[0].type == "fused_linear");
+  CHECK(q.value(pd::ir::input_of(q, 0, 3)).name == "r");
+  CHECK(max_difference(p, q) < 1e-5f);
+  // A relu after the add joins the same op: activation(linear + residual), the fused ops' order.
+  const Program relu = residual_chain({.relu_after = true});
+  const Program rq = residual_lowered(relu);
+  REQUIRE(rq.ops().size() == 1);
+  CHECK(pd::ir::attr_string(rq.ops()[0], "activation") == "relu");
+  CHECK(max_difference(relu, rq) < 1e-5f);
+
+  auto unchanged = [](const ResidualOptions& o) {
+    const Program p = residual_chain(o);
+    CHECK(count_ops(residual_lowered(p), "add") == 1);
+  };
+  SECTION("the residual broadcasts") { unchanged({.residual = {5, 6}}); }
+  SECTION("the linear's result has a second reader") { unchanged({.second_reader = true}); }
+  SECTION("a quantized model's linear (int8_lower takes it)") { unchanged({.quantized_weight = true}); }
+  SECTION("the linear already applies an activation") { unchanged({.activation = "gelu"}); }
 }

@@ -20,6 +20,14 @@ struct ExpConstants {
   static constexpr float kC[7] = {1.f, 1.f, 0.5f, 1.f / 6, 1.f / 24, 1.f / 120, 1.f / 720};
 };
 
+// erf by Abramowitz and Stegun 7.1.26: for a = |x|, t = 1 / (1 + p a),
+// erf(a) = 1 - t (c1 + t (c2 + t (c3 + t (c4 + t c5)))) exp(-a^2), absolute error below 1.5e-7 (float
+// rounding adds about as much); erf(-x) = -erf(x); NaN stays NaN.
+struct ErfConstants {
+  static constexpr float kP = 0.3275911f;
+  static constexpr float kC[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
+};
+
 #define PD_AVX2 [[gnu::target("avx2,fma"), gnu::always_inline]] static inline
 struct Avx2 {
   using V = __m256;
@@ -33,7 +41,17 @@ struct Avx2 {
   PD_AVX2 V add(V a, V b) { return _mm256_add_ps(a, b); }
   PD_AVX2 V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   PD_AVX2 V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  PD_AVX2 V div(V a, V b) { return _mm256_div_ps(a, b); }
   PD_AVX2 V max(V a, V b) { return _mm256_max_ps(a, b); }
+  // erf (see ErfConstants): computed on |x|, x's sign put back.
+  PD_AVX2 V erf(V x) {
+    const V sign = set1(-0.f), a = _mm256_andnot_ps(sign, x);
+    const V t = div(set1(1.f), fmadd(a, set1(ErfConstants::kP), set1(1.f)));
+    V p = set1(ErfConstants::kC[4]);
+    for (int i = 3; i >= 0; --i) p = fmadd(p, t, set1(ErfConstants::kC[i]));
+    const V y = sub(set1(1.f), mul(mul(p, t), exp(mul(sub(zero(), a), a))));
+    return _mm256_or_ps(_mm256_and_ps(x, sign), y);
+  }
   PD_AVX2 float reduce_max(V v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -72,6 +90,16 @@ struct Avx512 {
   PD_AVX512 V add(V a, V b) { return _mm512_add_ps(a, b); }
   PD_AVX512 V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   PD_AVX512 V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  PD_AVX512 V div(V a, V b) { return _mm512_div_ps(a, b); }
+  PD_AVX512 V erf(V x) {  // as Avx2::erf (AVX-512F has bitwise ops on integers only; masked, as max above)
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u)), bits = _mm512_castps_si512(x);
+    const V a = _mm512_castsi512_ps(_mm512_mask_andnot_epi32(bits, 0xFFFF, sign, bits));
+    const V t = div(set1(1.f), fmadd(a, set1(ErfConstants::kP), set1(1.f)));
+    V p = set1(ErfConstants::kC[4]);
+    for (int i = 3; i >= 0; --i) p = fmadd(p, t, set1(ErfConstants::kC[i]));
+    const V y = sub(set1(1.f), mul(mul(p, t), exp(mul(sub(zero(), a), a))));
+    return _mm512_castsi512_ps(_mm512_mask_or_epi32(bits, 0xFFFF, _mm512_mask_and_epi32(bits, 0xFFFF, bits, sign), _mm512_castps_si512(y)));
+  }
   // The masked forms with every lane set: GCC 12's unmasked ones pass _mm512_undefined_ps() as the
   // source, which -Wmaybe-uninitialized reports once inlined under a target pragma.
   PD_AVX512 V max(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }

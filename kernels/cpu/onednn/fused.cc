@@ -1,30 +1,39 @@
 // fused_conv2d and fused_linear through oneDNN: the conv / matmul primitive of conv2d and linear with
-// the residual as a sum post-op and the activation as an eltwise post-op, so the output is written
-// once instead of read back by more kernels.
+// the residual as a sum (conv) or binary add (matmul) post-op and the activation as an eltwise post-op,
+// so the output is written once instead of read back by more kernels.
 #include <optional>
 #include <utility>
 
 #include "cpu/common/elementwise.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/matmul_common.h"
+#include "cpu/ref/small_linear.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 
 namespace pd::kernels::onednn {
 namespace {
 
-// `base` with post-ops: a sum (the residual already in the destination) when `sum`, then the
-// activation as an eltwise post-op (none: no eltwise). Nothing for an activation oneDNN has no exact
-// form of (relu6: its clip makes NaN 0): see with_activation.
-std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, bool sum, Activation act, double alpha) {
+// How a residual joins the output: a sum post-op (the conv puts it in its blocked destination first)
+// or a binary add post-op that reads it where it is (the matmul's plain rows: no copy), as post-op 0.
+struct ResidualPostOp {
+  bool sum = false;
+  const dnnl::memory::desc* add = nullptr;
+};
+
+// `base` with post-ops: the residual's, then the activation as an eltwise post-op (none: no eltwise).
+// Nothing for an activation oneDNN has no exact form of (relu6: its clip makes NaN 0): see with_activation.
+std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, ResidualPostOp residual, Activation act,
+                                                  double alpha) {
   using alg = dnnl::algorithm;
   dnnl::post_ops ops;
-  if (sum) ops.append_sum(1.0f);
+  if (residual.sum) ops.append_sum(1.0f);
+  if (residual.add) ops.append_binary(alg::binary_add, *residual.add);
   alg a = alg::eltwise_relu;
   float a_alpha = 0.0f;  // slope of relu's negative side; swish's beta
   switch (act) {
     case Activation::none:
-      if (sum) attr.set_post_ops(ops);
+      if (ops.len() > 0) attr.set_post_ops(ops);
       return attr;
     case Activation::leaky_relu:
       if (alpha != 0.0) {
@@ -52,9 +61,10 @@ std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, boo
 
 // The post-ops for `act`, and whether the activation is left to apply_after: the primitive still
 // runs (with the residual sum), and the activation's formula goes over its output in one more pass.
-std::pair<dnnl::primitive_attr, bool> with_activation(dnnl::primitive_attr base, bool sum, Activation act, double alpha) {
-  if (auto attr = with_post_ops(base, sum, act, alpha)) return {*attr, false};
-  return {*with_post_ops(base, sum, Activation::none, alpha), true};
+std::pair<dnnl::primitive_attr, bool> with_activation(dnnl::primitive_attr base, ResidualPostOp residual, Activation act,
+                                                      double alpha) {
+  if (auto attr = with_post_ops(base, residual, act, alpha)) return {*attr, false};
+  return {*with_post_ops(base, residual, Activation::none, alpha), true};
 }
 
 void apply_after(Tensor& out, Activation act, double alpha) {
@@ -76,7 +86,7 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   if (out.numel() == 0) return;
   if (!residual.defined() && use_direct_conv(x, weight, stride, padding, dilation, groups))
     return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, activation, alpha, out);
-  const auto [attr, after] = with_activation(user_scratchpad(), residual.defined(), act, alpha);
+  const auto [attr, after] = with_activation(user_scratchpad(), {residual.defined(), nullptr}, act, alpha);
   const dnnl::primitive_attr& post = attr;
   guarded("fused_conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
@@ -88,22 +98,24 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
 }
 
 template <typename T>
-void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
-                  double alpha, Tensor& out) {
+void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                  const std::string& activation, double alpha, Tensor& out) {
   const Activation act = parse_activation("fused_linear", activation);
   if (out.numel() == 0) return;
   // An empty inner dimension leaves only the bias, which oneDNN would not write; a single row is faster
   // as the reference's matrix-vector product (see single_row). Both are decided before building the
   // post-ops, which costs a microsecond a call.
   if (weight.shape()[1] == 0 || single_row(weight, out))
-    return reference::fused_linear<float>(ctx, x, weight, bias, activation, alpha, out);
-  const auto [attr, after] = with_activation(dnnl::primitive_attr(), false, act, alpha);
+    return reference::fused_linear<float>(ctx, x, weight, bias, residual, activation, alpha, out);
+  if (reference::small_linear(ctx, x, weight, bias, residual, act, out)) return;
+  const int64_t out_f = weight.shape()[0];
+  const dnnl::memory::desc rows = plain_desc(dims{out.numel() / out_f, out_f});
+  const auto [attr, after] = with_activation(dnnl::primitive_attr(), {false, residual.defined() ? &rows : nullptr}, act, alpha);
   const dnnl::primitive_attr& post = attr;
   guarded("fused_linear", [&] {
-    const int64_t out_f = weight.shape()[0];
-    const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,
-                                        bias.defined(), activation, alpha);
-    linear_forward(key, post, x, weight, bias, out);
+    const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,
+                                        bias.defined(), residual.defined(), activation, alpha);
+    linear_forward(key, post, x, weight, bias, out, residual);
   });
   if (after) apply_after(out, act, alpha);
 }

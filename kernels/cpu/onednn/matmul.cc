@@ -1,8 +1,10 @@
 // matmul (batched, broadcasting) and linear through the oneDNN matmul primitive. Transposes are
-// not materialised: they are expressed as swapped strides in the memory descriptors.
+// not materialised: they are expressed as swapped strides in the memory descriptors. A linear of one
+// row goes to the reference GEMV, a small one to small_linear.h.
 #include <algorithm>
 
 #include "cpu/onednn/matmul_common.h"
+#include "cpu/ref/small_linear.h"
 #include "kernels.h"
 
 namespace pd::kernels::onednn {
@@ -33,6 +35,7 @@ template <typename T>
 void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   if (out.numel() == 0) return;
   if (single_row(weight, out)) return reference::linear<float>(ctx, x, weight, bias, out);
+  if (reference::small_linear(ctx, x, weight, bias, Tensor(), Activation::none, out)) return;
   guarded("linear", [&] {
     const int64_t in = weight.shape()[1];
     const int64_t out_f = weight.shape()[0];

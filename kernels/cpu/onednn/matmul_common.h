@@ -49,9 +49,9 @@ inline bool single_row(const Tensor& weight, const Tensor& out) {
 }
 
 // linear as a matmul of x [M, in] by weight^T, cached under `key` (which must identify `attr` too).
-// The inner dimension must be non-empty.
+// The inner dimension must be non-empty. A residual is the source of `attr`'s first post-op, a binary add.
 inline void linear_forward(const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
-                           const Tensor& weight, const Tensor& bias, Tensor& out) {
+                           const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual = Tensor()) {
   const int64_t in = weight.shape()[1];
   const int64_t out_f = weight.shape()[0];
   const int64_t m = out.numel() / out_f;
@@ -63,6 +63,7 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, wrap(e->src, x)}, {DNNL_ARG_WEIGHTS, wrap(e->wei, weight)}, {DNNL_ARG_DST, wrap(e->dst, out)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(e->bias, bias));
+  if (residual.defined()) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, wrap(e->dst, residual));
   e->prim.execute(cpu_stream(), args);
 }
 

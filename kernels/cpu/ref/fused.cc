@@ -30,10 +30,11 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
 }
 
 template <typename T>
-void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::string& activation,
-                  double alpha, Tensor& out) {
+void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                  const std::string& activation, double alpha, Tensor& out) {
   const auto act = parse_activation("fused_linear", activation);
   linear<T>(ctx, x, weight, bias, out);
+  if (residual.defined()) add<T>(ctx, out, residual, out);
   apply_activation<T>(act, alpha, out);
 }
 

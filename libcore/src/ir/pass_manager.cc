@@ -30,7 +30,7 @@ const std::vector<Entry>& registry() {
       {"gelu_fuse", passes::gelu_fusion},                   {"linear_bias_fuse", passes::linear_bias_fusion},
       {"attention_qkv_fuse", passes::attention_qkv_fusion},  {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
-      {"linear_act_fuse", passes::linear_activation_fusion},
+      {"linear_residual_fuse", passes::linear_residual_fusion}, {"linear_act_fuse", passes::linear_activation_fusion},
       {"int8_lower", passes::int8_lowering},                {"int8_channels_last", passes::int8_channels_last},
       {"weight_only_lower", passes::weight_only_lowering},
       {"conv_pool_fuse", passes::conv_pool_fusion},

@@ -61,6 +61,8 @@ Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t
 // conv2d's rule on the NCHW extents `xs` of an input (an NHWC input passes its extents permuted).
 Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight, In bias, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
+// fused_linear: linear's rule, a residual (when given) of exactly the output's shape.
+Shape fused_linear(const char* op, In x, In weight, In bias, In residual);
 // fused_conv2d: conv2d's rule, a residual (when given) of exactly the output's shape (the
 // activation is an enum(activation) attribute, which the generated op API checks).
 Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,

@@ -1,0 +1,37 @@
+// Small linears (inference at batch 1: a transformer's [50, 64] x [64, 192]) on the register-blocked GEMM
+// of small_gemm.h, bias, residual and activation applied while the rows are still in cache. oneDNN's
+// matmul spends 6-14 us of setup and threading on such a product where the GEMM needs 2-4 us; above
+// kMaxMacs the library's packing and threads win, and the oneDNN kernels go there.
+#pragma once
+#include <cstdint>
+
+#include "elementwise_ops.h"
+#include "pd/core/kernel_context.h"
+#include "pd/core/tensor.h"
+
+namespace pd::kernels::reference {
+
+// One call's operands: out[M, N] = act(x[M, K] wt[K, N] + bias[N] + residual[M, N]), rows contiguous,
+// N a multiple of 16; bias and residual may be null.
+struct SmallLinear {
+  const float* x = nullptr;
+  const float* wt = nullptr;  // the weight [N, K] transposed
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  float* out = nullptr;
+  int64_t M = 0, N = 0, K = 0;
+  Activation act = Activation::none;
+};
+
+// Runs linear / fused_linear (f32) here when it is small enough and its activation is one the epilogue
+// computes (none, relu, gelu) on a CPU with AVX2 and FMA; false leaves the call to the caller. The
+// transposed weight is kept in ctx.packed when the weight is a constant there (an Executor's param),
+// else made for this call.
+bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                  Activation act, Tensor& out);
+
+// The vector forms (isa/linear_rows.cc).
+void small_linear_avx2(const SmallLinear& c);
+void small_linear_avx512(const SmallLinear& c);
+
+}  // namespace pd::kernels::reference
