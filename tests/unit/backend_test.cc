@@ -85,14 +85,16 @@ TEST_CASE("relu keeps NaN on every backend and in every fused kernel", "[dispatc
       CHECK(check_same_with_nans(fused, apart) == out_channels * 9);  // the 3x3 neighbourhood, every channel
     }
   }
-  SECTION("fused_linear on oneDNN (several rows) and on the GEMV (one row), relu and leaky_relu with slope 0") {
-    const pd::Tensor w = pd::ops::uniform({5, 300}, -1, 1, 5);
-    const pd::Tensor b = pd::ops::uniform({5}, -1, 1, 6);
-    for (const pd::Tensor& in : {x, pd::ops::slice(x, {0}, {0}, {1})}) {
-      for (const std::string act : {"relu", "leaky_relu"}) {
-        const pd::Tensor fused = pd::ops::fused_linear(in, w, b, {}, act, 0.0);
-        const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::linear(in, w, b)); });
-        CHECK(check_same_with_nans(fused, apart) == 5 * (in.shape()[0] == 1 ? 1 : 2));  // rows 0 and 2
+  SECTION("fused_linear on oneDNN (5 outputs), the small GEMM (16) and the GEMV (one row), relu and leaky_relu with slope 0") {
+    for (int64_t out_f : {5, 16}) {
+      const pd::Tensor w = pd::ops::uniform({out_f, 300}, -1, 1, 5);
+      const pd::Tensor b = pd::ops::uniform({out_f}, -1, 1, 6);
+      for (const pd::Tensor& in : {x, pd::ops::slice(x, {0}, {0}, {1})}) {
+        for (const std::string act : {"relu", "leaky_relu"}) {
+          const pd::Tensor fused = pd::ops::fused_linear(in, w, b, {}, act, 0.0);
+          const pd::Tensor apart = on_reference([&] { return pd::ops::relu(pd::ops::linear(in, w, b)); });
+          CHECK(check_same_with_nans(fused, apart) == out_f * (in.shape()[0] == 1 ? 1 : 2));  // rows 0 and 2
+        }
       }
     }
   }
