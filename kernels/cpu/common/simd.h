@@ -41,12 +41,17 @@ struct Avx2 {
   PD_AVX2 V add(V a, V b) { return _mm256_add_ps(a, b); }
   PD_AVX2 V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   PD_AVX2 V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  PD_AVX2 V div(V a, V b) { return _mm256_div_ps(a, b); }
+  // 1 / x from the 12-bit estimate and one Newton step (about 23 bits: below float rounding in erf's t,
+  // a fifth of a division's cost).
+  PD_AVX2 V reciprocal(V x) {
+    const V r = _mm256_rcp_ps(x);
+    return mul(r, _mm256_fnmadd_ps(x, r, set1(2.f)));
+  }
   PD_AVX2 V max(V a, V b) { return _mm256_max_ps(a, b); }
   // erf (see ErfConstants): computed on |x|, x's sign put back.
   PD_AVX2 V erf(V x) {
     const V sign = set1(-0.f), a = _mm256_andnot_ps(sign, x);
-    const V t = div(set1(1.f), fmadd(a, set1(ErfConstants::kP), set1(1.f)));
+    const V t = reciprocal(fmadd(a, set1(ErfConstants::kP), set1(1.f)));
     V p = set1(ErfConstants::kC[4]);
     for (int i = 3; i >= 0; --i) p = fmadd(p, t, set1(ErfConstants::kC[i]));
     const V y = sub(set1(1.f), mul(mul(p, t), exp(mul(sub(zero(), a), a))));
@@ -90,11 +95,14 @@ struct Avx512 {
   PD_AVX512 V add(V a, V b) { return _mm512_add_ps(a, b); }
   PD_AVX512 V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   PD_AVX512 V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  PD_AVX512 V div(V a, V b) { return _mm512_div_ps(a, b); }
+  PD_AVX512 V reciprocal(V x) {  // 14-bit estimate and one Newton step
+    const V r = _mm512_mask_rcp14_ps(x, 0xFFFF, x);
+    return mul(r, _mm512_fnmadd_ps(x, r, set1(2.f)));
+  }
   PD_AVX512 V erf(V x) {  // as Avx2::erf (AVX-512F has bitwise ops on integers only; masked, as max above)
     const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u)), bits = _mm512_castps_si512(x);
     const V a = _mm512_castsi512_ps(_mm512_mask_andnot_epi32(bits, 0xFFFF, sign, bits));
-    const V t = div(set1(1.f), fmadd(a, set1(ErfConstants::kP), set1(1.f)));
+    const V t = reciprocal(fmadd(a, set1(ErfConstants::kP), set1(1.f)));
     V p = set1(ErfConstants::kC[4]);
     for (int i = 3; i >= 0; --i) p = fmadd(p, t, set1(ErfConstants::kC[i]));
     const V y = sub(set1(1.f), mul(mul(p, t), exp(mul(sub(zero(), a), a))));

@@ -109,12 +109,23 @@ void fused_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
     return reference::fused_linear<float>(ctx, x, weight, bias, residual, activation, alpha, out);
   if (reference::small_linear(ctx, x, weight, bias, residual, act, out)) return;
   const int64_t out_f = weight.shape()[0];
-  const dnnl::memory::desc rows = plain_desc(dims{out.numel() / out_f, out_f});
+  const int64_t m = out.numel() / out_f;
+  // A residual or gelu goes to the vector epilogue after the plain matmul where there is one (cheaper
+  // than oneDNN's post-ops for them); relu stays a post-op (free).
+  if ((residual.defined() || act == Activation::gelu) && reference::linear_epilogue_runs(act)) {
+    guarded("fused_linear", [&] {
+      linear_forward(fmt::format("linear:{}:{}:{}:{}", m, weight.shape()[1], out_f, bias.defined()), dnnl::primitive_attr(), x,
+                     weight, bias, out);
+    });
+    reference::linear_epilogue(residual, act, out);
+    return;
+  }
+  const dnnl::memory::desc rows = plain_desc(dims{m, out_f});
   const auto [attr, after] = with_activation(dnnl::primitive_attr(), {false, residual.defined() ? &rows : nullptr}, act, alpha);
   const dnnl::primitive_attr& post = attr;
   guarded("fused_linear", [&] {
-    const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}:{}", out.numel() / out_f, weight.shape()[1], out_f,
-                                        bias.defined(), residual.defined(), activation, alpha);
+    const std::string key = fmt::format("fused_linear:{}:{}:{}:{}:{}:{}:{}", m, weight.shape()[1], out_f, bias.defined(),
+                                        residual.defined(), activation, alpha);
     linear_forward(key, post, x, weight, bias, out, residual);
   });
   if (after) apply_after(out, act, alpha);

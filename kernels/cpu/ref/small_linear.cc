@@ -1,9 +1,12 @@
-// small_linear: when a linear takes the small-GEMM path, and its transposed weight (small_linear.h).
+// small_linear: when a linear takes the small-GEMM path, and its transposed weight; linear_epilogue
+// across threads (small_linear.h).
 #include "cpu/ref/small_linear.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "cpu/common/parallel.h"
 #include "cpu/common/widest.h"
 #include "pd/core/packed_weights.h"
 
@@ -15,6 +18,10 @@ namespace {
 constexpr int64_t kMaxMacs = int64_t{1} << 20;
 
 using Transposed = std::vector<float>;
+
+bool vector_activation(Activation act) {
+  return act == Activation::none || act == Activation::relu || act == Activation::gelu;
+}
 
 void transpose_into(const Tensor& weight, Transposed& wt) {
   const int64_t N = weight.shape()[0], K = weight.shape()[1];
@@ -29,8 +36,7 @@ void transpose_into(const Tensor& weight, Transposed& wt) {
 bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                   Activation act, Tensor& out) {
   const auto kernel = cpu::widest<void (*)(const SmallLinear&)>(nullptr, small_linear_avx2, small_linear_avx512);
-  if (kernel == nullptr || x.dtype() != DType::f32) return false;
-  if (act != Activation::none && act != Activation::relu && act != Activation::gelu) return false;
+  if (kernel == nullptr || x.dtype() != DType::f32 || !vector_activation(act)) return false;
   const int64_t N = weight.shape()[0], K = weight.shape()[1];
   if (N == 0 || N % 16 != 0 || K == 0) return false;
   const int64_t M = out.numel() / N;
@@ -41,6 +47,7 @@ bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   const Transposed* wt = nullptr;
   if (ctx.packed != nullptr) {
     PackedKey key("small_linear:wt");
+    key.add(weight.shape());
     if (key.add_constant(*ctx.packed, weight)) {
       kept = ctx.packed->find(key.str());
       if (!kept) {
@@ -64,6 +71,29 @@ bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   c.M = M, c.N = N, c.K = K, c.act = act;
   kernel(c);
   return true;
+}
+
+namespace {
+
+using Epilogue = void (*)(const SmallLinear&, int64_t, int64_t);
+Epilogue epilogue_kernel() { return cpu::widest<Epilogue>(nullptr, linear_epilogue_avx2, linear_epilogue_avx512); }
+
+}  // namespace
+
+bool linear_epilogue_runs(Activation act) { return epilogue_kernel() != nullptr && vector_activation(act); }
+
+void linear_epilogue(const Tensor& residual, Activation act, Tensor& out) {
+  const Epilogue kernel = epilogue_kernel();
+  SmallLinear c;
+  c.residual = residual.defined() ? residual.data<float>() : nullptr;
+  c.out = out.data<float>();
+  c.N = out.shape().back();
+  c.M = c.N == 0 ? 0 : out.numel() / c.N;
+  c.act = act;
+  constexpr int64_t kRows = 16;
+  cpu::parallel_for((c.M + kRows - 1) / kRows, kRows * c.N * 4, [&](int64_t b) {
+    kernel(c, b * kRows, std::min(c.M, (b + 1) * kRows));
+  });
 }
 
 }  // namespace pd::kernels::reference

@@ -1,6 +1,7 @@
-// small_linear's kernel (small_linear.h) compiled for one instruction set: the GEMM of small_gemm.h,
-// then bias, residual and activation over each block of rows while it is in L1. The build compiles this
+// small_linear's kernel and linear_epilogue (small_linear.h) compiled for one instruction set: the GEMM
+// of small_gemm.h, then bias, residual and activation over each block of rows while it is in L1. The build compiles this
 // file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
+#include <cmath>
 #include <cstdint>
 
 #include "cpu/ref/small_linear.h"
@@ -15,14 +16,15 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 namespace pd::kernels::reference {
 namespace {
 
-// Rows [r0, r1): bias, residual, activation.
+// Rows [r0, r1): bias, residual, activation; the columns past the last whole vector one at a time.
 template <class S, Activation A>
 void epilogue(const SmallLinear& c, int64_t r0, int64_t r1) {
   using V = typename S::V;
+  const int64_t vec_end = c.N - c.N % S::L;
   for (int64_t r = r0; r < r1; ++r) {
     float* o = c.out + r * c.N;
     const float* res = c.residual ? c.residual + r * c.N : nullptr;
-    for (int64_t j = 0; j < c.N; j += S::L) {
+    for (int64_t j = 0; j < vec_end; j += S::L) {
       V v = S::load(o + j);
       if (c.bias) v = S::add(v, S::load(c.bias + j));
       if (res) v = S::add(v, S::load(res + j));
@@ -30,6 +32,12 @@ void epilogue(const SmallLinear& c, int64_t r0, int64_t r1) {
       if constexpr (A == Activation::gelu)
         v = S::mul(S::mul(S::set1(0.5f), v), S::add(S::set1(1.f), S::erf(S::mul(v, S::set1(0.70710678118654752f)))));
       S::store(o + j, v);
+    }
+    for (int64_t j = vec_end; j < c.N; ++j) {
+      float v = o[j] + (c.bias ? c.bias[j] : 0.f) + (res ? res[j] : 0.f);
+      if constexpr (A == Activation::relu) v = v < 0.f ? 0.f : v;
+      if constexpr (A == Activation::gelu) v = 0.5f * v * (1.f + std::erf(v * 0.70710678118654752f));
+      o[j] = v;
     }
   }
 }
@@ -55,9 +63,19 @@ void dispatch(const SmallLinear& c) {
   }
 }
 
+template <class S>
+void dispatch_epilogue(const SmallLinear& c, int64_t r0, int64_t r1) {
+  switch (c.act) {
+    case Activation::relu: return epilogue<S, Activation::relu>(c, r0, r1);
+    case Activation::gelu: return epilogue<S, Activation::gelu>(c, r0, r1);
+    default: return epilogue<S, Activation::none>(c, r0, r1);
+  }
+}
+
 }  // namespace
 
 void PD_ISA_FN(small_linear)(const SmallLinear& c) { dispatch<simd::PD_ISA>(c); }
+void PD_ISA_FN(linear_epilogue)(const SmallLinear& c, int64_t r0, int64_t r1) { dispatch_epilogue<simd::PD_ISA>(c, r0, r1); }
 
 }  // namespace pd::kernels::reference
 PD_TARGET_POP
@@ -66,5 +84,6 @@ PD_TARGET_POP
 
 namespace pd::kernels::reference {
 void PD_ISA_FN(small_linear)(const SmallLinear&) {}
+void PD_ISA_FN(linear_epilogue)(const SmallLinear&, int64_t, int64_t) {}
 }  // namespace pd::kernels::reference
 #endif
