@@ -1,6 +1,7 @@
 // fused_conv2d and fused_linear through oneDNN: the conv / matmul primitive of conv2d and linear with
 // the residual as a sum (conv) or binary add (matmul) post-op and the activation as an eltwise post-op,
-// so the output is written once instead of read back by more kernels.
+// so the output is written once instead of read back by more kernels. fused_linear's residual and GELU
+// go to the vector epilogue of small_linear.h instead where there is one, and small products to its GEMM.
 #include <optional>
 #include <utility>
 

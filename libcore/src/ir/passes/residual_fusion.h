@@ -1,5 +1,5 @@
 // The shared shape of conv_residual_fuse and linear_residual_fuse: add(BASE(...), r) becomes
-// FUSED(..., residual = r), the kernel accumulating onto the residual (a oneDNN post-op) so the sum never
+// FUSED(..., residual = r), the kernel adding the residual as it writes (a post-op or epilogue) so the sum never
 // makes its own pass over memory. The activation fusion that runs next can still fold a closing relu
 // into the same op (activation(BASE + residual), the fused ops' order).
 //
