@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 PD_OPT=${PD_OPT:-build/tools/pd-opt}
 PD_INFER=${PD_INFER:-build/tools/pd-infer}
 PEER_PY=${PEER_PY:-python3}   # needs onnx, onnxruntime and paddlepaddle
+PEER_RUNTIME=${PEER_RUNTIME:-both}   # ort: onnxruntime only (where paddlepaddle is not installed)
 WARMUP=${WARMUP:-50}
 REPEAT=${REPEAT:-500}
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
@@ -44,7 +45,7 @@ for arch in lenet resnet vit; do
                 --warmup "$WARMUP" --repeat "$REPEAT")
     else
       peers=$("$PEER_PY" bench/peer_infer.py --arch $arch --batch $batch --threads "$THREADS" \
-                --warmup "$WARMUP" --repeat "$REPEAT" --runtime both)
+                --warmup "$WARMUP" --repeat "$REPEAT" --runtime "$PEER_RUNTIME")
     fi
     ort=$(echo "$peers" | grep '"runtime": "onnxruntime' | field 'd["p50_ms"]')
     pp=-

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/cli_checks.h"
+#include "common/openmp_spin.h"
 #include "common/tool_main.h"
 #include "jobs.h"
 #include "pd/bench/model_bench.h"
@@ -118,6 +119,7 @@ int run_perf(const Options& o, const std::vector<pd::tools::Job>& jobs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-bench: time and check the kernels of every op, or a model's training step (docs/pd-bench.md)", "pd-bench"};
   Options o;
   app.add_option("op", o.problem.op, "the op to run (default: every op over its ops.yaml problems)");

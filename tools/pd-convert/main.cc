@@ -10,6 +10,7 @@
 
 #include "common/cli_checks.h"
 #include "common/inputs.h"
+#include "common/openmp_spin.h"
 #include "common/output_path.h"
 #include "common/tool_main.h"
 #include "pd/data/readers.h"
@@ -264,6 +265,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-convert: convert ONNX and PaddlePaddle models to paddle-cpp and back to ONNX (docs/pd-convert.md)", "pd-convert"};
   Options o;
   const char* py = std::getenv("PD_PYTHON");

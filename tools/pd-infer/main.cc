@@ -11,14 +11,15 @@
 
 #include "common/cli_checks.h"
 #include "common/inputs.h"
+#include "common/openmp_spin.h"
 #include "common/tool_main.h"
 #include "op_api.h"
-#include "pd/ops/op_profiler.h"
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
+#include "pd/ops/op_profiler.h"
 #include "report.h"
 
 namespace fs = std::filesystem;
@@ -195,6 +196,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-infer: run a model file (docs/pd-infer.md)", "pd-infer"};
   Options o;
   app.add_option("model", o.model, "MODEL.pdmodel (or a pd-train run directory)")->required();

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common/cli_checks.h"
+#include "common/openmp_spin.h"
 #include "common/output_path.h"
 #include "common/tool_main.h"
 #include "compare.h"
@@ -24,6 +25,7 @@ int error(const std::string& msg, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-opt: optimise a model file with graph passes (docs/pd-opt.md)", "pd-opt"};
   std::string in_path, out_path;
   pd::ir::PassOptions opt;

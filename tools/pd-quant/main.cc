@@ -12,19 +12,20 @@
 #include <filesystem>
 
 #include "common/cli_checks.h"
+#include "common/openmp_spin.h"
 #include "common/output_path.h"
 #include "common/progress.h"
 #include "common/test_set.h"
 #include "common/tool_main.h"
+#include "op_api.h"
 #include "pd-quant/budget.h"
 #include "pd-quant/evaluate.h"
-#include "op_api.h"
 #include "pd/core/cpu_features.h"
 #include "pd/core/threads.h"
-#include "pd/ir/pass.h"
 #include "pd/exec/executor.h"
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
+#include "pd/ir/pass.h"
 #include "pd/quant/qdq.h"
 #include "pd/quant/stats_cache.h"
 
@@ -242,6 +243,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-quant: post-training quantization into the QDQ form (docs/pd-quant.md)", "pd-quant"};
   Options o;
   app.add_option("model", o.model, "MODEL.pdmodel to quantize (batch norms are folded first, as pd-opt -O2 does)")->required();

@@ -4,10 +4,12 @@
 
 #include "check.h"
 #include "common/cli_checks.h"
+#include "common/openmp_spin.h"
 #include "common/tool_main.h"
 #include "pd/train/trainer.h"
 
 int main(int argc, char** argv) {
+  pd::tools::bound_openmp_spin(argv);
   CLI::App app{"pd-train: train a network described in a model YAML (docs/model-yaml.md)", "pd-train"};
   std::string yaml;
   pd::train::TrainOptions opt;
