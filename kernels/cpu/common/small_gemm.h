@@ -10,7 +10,7 @@ namespace pd::kernels::cpu {
 // transposed operand needs no copy; B's rows are ldb apart.
 template <class S, int MR, int NV>
 inline void gemm_block(int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B, int64_t ldb, float* C,
-                              int64_t ldc, bool accumulate) {
+                       int64_t ldc, bool accumulate) {
   using V = typename S::V;
   V c[MR][NV];  // held in registers: the loops over MR and NV unroll completely
 #pragma GCC unroll 8
@@ -37,7 +37,7 @@ inline void gemm_block(int64_t K, const float* A, int64_t a_rs, int64_t a_cs, co
 // Every row block of one column chunk: MR rows at a time, then the remaining rows in one smaller block.
 template <class S, int MR, int NV>
 inline void gemm_rows(int64_t M, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B, int64_t ldb,
-                             float* C, int64_t ldc, bool accumulate) {
+                      float* C, int64_t ldc, bool accumulate) {
   int64_t r = 0;
   for (; r + MR <= M; r += MR) gemm_block<S, MR, NV>(K, A + r * a_rs, a_rs, a_cs, B, ldb, C + r * ldc, ldc, accumulate);
   const float* a = A + r * a_rs;
@@ -58,7 +58,7 @@ inline void gemm_rows(int64_t M, int64_t K, const float* A, int64_t a_rs, int64_
 // way: 4 rows x 2 vectors, or 8 rows x 1 vector for the last chunk.
 template <class S>
 inline void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
-                        int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+                 int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   int64_t j = 0;
   for (; j + 2 * S::L <= N; j += 2 * S::L) gemm_rows<S, 4, 2>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
   for (; j < N; j += S::L) gemm_rows<S, 8, 1>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
