@@ -1,7 +1,8 @@
 // linear + add (a transformer block's skip connection: x + out_proj(attention), x + ffn(x)) ->
 // fused_linear(..., residual): the linear's epilogue adds the residual (kernels/cpu/ref/small_linear.h)
-// instead of a pass of its own. residual_fusion.h has the preconditions; besides, no input of the linear comes from a
-// dequantize_linear, so that int8_lower and weight_only_lower still see a quantized model's linears.
+// instead of a pass of its own. residual_fusion.h has the preconditions; besides, no input of the linear
+// comes from a dequantize_linear, so that int8_lower and weight_only_lower still see a quantized model's
+// linears.
 #include "residual_fusion.h"
 
 namespace pd::ir::passes {
