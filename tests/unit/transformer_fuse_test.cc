@@ -302,11 +302,13 @@ Program qkv_chain(const QkvOptions& o) {
   return p;
 }
 
-Program lowered(const Program& p) {
+// p after `passes` (lowering ones) and dce for `target`.
+Program lowered(const Program& p, std::vector<std::string> passes = {"attention_qkv_fuse"}, const char* target = "cpu-avx2") {
   Program q = p;
   pd::ir::PassOptions opt;
-  opt.passes = {"attention_qkv_fuse", "dce"};
-  opt.target = pd::Target::parse("cpu-avx2");
+  opt.passes = std::move(passes);
+  opt.passes.push_back("dce");
+  opt.target = pd::Target::parse(target);
   pd::ir::PassManager(opt).run(q);
   return q;
 }
@@ -384,14 +386,7 @@ Program residual_chain(const ResidualOptions& o) {
   return p;
 }
 
-Program residual_lowered(const Program& p) {
-  Program q = p;
-  pd::ir::PassOptions opt;
-  opt.passes = {"linear_residual_fuse", "linear_act_fuse", "dce"};
-  opt.target = pd::Target::parse("cpu");
-  pd::ir::PassManager(opt).run(q);
-  return q;
-}
+Program residual_lowered(const Program& p) { return lowered(p, {"linear_residual_fuse", "linear_act_fuse"}, "cpu"); }
 
 }  // namespace
 

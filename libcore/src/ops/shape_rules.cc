@@ -228,30 +228,6 @@ Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight
   return {xs[0], ws[0], oh, ow};
 }
 
-namespace {
-
-// The skip connection a fused op adds to its output: exactly the output's shape, no broadcasting.
-void check_residual(const char* op, In residual, const Shape& out) {
-  if (residual.t.defined())
-    PD_CHECK(residual.t.shape() == out, ErrorCode::kShape, "{}: argument '{}' must have the output's shape {}, but received {}",
-             op, residual.name, shape_str(out), shape_str(residual.t.shape()));
-}
-
-}  // namespace
-
-Shape fused_linear(const char* op, In x, In weight, In bias, In residual) {
-  Shape out = linear(op, x, weight, bias);
-  check_residual(op, residual, out);
-  return out;
-}
-
-Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
-                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
-  Shape out = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
-  check_residual(op, residual, out);
-  return out;
-}
-
 Shape winograd_weight(const char* op, In weight) {
   check_rank(op, weight, 4, "[C_out, C_in, 3, 3]");
   const Shape& ws = weight.t.shape();
