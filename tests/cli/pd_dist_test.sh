@@ -22,6 +22,22 @@ metric() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).readl
 [ -s logs1/rank.1.log ] && [ -s logs1/rank.0.log ] || fail "no per-rank logs in logs1/"
 [ ! -e two/checkpoint.pdckpt.tmp ] && [ "$(ls two | grep -c rank)" = 0 ] || fail "rank 1 wrote into the run directory: $(ls two)"
 
+# 1b. sharding: optimizer_state (ZeRO-1) ends with the unsharded weights, bit for bit (Adam: two moments
+# per parameter, split over the ranks); its checkpoint holds every shard, so an unsharded run resumes it.
+sed 's/type: momentum, lr: 0.05, nesterov: true/type: adam, lr: 0.002/' mlp.yaml > adam.yaml
+(cat adam.yaml; echo "  sharding: optimizer_state") > sharded.yaml
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1b -- pd-train adam.yaml --out adam "${ARGS[@]}" --epochs 2 > /dev/null 2>&1 ||
+  fail "unsharded Adam run exited with $?"
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1b -- pd-train sharded.yaml --out sharded --limit 4000 --threads 1 --epochs 2 > dist1b.txt 2>&1 ||
+  fail "sharded run exited with $?: $(cat dist1b.txt)"
+"$PARAM_DIFF" adam/model.pdparams sharded/model.pdparams 0 || fail "sharding the optimizer state changed the weights"
+grep -q "this rank keeps the optimizer state of [0-9]* of [0-9]* parameters" dist1b.txt || fail "no sharding line: $(cat dist1b.txt)"
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1b -- pd-train sharded.yaml --out half "${ARGS[@]}" --epochs 2 --stop-after-epoch 1 \
+  > /dev/null 2>&1 || fail "sharded run to epoch 1 exited with $?"
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1b -- pd-train adam.yaml --out half "${ARGS[@]}" --epochs 2 --resume > /dev/null 2>&1 ||
+  fail "resuming a sharded run's checkpoint unsharded exited with $?"
+"$PARAM_DIFF" adam/model.pdparams half/model.pdparams 0 || fail "a sharded checkpoint resumed to other weights"
+
 # 2. A rank killed mid-epoch stops the job within --timeout + 5 s, named with its signal, the
 # collective it was in and its log; nothing is left running.
 "$PD_DIST" --nproc-per-node 2 --timeout 10 --log-dir logs2 -- pd-train mlp.yaml --out killed --limit 20000 --threads 1 \

@@ -62,6 +62,10 @@ echo "$out" | grep -q "bad_layer.yaml:9:.*unknown layer type 'relux'" || fail "u
 sed 's/epochs: 3/epochs: three/' "$YAML" > "$WORK/bad_value.yaml"
 out=$("$PD_TRAIN" "$WORK/bad_value.yaml" --check 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "bad_value.yaml:24:.*epochs.*expected an integer" || fail "bad value: exit $rc, message: $out"
+(cat "$YAML"; echo "  sharding: optimizer_states") > "$WORK/bad_sharding.yaml"
+out=$("$PD_TRAIN" "$WORK/bad_sharding.yaml" --check 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "bad_sharding.yaml:[0-9]*:.*expected none or optimizer_state, got 'optimizer_states'" ||
+  fail "bad sharding: exit $rc, message: $out"
 sed 's/out_features: 10}/out_features: 10, input: fc9}/' "$YAML" > "$WORK/bad_input.yaml"
 out=$("$PD_TRAIN" "$WORK/bad_input.yaml" --check 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "reads 'fc9'" || fail "missing input: exit $rc, message: $out"

@@ -1,12 +1,15 @@
 // The pieces under pd-dist, with threads as ranks: the rendezvous store, the Gloo process group (its
 // collectives, sequence numbers and timeout messages) and the gradient reducer (averages over ranks,
-// in several buckets, unused parameters as zero).
+// in several buckets, unused parameters as zero), and the optimizer shards of sharding stage 1.
 #include <catch2/catch.hpp>
 
 #include <functional>
 #include <thread>
 
 #include "pd/dist/data_parallel.h"
+#include "pd/dist/optimizer_shards.h"
+#include "pd/train/optimizer.h"
+#include "test_util.h"
 #include "pd/pd.h"
 
 using namespace std::chrono_literals;
@@ -154,4 +157,67 @@ TEST_CASE("gradient reducer: the mean gradient over ranks, in several buckets, u
       }
     }
   });
+}
+
+TEST_CASE("optimizer shards: balanced owners, each rank's update sent to all, the whole state put together", "[dist]") {
+  pd::dist::StoreServer server("127.0.0.1", 0);
+  const std::vector<int64_t> sizes{10, 40, 25, 5, 20};
+  std::vector<std::vector<float>> ended(2);
+  run_ranks(2, [&](int rank) {
+    pd::dist::StoreClient store("127.0.0.1", server.port(), 10s);
+    auto pg = pd::dist::make_gloo_group(store, group_options(rank, 2, 10s));
+    std::vector<pd::train::NamedParam> params;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Tensor w = pd::ops::full({sizes[i]}, 1.0, pd::DType::f32);
+      w.set_requires_grad(true);
+      params.push_back({"w" + std::to_string(i), w});
+    }
+    pd::dist::OptimizerShards shards(*pg, params, 7);  // 7-element allgathers: parameters split over rounds
+    // Largest first to the lighter rank: 40 -> 0, 25 -> 1, 20 -> 1, 10 -> 0, 5 -> 1 (45 + 50 elements).
+    CHECK(std::vector<int>{shards.owner(0), shards.owner(1), shards.owner(2), shards.owner(3), shards.owner(4)} ==
+          std::vector<int>{0, 0, 1, 1, 1});
+    CHECK(shards.elements_of(0) == 50);
+    CHECK(shards.elements_of(1) == 50);
+    pd::train::Optimizer opt(params, {.kind = pd::train::OptimizerKind::Adam}, shards.owned());
+    CHECK(opt.state_bytes() == 2 * 50 * 4);  // two moments of this rank's 50 elements
+    // The same steps unsharded, on copies: the sharded ones must end with the same bits.
+    std::vector<pd::train::NamedParam> copies;
+    for (const auto& p : params) copies.push_back({p.name, p.value.clone()});
+    pd::train::Optimizer reference(copies, {.kind = pd::train::OptimizerKind::Adam});
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        params[i].value.set_grad(pd::ops::full({sizes[i]}, 0.5 + i + step, pd::DType::f32));
+        copies[i].value.set_grad(pd::ops::full({sizes[i]}, 0.5 + i + step, pd::DType::f32));
+      }
+      reference.step(0.1);
+      const float before0 = params[0].value.data<float>()[0], before2 = params[2].value.data<float>()[7];
+      opt.step(0.1);
+      // Only the owner moved its parameters; after the gather everyone has every owner's values.
+      CHECK((params[0].value.data<float>()[0] != before0) == (rank == 0));
+      CHECK((params[2].value.data<float>()[7] != before2) == (rank == 1));
+      shards.gather_parameters();
+      CHECK(params[0].value.data<float>()[0] < before0);
+      CHECK(params[2].value.data<float>()[7] < before2);
+    }
+    for (size_t i = 0; i < params.size(); ++i)
+      CHECK(pd::test::max_abs_diff(params[i].value, copies[i].value) == 0.0f);
+    const auto whole = shards.gather_state(opt.state());  // on rank 0 only
+    if (rank == 0) {
+      CHECK(whole.size() == 1 + 2 * sizes.size());  // step, and m and v of every parameter
+      CHECK(whole.at("step").item<int64_t>() == 3);
+      CHECK(whole.at("w2.m").numel() == 25);
+      // A whole state loads into a sharded optimizer (its own entries taken).
+      pd::train::Optimizer again(params, {.kind = pd::train::OptimizerKind::Adam}, shards.owned());
+      again.load_state(whole);
+      CHECK(pd::test::max_abs_diff(again.state().at("w0.v"), opt.state().at("w0.v")) == 0.0f);
+    } else {
+      CHECK(whole.empty());
+    }
+    // A shard alone does not load into an unsharded optimizer.
+    pd::train::Optimizer unsharded(params, {.kind = pd::train::OptimizerKind::Adam});
+    CHECK_THROWS_WITH(unsharded.load_state(opt.state()), Catch::Contains("missing key"));
+    for (const auto& p : params)
+      for (int64_t k = 0; k < p.value.numel(); ++k) ended[rank].push_back(p.value.data<float>()[k]);
+  });
+  CHECK(ended[0] == ended[1]);
 }

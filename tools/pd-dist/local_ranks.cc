@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,10 +156,11 @@ std::vector<RankExit> LocalRanks::poll(int ms) {
     drain(c, specs_[i], false);
     if (c.exited) continue;
     int status = 0;
-    if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+    rusage usage{};
+    if (wait4(c.pid, &status, WNOHANG, &usage) == c.pid) {
       c.exited = true;
       drain(c, specs_[i], true);
-      exits.push_back({specs_[i].rank, specs_[i].local_rank, c.pid, status});
+      exits.push_back({specs_[i].rank, specs_[i].local_rank, c.pid, status, usage.ru_maxrss});
     }
   }
   return exits;

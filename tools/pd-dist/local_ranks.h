@@ -21,6 +21,7 @@ struct RankExit {
   int rank = 0, local_rank = 0;
   pid_t pid = 0;
   int status = 0;  // as waitpid reports it
+  long peak_rss_kib = 0;  // the rank's largest resident set (getrusage's ru_maxrss)
   bool ok() const;
   std::string describe() const;  // "exited with status 2", "was killed by signal 9 (SIGKILL)"
 };

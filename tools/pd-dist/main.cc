@@ -5,8 +5,10 @@
 // checkpoint when asked, and says which rank failed, how, in which collective, and where its log is.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <ctime>
@@ -96,9 +98,13 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::st
   LocalRanks ranks(o.command, specs, header);
   const int grace_ms = 3000;
   auto last_check = std::chrono::steady_clock::now();
+  std::vector<std::string> peaks;  // of the ranks that finished
   for (;;) {
     for (const RankExit& e : ranks.poll(100)) {
-      if (e.ok()) continue;
+      if (e.ok()) {
+        peaks.push_back(fmt::format("rank {} {:.0f} MiB", e.rank, static_cast<double>(e.peak_rss_kib) / 1024));
+        continue;
+      }
       report = failure_report(e, ranks.spec(e.local_rank), o.node_rank, specs);
       // A rank whose collective failed usually lost a peer that failed first, perhaps on another node:
       // report that one, the cause, when it shows up on the board.
@@ -128,7 +134,11 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::st
       ranks.stop(std::max(grace_ms, 10000));
       return Outcome::interrupted;
     }
-    if (ranks.all_exited()) return Outcome::done;
+    if (ranks.all_exited()) {
+      std::sort(peaks.begin(), peaks.end());
+      fmt::print(stderr, "pd-dist: every rank of node {} finished; peak resident memory: {}\n", o.node_rank, fmt::join(peaks, ", "));
+      return Outcome::done;
+    }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(250)) {
       last_check = std::chrono::steady_clock::now();
       try {

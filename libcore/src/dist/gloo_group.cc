@@ -11,6 +11,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/gather.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -84,6 +85,18 @@ class GlooGroup final : public ProcessGroup {
       opts.setTag(tag);
       opts.setTimeout(timeout_);
       gloo::allgather(opts);
+    });
+  }
+
+  void gather(const void* in, void* out, size_t bytes_per_rank, int root, const std::string& what) override {
+    run("gather", what, bytes_per_rank, [&](uint32_t tag) {
+      gloo::GatherOptions opts(context_);
+      opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes_per_rank);
+      if (rank_ == root) opts.setOutput(static_cast<char*>(out), bytes_per_rank * static_cast<size_t>(world_));
+      opts.setRoot(root);
+      opts.setTag(tag);
+      opts.setTimeout(timeout_);
+      gloo::gather(opts);
     });
   }
 

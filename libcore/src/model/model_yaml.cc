@@ -291,7 +291,7 @@ void parse_data(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
 
 void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads",
-                               "device", "check_nan_inf", "checkpoint_every", "bucket_mb"});
+                               "device", "check_nan_inf", "checkpoint_every", "bucket_mb", "sharding", "sync_batch_norm"});
   TrainSpec& t = spec.train;
   if (node["batch_size"]) t.batch_size = c.integer_in(node["batch_size"], "batch_size", 1, kMaxBatch);
   if (node["epochs"]) t.epochs = c.integer_in(node["epochs"], "epochs", 1, kMaxEpochs);
@@ -312,6 +312,13 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   if (node["checkpoint_every"]) t.checkpoint_every = c.integer(node["checkpoint_every"], "checkpoint_every", 1);
   if (node["bucket_mb"])
     t.bucket_mb = c.number_in(node["bucket_mb"], "bucket_mb", [](double v) { return v > 0 && v <= 4096; }, "(0, 4096] (MiB)");
+  if (node["sharding"]) {
+    const std::string sharding = c.text(node["sharding"], "sharding");
+    if (sharding != "none" && sharding != "optimizer_state")
+      c.fail(node["sharding"], fmt::format("key 'sharding': expected none or optimizer_state, got '{}'", sharding));
+    t.shard_optimizer_state = sharding == "optimizer_state";
+  }
+  if (node["sync_batch_norm"]) t.sync_batch_norm = c.boolean(node["sync_batch_norm"], "sync_batch_norm");
   t.schedule.base_lr = 0.01;
   if (const YAML::Node o = node["optimizer"]) {
     c.check_keys(o, "optimizer", {"type", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay"});

@@ -24,16 +24,16 @@ T field(const io::TensorArchive& a, const std::string& path, const char* key, T 
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, model::Network& net, const Optimizer& opt, const RunState& s,
-                     const RunFacts& f, uint64_t spec_hash) {
-  io::write_file_atomic(path, encode_checkpoint(net, opt, s, f, spec_hash));
+void save_checkpoint(const std::string& path, model::Network& net, const std::map<std::string, Tensor>& optim_state,
+                     const RunState& s, const RunFacts& f, uint64_t spec_hash) {
+  io::write_file_atomic(path, encode_checkpoint(net, optim_state, s, f, spec_hash));
 }
 
-std::string encode_checkpoint(model::Network& net, const Optimizer& opt, const RunState& s, const RunFacts& f,
-                              uint64_t spec_hash, const std::map<std::string, std::string>& extra) {
+std::string encode_checkpoint(model::Network& net, const std::map<std::string, Tensor>& optim_state, const RunState& s,
+                              const RunFacts& f, uint64_t spec_hash, const std::map<std::string, std::string>& extra) {
   std::map<std::string, Tensor> t;
   for (const auto& [k, v] : net.state()) t["param/" + k] = v;
-  for (const auto& [k, v] : opt.state()) t["optim/" + k] = v;
+  for (const auto& [k, v] : optim_state) t["optim/" + k] = v;
   std::map<std::string, std::string> meta = extra;
   meta.merge(std::map<std::string, std::string>{{"kind", "paddle-cpp checkpoint"},
                     {"epoch", std::to_string(s.epoch)},
@@ -51,11 +51,11 @@ std::string encode_checkpoint(model::Network& net, const Optimizer& opt, const R
   return io::encode_tensors("checkpoint", t, meta);
 }
 
-Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer& opt, uint64_t spec_hash) {
+Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer* opt, uint64_t spec_hash) {
   return restore_checkpoint(io::read_file_bytes(path), path, net, opt, spec_hash);
 }
 
-Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer& opt,
+Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer* opt,
                               uint64_t spec_hash) {
   io::TensorArchive a = io::parse_tensors(bytes, path);
   PD_CHECK(a.metadata["kind"] == "paddle-cpp checkpoint", ErrorCode::kParse, "{}: not a pd-train checkpoint", path);
@@ -63,14 +63,14 @@ Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path,
            "{}: the checkpoint was written for a different model, optimizer or schedule than {}; resume with the YAML it was "
            "trained with (stored in the run directory as config.yaml), or start a new run with --init-from to fine-tune",
            path, net.spec().file);
-  std::map<std::string, Tensor> params, optim;
+  Checkpoint c;
+  std::map<std::string, Tensor> params;
   for (auto& [k, v] : a.tensors) {
     if (k.rfind("param/", 0) == 0) params[k.substr(6)] = v;
-    if (k.rfind("optim/", 0) == 0) optim[k.substr(6)] = v;
+    if (k.rfind("optim/", 0) == 0) c.optim_state[k.substr(6)] = v;
   }
   net.load_state(params);
-  opt.load_state(optim);
-  Checkpoint c;
+  if (opt) opt->load_state(c.optim_state);
   c.state = {field<int64_t>(a, path, "epoch", -1),        field<int64_t>(a, path, "batch", -1),
              field<int64_t>(a, path, "step", -1),         field<double>(a, path, "epoch_loss_sum", 0),
              field<int64_t>(a, path, "epoch_samples", 0), field<double>(a, path, "epoch_seconds", 0)};

@@ -21,21 +21,24 @@ struct RunFacts {
   int64_t train_samples = -1, batches_per_epoch = -1, epochs = -1, schedule_steps = -1;  // -1: not recorded
 };
 
-void save_checkpoint(const std::string& path, model::Network& net, const Optimizer& opt, const RunState& state,
-                     const RunFacts& facts, uint64_t spec_hash);
+// `optim_state` is the whole optimizer's (Optimizer::state(), or every rank's shard put together).
+void save_checkpoint(const std::string& path, model::Network& net, const std::map<std::string, Tensor>& optim_state,
+                     const RunState& state, const RunFacts& facts, uint64_t spec_hash);
 // The checkpoint's bytes (pd-dist sends them from rank 0 to the other ranks); `extra` adds metadata.
-std::string encode_checkpoint(model::Network& net, const Optimizer& opt, const RunState& state, const RunFacts& facts,
-                              uint64_t spec_hash, const std::map<std::string, std::string>& extra = {});
+std::string encode_checkpoint(model::Network& net, const std::map<std::string, Tensor>& optim_state, const RunState& state,
+                              const RunFacts& facts, uint64_t spec_hash, const std::map<std::string, std::string>& extra = {});
 
 struct Checkpoint {
   RunState state;
   RunFacts facts;
   std::map<std::string, std::string> metadata;
+  std::map<std::string, Tensor> optim_state;  // as stored: every parameter's
 };
-// Loads parameters and optimizer state into `net` and `opt`; refuses a checkpoint of another model.
-Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer& opt, uint64_t spec_hash);
+// Loads parameters into `net` and, unless `opt` is null, optimizer state into `opt`; refuses a
+// checkpoint of another model.
+Checkpoint load_checkpoint(const std::string& path, model::Network& net, Optimizer* opt, uint64_t spec_hash);
 // The same, from bytes already read; `path` names them in messages.
-Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer& opt,
+Checkpoint restore_checkpoint(const std::string& bytes, const std::string& path, model::Network& net, Optimizer* opt,
                               uint64_t spec_hash);
 
 }  // namespace pd::train

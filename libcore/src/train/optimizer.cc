@@ -42,8 +42,10 @@ Tensor dense_grad(const NamedParam& p, const Tensor& g) {
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<NamedParam> params, OptimizerConfig config)
-    : params_(std::move(params)), config_(config) {
+Optimizer::Optimizer(std::vector<NamedParam> params, OptimizerConfig config, std::vector<bool> owned)
+    : params_(std::move(params)), config_(config), owned_(std::move(owned)) {
+  PD_CHECK(owned_.empty() || owned_.size() == params_.size(), ErrorCode::kInvalidArgument,
+           "Optimizer: {} ownership flags for {} parameters", owned_.size(), params_.size());
   PD_CHECK(config_.weight_decay >= 0, ErrorCode::kInvalidArgument,
            "Optimizer: weight_decay must be >= 0, but received {}", config_.weight_decay);
   if (config_.kind == OptimizerKind::Momentum)
@@ -74,8 +76,9 @@ Optimizer::Optimizer(std::vector<NamedParam> params, OptimizerConfig config)
     PD_CHECK(p.value.is_contiguous(), ErrorCode::kInvalidArgument,
              "Optimizer: parameter '{}' (shape {}) must be contiguous; pass the leaf tensor, not a view", p.name,
              shape_str(p.value.shape()));
-    m_.push_back(uses_m(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
-    v_.push_back(uses_v(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
+    const bool own = owns(m_.size());
+    m_.push_back(own && uses_m(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
+    v_.push_back(own && uses_v(config_.kind) ? ops::zeros(p.value.shape(), p.value.dtype()).to(p.value.place()) : Tensor());
   }
 }
 
@@ -87,7 +90,7 @@ void Optimizer::step(double lr) {
   std::vector<Tensor> grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = params_[i].value.grad();
-    if (g.defined()) grads[i] = dense_grad(params_[i], g);
+    if (g.defined() && owns(i)) grads[i] = dense_grad(params_[i], g);
   }
   ++steps_;
   const OptimizerConfig& c = config_;
@@ -122,6 +125,15 @@ std::map<std::string, Tensor> Optimizer::state() const {
   return out;
 }
 
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (m_[i].defined()) bytes += m_[i].numel() * static_cast<int64_t>(dtype_size(m_[i].dtype()));
+    if (v_[i].defined()) bytes += v_[i].numel() * static_cast<int64_t>(dtype_size(v_[i].dtype()));
+  }
+  return bytes;
+}
+
 void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   // Validate everything first: a half-loaded state would silently corrupt training.
   std::set<std::string> expected{"step"};
@@ -145,6 +157,10 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (m_[i].defined()) check(params_[i].name + ".m", m_[i]);
     if (v_[i].defined()) check(params_[i].name + ".v", v_[i]);
+    if (!owns(i)) {  // another rank's shard: its entries may be there, and are left to that rank
+      if (uses_m(config_.kind)) expected.insert(params_[i].name + ".m");
+      if (uses_v(config_.kind)) expected.insert(params_[i].name + ".v");
+    }
   }
   for (const auto& [key, t] : state)
     PD_CHECK(expected.count(key), ErrorCode::kInvalidArgument,

@@ -16,8 +16,8 @@
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/core/allocator.h"
-#include "pd/data/readers.h"
 #include "pd/dist/data_parallel.h"
+#include "pd/dist/optimizer_shards.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
 #include "pd/core/threads.h"
@@ -28,6 +28,7 @@
 #include "run_dir.h"
 #include "run_files.h"
 #include "step_profile.h"
+#include "training_data.h"
 
 namespace pd::train {
 namespace fs = std::filesystem;
@@ -42,58 +43,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::string fmt_duration(double s) {
   int64_t t = static_cast<int64_t>(s);
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
-}
-
-// NaN or Inf in the features would make the loss NaN at some step far from its cause: refuse them here.
-// (The CSV reader checks its own values, with line and column.)
-void check_finite_features(const Tensor& features, const model::DataSourceSpec& src) {
-  if (!is_floating(features.dtype()) || features.dim() == 0 || features.shape()[0] == 0) return;
-  const std::string bad = first_non_finite(features);
-  if (bad.empty()) return;
-  raise(ErrorCode::kInvalidArgument,
-        "{}: {} holds a non-finite feature value ({}; the first index is the sample); clean the data, or set "
-        "allow_non_finite: true in this data source to train on it anyway",
-        src.pos.str(), src.features, bad);
-}
-
-// Loads one data source and shapes its features as the network's feature input expects.
-data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSpec& input, int64_t limit) {
-  data::Dataset d;
-  if (src.format == "csv") {
-    data::CsvTable t = data::read_csv(src.features, src.label_column, src.header, src.allow_non_finite);
-    d = {t.features, t.labels};
-  } else {
-    d.features = src.format == "idx" ? data::read_idx(src.features) : data::read_npy(src.features);
-    d.labels = src.format == "idx" ? data::read_idx(src.labels) : data::read_npy(src.labels);
-  }
-  const int64_t n = d.features.dim() > 0 ? d.features.shape()[0] : 0;
-  PD_CHECK(d.labels.dim() == 1 && d.labels.shape()[0] == n, ErrorCode::kShape,
-           "{}: {} has {} samples but the labels {} have shape {}", src.pos.str(), src.features, n, src.labels,
-           shape_str(d.labels.shape()));
-  PD_CHECK(is_integral(d.labels.dtype()), ErrorCode::kDType, "{}: labels in {} must be integers, but are {}", src.pos.str(),
-           src.labels, dtype_name(d.labels.dtype()));
-  const int64_t per_sample = n > 0 ? d.features.numel() / n : 0;
-  PD_CHECK(per_sample == shape_numel(input.shape), ErrorCode::kShape,
-           "{}: samples in {} have {} values (shape {} per sample), but input '{}' expects {} ({} values)", src.pos.str(),
-           src.features, per_sample, shape_str(Shape(d.features.shape().begin() + 1, d.features.shape().end())), input.name,
-           shape_str(input.shape), shape_numel(input.shape));
-  if (src.format != "csv" && !src.allow_non_finite) check_finite_features(d.features, src);
-  if (limit <= 0) limit = src.limit;
-  if (limit > 0 && limit < n) {
-    d.features = ops::slice(d.features, {0}, {0}, {limit}).contiguous();
-    d.labels = ops::slice(d.labels, {0}, {0}, {limit}).contiguous();
-  }
-  Shape s = {d.features.shape()[0]};
-  s.insert(s.end(), input.shape.begin(), input.shape.end());
-  d.features = ops::reshape(d.features, s);
-  d.labels = ops::cast(d.labels, DType::i64);
-  return d;
-}
-
-const model::InputSpec& feature_input(const model::ModelSpec& spec) {
-  for (const auto& in : spec.inputs)
-    if (in.name != spec.label_input) return in;
-  raise(ErrorCode::kInvalidArgument, "{}: the model has no feature input besides the label '{}'", spec.file, spec.label_input);
 }
 
 struct EvalResult {
@@ -262,18 +211,23 @@ int Trainer::run() {
   const int64_t per_epoch = train_loader.batches_per_epoch();
   ScheduleConfig sched_cfg = spec_.train.schedule;
   if (sched_cfg.total_steps == 0) sched_cfg.total_steps = std::max<int64_t>(1, per_epoch * spec_.train.epochs);
-  Optimizer optim(net.trainable(), spec_.train.optimizer);
+  // Sharding stage 1: each rank keeps the optimizer state of its share of the parameters.
+  std::unique_ptr<dist::OptimizerShards> shards;
+  if (dp && spec_.train.shard_optimizer_state) shards = std::make_unique<dist::OptimizerShards>(dp->group(), net.trainable());
+  Optimizer optim(net.trainable(), spec_.train.optimizer, shards ? shards->owned() : std::vector<bool>{});
   const uint64_t hash = model::spec_hash(spec_);
   const RunFacts facts_now{train_loader.dataset().size(), per_epoch, spec_.train.epochs, sched_cfg.total_steps};
 
   RunState st;
   std::vector<EpochMetrics> history;
   bool resuming = false, finished = false;
+  std::map<std::string, Tensor> resumed_optim_state;  // the whole state as read, for the other ranks
   if (lead) {
     resuming = opt_.resume && fs::exists(ckpt);
     if (resuming) {
-      const Checkpoint c = load_checkpoint(ckpt, net, optim, hash);
+      Checkpoint c = load_checkpoint(ckpt, net, &optim, hash);
       st = c.state;
+      if (dp) resumed_optim_state = std::move(c.optim_state);
       const RunFacts& was = c.facts;
       PD_CHECK(was.train_samples < 0 || (was.train_samples == facts_now.train_samples && was.batches_per_epoch == per_epoch),
                ErrorCode::kInvalidArgument,
@@ -312,15 +266,19 @@ int Trainer::run() {
   }
   if (dp) {
     // Every rank starts from rank 0's weights, optimizer state and place in the run.
-    const std::string state = lead ? encode_checkpoint(net, optim, st, facts_now, hash,
+    // A new run's optimizer state is zero on every rank; a resumed one's is the checkpoint's, whole.
+    const std::string state = lead ? encode_checkpoint(net, resuming ? resumed_optim_state : std::map<std::string, Tensor>{}, st,
+                                                       facts_now, hash,
                                                        {{"finished", finished ? "1" : "0"}, {"resuming", resuming ? "1" : "0"}})
                                    : std::string();
+    resumed_optim_state.clear();
     const std::string got = dp->broadcast_bytes(state, "initial state from rank 0");
     if (!lead) {
-      const Checkpoint c = restore_checkpoint(got, "the state rank 0 sent", net, optim, hash);
+      const Checkpoint c = restore_checkpoint(got, "the state rank 0 sent", net, nullptr, hash);
       st = c.state;
       finished = c.metadata.at("finished") == "1";
       resuming = c.metadata.at("resuming") == "1";
+      if (resuming) optim.load_state(c.optim_state);
     }
   }
   if (finished) {
@@ -344,6 +302,18 @@ int Trainer::run() {
                                 spec_.train.batch_size / world)
                   : "",
                dir->path());
+  if (shards && !opt_.quiet)
+    fmt::print(stderr, "sharding: optimizer_state: this rank keeps the optimizer state of {} of {} parameters ({:.2f} MiB)\n",
+               shards->elements_of(rank), net.parameter_count(), static_cast<double>(optim.state_bytes()) / (1 << 20));
+  // Every rank calls this at the same points: with sharding, the state is gathered from all of them.
+  auto checkpoint = [&](const RunState& at) {
+    if (shards) {
+      const auto whole = shards->gather_state(optim.state());
+      if (lead) save_checkpoint(ckpt, net, whole, at, facts, hash);
+    } else if (lead) {
+      save_checkpoint(ckpt, net, optim.state(), at, facts, hash);
+    }
+  };
   std::unique_ptr<dist::GradientReducer> reducer;
   if (dp)
     reducer = std::make_unique<dist::GradientReducer>(dp->group(), optim.params(),
@@ -417,6 +387,7 @@ int Trainer::run() {
       profile.mark(Phase::backward);
       if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
       optim.step(lr);
+      if (shards) shards->gather_parameters();
       profile.mark(Phase::optimizer);
       st.epoch_loss_sum += loss_value * static_cast<double>(n);
       st.epoch_samples += n;
@@ -431,15 +402,14 @@ int Trainer::run() {
                    fmt_duration(remaining));
       }
       if (stop) {
+        checkpoint(st);
         if (lead) {
-          save_checkpoint(ckpt, net, optim, st, facts, hash);
           fmt::print(stderr, "\n{}: interrupted; checkpoint saved at epoch {} batch {}. Resume with: pd-train {} --out {} --resume\n",
                      spec_.name, st.epoch + 1, st.batch, spec_.file, dir->path());
         }
         return 130;
       }
-      if (lead && spec_.train.checkpoint_every > 0 && st.step % spec_.train.checkpoint_every == 0 && st.batch < per_epoch)
-        save_checkpoint(ckpt, net, optim, st, facts, hash);
+      if (spec_.train.checkpoint_every > 0 && st.step % spec_.train.checkpoint_every == 0 && st.batch < per_epoch) checkpoint(st);
       profile.end_step();
     }
     profile.end_epoch();
@@ -453,11 +423,9 @@ int Trainer::run() {
     EpochMetrics m{st.epoch + 1, st.epoch_samples ? st.epoch_loss_sum / st.epoch_samples : 0, ev.loss, ev.acc,
                    st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step};
     history.push_back(m);
-    if (lead) {
-      // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
-      write_metrics(*dir, history, spec_.name);
-      save_checkpoint(ckpt, net, optim, RunState{st.epoch + 1, 0, st.step}, facts, hash);
-    }
+    // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
+    if (lead) write_metrics(*dir, history, spec_.name);
+    checkpoint(RunState{st.epoch + 1, 0, st.step});
     if (opt_.json) fmt::print("{}\n", metrics_json(m));
     else if (!opt_.quiet)
       fmt::print(stderr, "epoch {}/{}: train_loss {:.4f} test_loss {:.4f} test_acc {:.4f} ({:.0f} samples/s, {:.1f} s, peak RSS {:.0f} MiB)\n",

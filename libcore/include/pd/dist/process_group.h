@@ -44,6 +44,8 @@ class ProcessGroup {
   virtual void broadcast(void* data, size_t bytes, int root, const std::string& what) = 0;
   // Rank r's `bytes_per_rank` input lands at out + r * bytes_per_rank on every rank.
   virtual void allgather(const void* in, void* out, size_t bytes_per_rank, const std::string& what) = 0;
+  // The same, to `root` only (`out` is read on the root alone and may be null elsewhere).
+  virtual void gather(const void* in, void* out, size_t bytes_per_rank, int root, const std::string& what) = 0;
   virtual void barrier(const std::string& what) = 0;
 
  protected:

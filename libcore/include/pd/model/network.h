@@ -72,6 +72,8 @@ struct TrainSpec {
   bool check_nan_inf = false;       // check every op's outputs for NaN/Inf (--check-nan-inf)
   int64_t checkpoint_every = 0;     // also checkpoint every N steps within an epoch (0 = per epoch only)
   double bucket_mb = 25;            // pd-dist: gradients are averaged in buckets of about this size
+  bool shard_optimizer_state = false;  // pd-dist: `sharding: optimizer_state` (ZeRO stage 1)
+  bool sync_batch_norm = false;     // pd-dist: batch_norm statistics over the global batch
 };
 
 struct ModelSpec {

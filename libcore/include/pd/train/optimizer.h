@@ -16,19 +16,27 @@ namespace pd::train {
 
 class Optimizer {
  public:
-  Optimizer(std::vector<NamedParam> params, OptimizerConfig config);
-  // Updates every parameter that has a gradient, in place, under no-grad; then clears the gradients.
+  // `owned` (one flag per parameter; empty = all) shards the optimizer state, as ZeRO stage 1 does:
+  // state is kept, and updates are made, only for the owned parameters; the others are some other
+  // rank's to update (pd::dist::ShardedUpdate sends them around).
+  Optimizer(std::vector<NamedParam> params, OptimizerConfig config, std::vector<bool> owned = {});
+  // Updates every owned parameter that has a gradient, in place, under no-grad; then clears all gradients.
   void step(double lr);
   void zero_grad();
-  // Optimizer state (moments, step count) by name, for checkpoints. load_state checks names and shapes.
+  // Optimizer state (moments, step count) by name, for checkpoints: the owned parameters' only.
+  // load_state checks names and shapes; when sharded, it takes the owned parameters' entries of a
+  // state that may hold every parameter's.
   std::map<std::string, Tensor> state() const;
   void load_state(const std::map<std::string, Tensor>& state);
   const std::vector<NamedParam>& params() const { return params_; }
   const OptimizerConfig& config() const { return config_; }
+  bool owns(size_t param) const { return owned_.empty() || owned_[param]; }
+  int64_t state_bytes() const;  // the moments this optimizer holds
 
  private:
   std::vector<NamedParam> params_;
   OptimizerConfig config_;
+  std::vector<bool> owned_;
   std::vector<Tensor> m_, v_;  // momentum buffer / first moment, second moment (f32, like the params)
   int64_t steps_ = 0;
 };
