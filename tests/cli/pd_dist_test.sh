@@ -38,6 +38,21 @@ grep -q "this rank keeps the optimizer state of [0-9]* of [0-9]* parameters" dis
   fail "resuming a sharded run's checkpoint unsharded exited with $?"
 "$PARAM_DIFF" adam/model.pdparams half/model.pdparams 0 || fail "a sharded checkpoint resumed to other weights"
 
+# 1c. sync_batch_norm: 2 ranks normalise over the global batch, so they end with 1 rank's weights (an MLP
+# with batch_norm on [N, C]; the [N, C, H, W] case is in dist_test); unsynchronised statistics do not.
+# A short last batch (4001 = 125 x 32 + 1) leaves rank 1 an empty share, which still takes part.
+sed 's/  - {type: relu}/  - {name: bn, type: batch_norm}\n  - {type: relu}/' mlp.yaml > bn.yaml
+(cat bn.yaml; echo "  sync_batch_norm: true") > bn_sync.yaml
+"$PD_TRAIN" bn.yaml --out bn1 "${ARGS[@]}" --epochs 2 || fail "1-rank batch_norm run exited with $?"
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1c -- pd-train bn_sync.yaml --out bn2 "${ARGS[@]}" --epochs 2 > /dev/null 2>&1 ||
+  fail "sync_batch_norm run exited with $?"
+"$PARAM_DIFF" bn1/model.pdparams bn2/model.pdparams 1e-5 || fail "sync_batch_norm on 2 ranks ended with other weights than 1 rank"
+"$PD_DIST" --nproc-per-node 2 --log-dir logs1c -- pd-train bn.yaml --out bn2u "${ARGS[@]}" --epochs 2 > /dev/null 2>&1 ||
+  fail "unsynchronised batch_norm run exited with $?"
+"$PARAM_DIFF" bn1/model.pdparams bn2u/model.pdparams 1e-3 > /dev/null && fail "per-rank batch_norm statistics matched 1 rank: the check above proves nothing"
+timeout 120 "$PD_DIST" --nproc-per-node 2 --log-dir logs1c -- pd-train bn_sync.yaml --out bn2e --limit 4001 --threads 1 --quiet \
+  --epochs 1 > dist1c.txt 2>&1 || fail "sync_batch_norm with an empty share exited with $?: $(tail -5 dist1c.txt)"
+
 # 2. A rank killed mid-epoch stops the job within --timeout + 5 s, named with its signal, the
 # collective it was in and its log; nothing is left running.
 "$PD_DIST" --nproc-per-node 2 --timeout 10 --log-dir logs2 -- pd-train mlp.yaml --out killed --limit 20000 --threads 1 \

@@ -8,6 +8,7 @@
 
 #include "pd/dist/data_parallel.h"
 #include "pd/dist/optimizer_shards.h"
+#include "pd/model/sync_batch_norm.h"
 #include "pd/train/optimizer.h"
 #include "test_util.h"
 #include "pd/pd.h"
@@ -220,4 +221,40 @@ TEST_CASE("optimizer shards: balanced owners, each rank's update sent to all, th
       for (int64_t k = 0; k < p.value.numel(); ++k) ended[rank].push_back(p.value.data<float>()[k]);
   });
   CHECK(ended[0] == ended[1]);
+}
+
+TEST_CASE("sync_batch_norm: two ranks with half a batch each get one process's output and gradients", "[dist]") {
+  // The whole batch through batch_norm in one process: the reference.
+  const pd::Shape shape{6, 3, 2, 2};
+  const Tensor x_all = pd::ops::uniform(shape, -1.5, 2.5, 5), dy_all = pd::ops::uniform(shape, -1, 1, 6);
+  auto make = [](double v) { return pd::ops::full({3}, v, pd::DType::f32); };
+  auto run_reference = [&] {
+    Tensor x = x_all.clone(), scale = make(1.5), bias = make(0.25), rm = make(0), rv = make(1);
+    x.set_requires_grad(true), scale.set_requires_grad(true), bias.set_requires_grad(true);
+    Tensor y = std::get<0>(pd::ops::batch_norm(x, scale, bias, rm, rv, 0.9, 1e-5, true));
+    pd::backward({y}, {dy_all});
+    return std::vector<Tensor>{y, x.grad(), scale.grad(), bias.grad(), rm, rv};
+  };
+  const auto want = run_reference();
+  // Ranks 0 and 1 take rows [0, 4) and [4, 6): unequal shares, as a short last batch gives.
+  pd::dist::StoreServer server("127.0.0.1", 0);
+  std::vector<std::vector<Tensor>> got(2);
+  run_ranks(2, [&](int rank) {
+    pd::dist::StoreClient store("127.0.0.1", server.port(), 10s);
+    auto pg = pd::dist::make_gloo_group(store, group_options(rank, 2, 10s));
+    const pd::model::CrossRankSum sum = [&](double* v, size_t n, const std::string& what) { pg->allreduce_sum(v, n, what); };
+    const int64_t lo = rank == 0 ? 0 : 4, hi = rank == 0 ? 4 : 6;
+    Tensor x = pd::ops::slice(x_all, {0}, {lo}, {hi}).contiguous(), scale = make(1.5), bias = make(0.25), rm = make(0),
+           rv = make(1);
+    x.set_requires_grad(true), scale.set_requires_grad(true), bias.set_requires_grad(true);
+    Tensor y = pd::model::sync_batch_norm(x, scale, bias, rm, rv, 0.9, 1e-5, sum, "bn");
+    pd::backward({y}, {pd::ops::slice(dy_all, {0}, {lo}, {hi}).contiguous()});
+    got[rank] = {y, x.grad(), scale.grad(), bias.grad(), rm, rv};
+  });
+  for (int i = 0; i < 2; ++i)  // y and x's gradient: each rank's rows of the whole batch's
+    CHECK(pd::test::max_abs_diff(pd::ops::concat({got[0][i], got[1][i]}), want[i]) < 1e-5f);
+  for (int i = 2; i < 4; ++i)  // scale and bias: per rank, adding up to the whole batch's
+    CHECK(pd::test::max_abs_diff(pd::ops::add(got[0][i], got[1][i]), want[i]) < 1e-5f);
+  for (int r = 0; r < 2; ++r)
+    for (int i = 4; i < 6; ++i) CHECK(pd::test::max_abs_diff(got[r][i], want[i]) < 1e-6f);  // the same running statistics
 }

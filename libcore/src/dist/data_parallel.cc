@@ -56,6 +56,11 @@ DataParallel::DataParallel(const DistEnv& env) : env_(env) {
                                     .timeout = env.timeout, .status_file = env.status_file});
 }
 
+std::unique_ptr<ProcessGroup> DataParallel::make_group(const std::string& name) {
+  return make_gloo_group(*store_, {.rank = env_.rank, .world = env_.world, .generation = env_.restart, .name = name,
+                                   .host = env_.host, .timeout = env_.timeout, .status_file = env_.status_file});
+}
+
 std::string DataParallel::broadcast_bytes(const std::string& bytes, const std::string& what) {
   uint64_t n = rank() == 0 ? bytes.size() : 0;
   group_->broadcast(&n, sizeof n, 0, what + ", size");

@@ -52,7 +52,7 @@ class GlooGroup final : public ProcessGroup {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world);
       ctx->setTimeout(o.timeout);
-      PrefixedStore prefixed(store, fmt::format("gen{}/gloo/", o.generation), o.world);
+      PrefixedStore prefixed(store, fmt::format("gen{}/{}/", o.generation, o.name), o.world);
       ctx->connectFullMesh(prefixed, device_);
       context_ = ctx;
     } catch (const Error&) {

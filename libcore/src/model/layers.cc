@@ -7,6 +7,7 @@
 
 #include "elementwise_ops.h"
 #include "layer_types.h"
+#include "pd/model/sync_batch_norm.h"
 #include "op_api.h"
 #include "pd/ops/op_schema.h"
 
@@ -107,6 +108,8 @@ class BatchNorm : public Layer {
     eps_ = get_float("epsilon", 1e-5);
   }
   Tensor forward(const std::vector<Tensor>& in, const ForwardCtx& ctx) override {
+    if (ctx.training && ctx.cross_rank_sum)
+      return sync_batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, *ctx.cross_rank_sum, spec_.name);
     return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training));
   }
 

@@ -88,7 +88,7 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     std::vector<Tensor> in;
     for (const auto& name : l.inputs) in.push_back(values.at(name));
     const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
-    ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i)};
+    ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i), cross_rank_sum_ ? &cross_rank_sum_ : nullptr};
     values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
     if (keep.empty()) continue;
     in.clear();

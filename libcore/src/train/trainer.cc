@@ -188,6 +188,12 @@ int Trainer::run() {
   model::Network net(spec_);
   net.to(device);  // before the optimizer, whose state is made beside the parameters
   net.set_rng_stream(static_cast<uint64_t>(rank));
+  // sync_batch_norm's sums run in backward beside the reducer's allreduces: a group of their own.
+  std::unique_ptr<dist::ProcessGroup> stats_group;
+  if (dp && spec_.train.sync_batch_norm) {
+    stats_group = dp->make_group("sync_batch_norm");
+    net.set_cross_rank_sum([g = stats_group.get()](double* v, size_t n, const std::string& what) { g->allreduce_sum(v, n, what); });
+  }
   const model::InputSpec& feat = feature_input(spec_);
   // A prefetch thread only pays with a core of its own: with every core running the kernels' threads
   // it takes turns with them, and OpenMP's barriers wait for whichever thread is descheduled. The data
@@ -352,10 +358,13 @@ int Trainer::run() {
       if (checking) nan_check.set_where(where() + ", forward");
       Tensor loss;
       double loss_value = 0;
-      if (n_local > 0) {
+      // A rank with an empty share of a short last batch skips the step, unless sync_batch_norm's sums
+      // need it to take part.
+      const bool take_part = n_local > 0 || stats_group;
+      if (take_part) {
         auto values = net.forward({{feature, b->x.to(device)}}, true, st.step, {net.output_name()});
         loss = net.loss(values, b->y.to(device));
-        loss_value = loss.item<double>();
+        if (n_local > 0) loss_value = loss.item<double>();
       }
       bool stop = g_signal != 0;
       if (dp) {
@@ -381,7 +390,7 @@ int Trainer::run() {
         // Each rank's mean loss, weighted by its share of the batch: the averaged gradients are then
         // exactly the gradient of the batch's mean loss, even when the shares differ.
         const double weight = static_cast<double>(n_local) * world / static_cast<double>(n);
-        if (n_local > 0) backward({loss}, {Tensor::full_scalar(weight, loss.dtype(), loss.place())});
+        if (take_part) backward({loss}, {Tensor::full_scalar(weight, loss.dtype(), loss.place())});
         reducer->finish();
       }
       profile.mark(Phase::backward);

@@ -45,6 +45,9 @@ class DataParallel {
   const DistEnv& env() const { return env_; }
   StoreClient& store() { return *store_; }
   ProcessGroup& group() { return *group_; }
+  // Collective: another group of the same ranks, for collectives that run beside the main group's on
+  // another thread (sync_batch_norm's sums in backward, while the reducer's allreduces go on).
+  std::unique_ptr<ProcessGroup> make_group(const std::string& name);
   // Rank 0's `bytes` on every rank.
   std::string broadcast_bytes(const std::string& bytes, const std::string& what);
   // Element-wise sum over ranks, in place (f64: counts and loss sums stay exact).

@@ -61,6 +61,7 @@ class ProcessGroup {
 struct GroupOptions {
   int rank = 0, world = 1;
   int generation = 0;                     // restarts so far: keys of earlier generations are not read
+  std::string name = "gloo";              // one per group of a job: its rendezvous keys
   std::string host;                       // this rank's address for its peers ("" = 127.0.0.1)
   std::chrono::milliseconds timeout{60000};  // per collective and for the rendezvous
   std::string status_file;                // where the collective in progress is recorded ("" = nowhere)

@@ -14,6 +14,7 @@ namespace pd::model {
 struct ForwardCtx {
   bool training = false;
   uint64_t seed = 0;  // per step and layer, for dropout
+  const CrossRankSum* cross_rank_sum = nullptr;  // set for sync_batch_norm under pd-dist
 };
 
 // Creates parameters with PyTorch's default initialisation, seeded so that runs are reproducible.

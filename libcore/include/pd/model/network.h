@@ -6,6 +6,7 @@
 //   auto values = net.forward({{"image", x}}, /*training=*/true, /*step=*/0);
 //   pd::Tensor loss = net.loss(values, y);
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -98,6 +99,10 @@ uint64_t spec_hash(const ModelSpec& spec);
 
 class Layer;
 
+// Sums `n` values over the ranks of a data-parallel job, in place; `what` names them in errors. The
+// trainer passes one to the network for sync_batch_norm.
+using CrossRankSum = std::function<void(double* values, size_t n, const std::string& what)>;
+
 struct ParamInfo {
   std::string name;  // "conv1.weight"
   Tensor value;
@@ -130,6 +135,9 @@ class Network {
   // Data parallel: each rank passes its rank, so that ranks draw different dropout masks (0 = the
   // single-process stream).
   void set_rng_stream(uint64_t stream) { rng_stream_ = stream; }
+  // Data parallel with train.sync_batch_norm: batch_norm layers in training take their statistics over
+  // every rank's share of the batch through `sum`, in forward and backward alike.
+  void set_cross_rank_sum(CrossRankSum sum) { cross_rank_sum_ = std::move(sum); }
 
   // One row per layer: name, type, output shape (with the batch axis as -1... shown as N), parameter count.
   struct Row {
@@ -147,6 +155,7 @@ class Network {
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
   uint64_t rng_stream_ = 0;
+  CrossRankSum cross_rank_sum_;
   std::vector<Row> rows_;
 };
 
