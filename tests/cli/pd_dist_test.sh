@@ -114,6 +114,12 @@ grep -q "cannot reach the rendezvous store at 127.0.0.1:.* within 1 s" <<< "$out
 out=$("$PD_DIST" --nnodes 2 --node-rank 0 --master 127.0.0.1:$(free_port) --timeout 1 -- pd-train mlp.yaml 2>&1) &&
   fail "a node that never came was not noticed"
 grep -q "waiting for node 1 of 2 to join" <<< "$out" || fail "missing node: $out"
+out=$("$PD_DIST" --nnodes 2 --node-rank 0 --master "file:$WORK/lonely" --host 127.0.0.1 --timeout 1 -- pd-train mlp.yaml 2>&1) &&
+  fail "a node that never came to a file store was not noticed"
+grep -q "store file:$WORK/lonely waiting for node 1 of 2 to join" <<< "$out" || fail "missing node (file store): $out"
+out=$("$PD_DIST" --nnodes 2 --node-rank 0 --master "file:$WORK/lonely" --host 127.0.0.1 --timeout 1 -- pd-train mlp.yaml 2>&1) &&
+  fail "a file store holding a dead job's keys was used"
+grep -q "already joined the job at file:$WORK/lonely as --node-rank 0.*remove it" <<< "$out" || fail "stale file store: $out"
 port=$(free_port)
 "$PD_DIST" --nnodes 2 --node-rank 0 --master 127.0.0.1:$port --nproc-per-node 2 --timeout 5 -- pd-train mlp.yaml > n0.txt 2>&1 &
 out=$("$PD_DIST" --nnodes 2 --node-rank 1 --master 127.0.0.1:$port --timeout 5 -- pd-train mlp.yaml 2>&1) && fail "mismatched nodes ran"
@@ -123,14 +129,15 @@ grep -q "node 1 joined .* --nproc-per-node 1 .*, but node 0 has" n0.txt || fail 
 
 # 6. Two nodes x 1 rank: over loopback always; across network namespaces joined by a veth pair where
 # they can be made. A rank killed on node 1 stops node 0 too; with a restart, the job finishes.
-two_nodes() {  # two_nodes TAG MASTER_HOST [NS0 NS1]
-  local tag=$1 host=$2 ns0=${3:-} ns1=${4:-} port; port=$(free_port)
+two_nodes() {  # two_nodes TAG MASTER [NS0 NS1]; MASTER is HOST (a TCP store on a free port) or file:DIR --host ADDR
+  local tag=$1 master=$2 ns0=${3:-} ns1=${4:-}
+  [[ $master == file:* ]] || master="$master:$(free_port)"
   local in0=() in1=()
   [ -n "$ns0" ] && in0=(ip netns exec "$ns0") && in1=(ip netns exec "$ns1")
-  "${in0[@]}" "$PD_DIST" --nnodes 2 --node-rank 0 --master "$host:$port" --timeout 10 --max-restarts 1 --log-dir "logs-$tag" \
+  "${in0[@]}" "$PD_DIST" --nnodes 2 --node-rank 0 --master $master --timeout 10 --max-restarts 1 --log-dir "logs-$tag" \
     -- pd-train mlp.yaml --out "nodes-$tag" --limit 20000 --threads 1 --epochs 3 --quiet > "node0-$tag.txt" 2>&1 &
   local l0=$!
-  "${in1[@]}" "$PD_DIST" --nnodes 2 --node-rank 1 --master "$host:$port" --timeout 10 --max-restarts 1 --log-dir "logs-$tag" \
+  "${in1[@]}" "$PD_DIST" --nnodes 2 --node-rank 1 --master $master --timeout 10 --max-restarts 1 --log-dir "logs-$tag" \
     -- pd-train mlp.yaml --out "nodes-$tag" --limit 20000 --threads 1 --epochs 3 --quiet > "node1-$tag.txt" 2>&1 &
   local l1=$!
   for _ in $(seq 200); do grep -q '"epoch": 1' "nodes-$tag/metrics.jsonl" 2>/dev/null && break; sleep 0.05; done
@@ -144,6 +151,9 @@ two_nodes() {  # two_nodes TAG MASTER_HOST [NS0 NS1]
   [ -s "nodes-$tag/model.pdparams" ] || fail "$tag: the restarted job wrote no model"
 }
 two_nodes loopback 127.0.0.1
+# The same through a file store (a directory both "nodes" see, as on NFS); it is left empty after the job.
+two_nodes filestore "file:$WORK/store --host 127.0.0.1"
+[ -d store ] && [ -z "$(ls -A store)" ] || fail "the file store kept keys after the job finished: $(ls -A store)"
 if ip netns add pdd0-$$ 2>/dev/null && ip netns add pdd1-$$ 2>/dev/null &&
    ip link add pdv0-$$ type veth peer name pdv1-$$ 2>/dev/null && ip netns exec pdd0-$$ true 2>/dev/null; then
   ip link set pdv0-$$ netns pdd0-$$ && ip link set pdv1-$$ netns pdd1-$$

@@ -3,6 +3,9 @@
 // in several buckets, unused parameters as zero), and the optimizer shards of sharding stage 1.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -64,6 +67,41 @@ TEST_CASE("store: set, waiting get, add, try_get, timeouts that say what was awa
     CHECK_THAT(e.what(), Catch::Contains("timed out after 0.2 s") && Catch::Contains("node 3 of 4 to join") &&
                              Catch::Contains(fmt::format("127.0.0.1:{}", server.port())));
   }
+}
+
+TEST_CASE("file store: set, waiting get, add under contention, try_get, a timeout naming the directory", "[dist]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("pd-file-store-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  {
+    pd::dist::FileStore a(dir, 2s), b(dir, 2s);
+    a.set("gen0/gloo/1", std::string("v1"));
+    CHECK(b.get_string("gen0/gloo/1") == "v1");
+    a.set("gen0/gloo/1", std::string("v2"));  // keys can be set again (Gloo's FileStore refuses)
+    CHECK(b.get_string("gen0/gloo/1") == "v2");
+    std::thread later([&] {
+      std::this_thread::sleep_for(100ms);
+      a.set("late", std::string("here"));
+    });
+    CHECK(b.get_string("late") == "here");
+    later.join();
+    // Counters stay exact with several writers at once.
+    std::vector<std::thread> adders;
+    for (int t = 0; t < 4; ++t)
+      adders.emplace_back([&] {
+        pd::dist::FileStore own(dir, 2s);
+        for (int i = 0; i < 25; ++i) own.add("n", 1);
+      });
+    for (auto& t : adders) t.join();
+    CHECK(a.add("n", 0) == 100);
+    CHECK(!b.try_get("absent"));
+    CHECK_THROWS_WITH(b.get("absent", 200ms, "node 3 of 4 to join"),
+                      Catch::Contains("timed out after 0.2 s") && Catch::Contains("file:" + dir) &&
+                          Catch::Contains("node 3 of 4 to join"));
+    a.clear();
+    CHECK(!b.try_get("late"));
+  }
+  std::filesystem::remove_all(dir);
+  CHECK_THROWS_WITH(pd::dist::FileStore("/proc/pd-no-such-dir", 1s), Catch::Contains("cannot use /proc/pd-no-such-dir"));
 }
 
 TEST_CASE("store: an unreachable server is named within the timeout", "[dist]") {

@@ -12,13 +12,16 @@ std::string JobSettings::str() const {
   return fmt::format("--nnodes {} --nproc-per-node {} --max-restarts {}", nnodes, nproc_per_node, max_restarts);
 }
 
-JobBoard::JobBoard(dist::StoreClient& store, int node_rank, const JobSettings& settings)
+JobBoard::JobBoard(dist::Store& store, int node_rank, const JobSettings& settings)
     : store_(store), node_(node_rank), settings_(settings) {}
 
 void JobBoard::meet() {
   PD_CHECK(store_.add(fmt::format("job/claim/node{}", node_), 1) == 1, ErrorCode::kInvalidArgument,
-           "another pd-dist has already joined the job at {} as --node-rank {}; give each node its own --node-rank from 0 to {}",
-           store_.address(), node_, settings_.nnodes - 1);
+           "another pd-dist has already joined the job at {} as --node-rank {}; give each node its own --node-rank from 0 to {}{}",
+           store_.address(), node_, settings_.nnodes - 1,
+           store_.address().rfind("file:", 0) == 0 ? " (or the directory still holds the keys of a job that did not finish: "
+                                                      "remove it, or give this job another)"
+                                                    : "");
   // Node 0 announces itself first; the others read node 0's settings before they announce theirs, so
   // that each side of a mismatch can say what the other has.
   if (node_ == 0) store_.set(fmt::format("job/node{}", node_), settings_.str());

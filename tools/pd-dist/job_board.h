@@ -17,7 +17,7 @@ struct JobSettings {
 
 class JobBoard {
  public:
-  JobBoard(dist::StoreClient& store, int node_rank, const JobSettings& settings);
+  JobBoard(dist::Store& store, int node_rank, const JobSettings& settings);
   // Announces this node and waits for every node (node 0) or for node 0's go (the others). pd::Error
   // naming a node that never came, one with other settings, or two nodes with one --node-rank.
   void meet();
@@ -33,7 +33,7 @@ class JobBoard {
   void wait_all_done(int generation);
 
  private:
-  dist::StoreClient& store_;
+  dist::Store& store_;
   int node_;
   JobSettings settings_;
 };

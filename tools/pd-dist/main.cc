@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -34,7 +37,7 @@ void on_signal(int sig) { g_signal = sig; }
 
 struct Options {
   int nnodes = 1, node_rank = 0, nproc = 1, max_restarts = 0, timeout_s = 60;
-  std::string master, log_dir = "pd-dist-logs";
+  std::string master, host, log_dir = "pd-dist-logs";
   std::vector<std::string> command;
 };
 
@@ -69,7 +72,8 @@ enum class Outcome { done, failed, interrupted };
 
 // Runs one generation of the local ranks until they all finish, one fails (here or on another node),
 // or pd-dist is interrupted.
-Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::string& master_host, int master_port,
+// `store_env`: where the ranks find the store (MASTER_ADDR and MASTER_PORT, or PD_DIST_STORE).
+Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::map<std::string, std::string>& store_env,
                        const std::string& host, std::string& report) {
   std::vector<pd::dist_tool::RankSpec> specs;
   const int world = o.nnodes * o.nproc;
@@ -86,12 +90,11 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::st
              {"LOCAL_RANK", std::to_string(l)},
              {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
              {"GROUP_RANK", std::to_string(o.node_rank)},
-             {"MASTER_ADDR", master_host},
-             {"MASTER_PORT", std::to_string(master_port)},
              {"PD_DIST_HOST", host},
              {"PD_DIST_RESTART", std::to_string(gen)},
              {"PD_DIST_TIMEOUT", std::to_string(o.timeout_s)},
              {"PD_DIST_STATUS_FILE", s.status_path}};
+    s.env.insert(store_env.begin(), store_env.end());
     specs.push_back(s);
   }
   const std::string header = fmt::format("==== pd-dist {}: start {} of this job (restart {}) ====\n", now_text(), gen + 1, gen);
@@ -156,18 +159,48 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::st
   }
 }
 
-int launch(Options o) {
-  PD_CHECK(o.node_rank < o.nnodes, pd::ErrorCode::kInvalidArgument, "--node-rank {} is not below --nnodes {}", o.node_rank,
-           o.nnodes);
-  PD_CHECK(o.nnodes == 1 || !o.master.empty(), pd::ErrorCode::kInvalidArgument,
-           "--nnodes {} needs --master HOST:PORT, the address of node 0 that every node can reach", o.nnodes);
-  PD_CHECK(!o.command.empty(), pd::ErrorCode::kInvalidArgument,
-           "no command to run; put it after --, for example: pd-dist --nproc-per-node 2 -- pd-train examples/mlp_fmnist.yaml");
-  o.command[0] = pd::dist_tool::resolve_command(o.command[0]);
-  fs::create_directories(o.log_dir);
+struct RendezvousStore {
+  std::unique_ptr<pd::dist::Store> store;
+  std::map<std::string, std::string> env;  // how the ranks find it
+  std::string host;                        // this node's address for the other nodes' ranks
+};
+
+// This machine's address as its host name resolves (IPv4, not loopback): how the ranks of other nodes
+// reach this one when no TCP store connection shows it.
+std::string host_name_address() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  std::string address;
+  if (::getaddrinfo(name, nullptr, &hints, &found) == 0) {
+    for (addrinfo* a = found; a && address.empty(); a = a->ai_next) {
+      char text[INET_ADDRSTRLEN] = {};
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, text, sizeof text);
+      if (std::string(text).rfind("127.", 0) != 0) address = text;
+    }
+    ::freeaddrinfo(found);
+  }
+  PD_CHECK(!address.empty(), pd::ErrorCode::kInvalidArgument,
+           "with a file store and several nodes, pd-dist needs this node's address for the others' ranks, and the host name "
+           "'{}' does not resolve to one that is not loopback; pass --host ADDR",
+           name);
+  return address;
+}
+
+// --master HOST:PORT: node 0 serves a TCP store there (default with one node: loopback, a free port).
+// --master file:DIR: a file store in DIR, which every node mounts.
+RendezvousStore open_store(const Options& o, std::unique_ptr<pd::dist::StoreServer>& server, std::chrono::seconds timeout) {
+  RendezvousStore r;
+  if (o.master.rfind("file:", 0) == 0) {
+    PD_CHECK(o.master.size() > 5, pd::ErrorCode::kInvalidArgument, "--master file:DIR needs a directory after 'file:'");
+    r.store = std::make_unique<pd::dist::FileStore>(o.master.substr(5), timeout);
+    r.env = {{"PD_DIST_STORE", o.master}};
+    r.host = !o.host.empty() ? o.host : o.nnodes == 1 ? "127.0.0.1" : host_name_address();
+    return r;
+  }
   auto [master_host, master_port] = o.master.empty() ? std::pair<std::string, int>{"127.0.0.1", 0}
                                                      : pd::dist::parse_host_port(o.master, "--master");
-  std::unique_ptr<pd::dist::StoreServer> server;
   if (o.node_rank == 0) {
     try {
       // One node: loopback only. Several: every interface, since the others come from outside.
@@ -180,29 +213,49 @@ int launch(Options o) {
     }
     master_port = server->port();
   }
+  auto client = std::make_unique<pd::dist::StoreClient>(master_host, master_port, timeout);
+  r.host = !o.host.empty() ? o.host : client->local_address();  // how this node is reached from node 0's side
+  r.store = std::move(client);
+  r.env = {{"MASTER_ADDR", master_host}, {"MASTER_PORT", std::to_string(master_port)}};
+  return r;
+}
+
+int launch(Options o) {
+  PD_CHECK(o.node_rank < o.nnodes, pd::ErrorCode::kInvalidArgument, "--node-rank {} is not below --nnodes {}", o.node_rank,
+           o.nnodes);
+  PD_CHECK(o.nnodes == 1 || !o.master.empty(), pd::ErrorCode::kInvalidArgument,
+           "--nnodes {} needs --master HOST:PORT, the address of node 0 that every node can reach (or --master file:DIR, "
+           "a directory every node mounts)",
+           o.nnodes);
+  PD_CHECK(!o.command.empty(), pd::ErrorCode::kInvalidArgument,
+           "no command to run; put it after --, for example: pd-dist --nproc-per-node 2 -- pd-train examples/mlp_fmnist.yaml");
+  o.command[0] = pd::dist_tool::resolve_command(o.command[0]);
+  fs::create_directories(o.log_dir);
   const auto timeout = std::chrono::seconds(o.timeout_s);
-  pd::dist::StoreClient store(master_host, master_port, timeout);
+  std::unique_ptr<pd::dist::StoreServer> server;
+  RendezvousStore rdzv = open_store(o, server, timeout);
   const pd::dist_tool::JobSettings settings{o.nnodes, o.nproc, o.max_restarts};
-  JobBoard board(store, o.node_rank, settings);
+  JobBoard board(*rdzv.store, o.node_rank, settings);
   board.meet();
-  const std::string host = store.local_address();  // how this node is reached from node 0's side
   if (!std::getenv("OMP_NUM_THREADS") && o.nproc > 1) {
     const int threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(o.nproc));
     setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
     fmt::print(stderr, "pd-dist: {} ranks on this node; OMP_NUM_THREADS={} for each (set it to choose)\n", o.nproc, threads);
   }
-  fmt::print(stderr, "pd-dist: node {} of {}, ranks {}-{} of {}; store {}:{}; logs in {}/rank.N.log\n", o.node_rank, o.nnodes,
-             o.node_rank * o.nproc, o.node_rank * o.nproc + o.nproc - 1, o.nnodes * o.nproc, master_host, master_port, o.log_dir);
+  fmt::print(stderr, "pd-dist: node {} of {}, ranks {}-{} of {}; store {}; logs in {}/rank.N.log\n", o.node_rank, o.nnodes,
+             o.node_rank * o.nproc, o.node_rank * o.nproc + o.nproc - 1, o.nnodes * o.nproc, rdzv.store->address(), o.log_dir);
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
   for (int gen = 0;; ++gen) {
     std::string report;
-    const Outcome outcome = run_generation(o, board, gen, master_host, master_port, host, report);
+    const Outcome outcome = run_generation(o, board, gen, rdzv.env, rdzv.host, report);
     if (outcome == Outcome::done) {
       board.report_done(gen);
       if (o.node_rank == 0) board.wait_all_done(gen);
+      // A file store is left empty, ready for the next job (a failed job's keys stay, to be read).
+      if (auto* files = dynamic_cast<pd::dist::FileStore*>(rdzv.store.get()); files && o.node_rank == 0) files->clear();
       return 0;
     }
     if (outcome == Outcome::interrupted) {
@@ -225,7 +278,8 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("--nnodes", o.nnodes, "how many nodes (machines) take part")->check(pd::tools::integer_in<int>(1, 4096, "a node count from 1 to 4096"));
   app.add_option("--node-rank", o.node_rank, "this node's number, 0 to nnodes-1 (node 0 serves the store)")->check(pd::tools::integer_in<int>(0, 4095, "a node number from 0 to 4095"));
-  app.add_option("--master", o.master, "HOST:PORT of node 0's rendezvous store (default with one node: 127.0.0.1 and a free port)");
+  app.add_option("--master", o.master, "HOST:PORT of node 0's rendezvous store (default with one node: 127.0.0.1 and a free port), or file:DIR for a store in a directory every node mounts");
+  app.add_option("--host", o.host, "this node's address for the other nodes' ranks (default: as the store sees it; with file:DIR, the host name's address)");
   app.add_option("--nproc-per-node", o.nproc, "ranks to run on this node")->check(pd::tools::integer_in<int>(1, 1024, "a rank count from 1 to 1024"));
   app.add_option("--max-restarts", o.max_restarts, "restart every rank from the last checkpoint up to M times after a failure")->check(pd::tools::integer_in<int>(0, 1000, "a count from 0 to 1000"));
   app.add_option("--timeout", o.timeout_s, "seconds to wait for a node, a rank or a collective before giving up")->check(pd::tools::integer_in<int>(1, 86400, "seconds from 1 to 86400"));

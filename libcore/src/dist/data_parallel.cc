@@ -42,7 +42,11 @@ std::optional<DistEnv> DistEnv::from_environment() {
   e.restart = env_int("PD_DIST_RESTART", 0, 0, 1 << 20);
   e.master_host = env_or("MASTER_ADDR", "127.0.0.1");
   e.master_port = env_int("MASTER_PORT", -1, 1, 65535);
-  PD_CHECK(e.master_port > 0 || e.world == 1, ErrorCode::kInvalidArgument,
+  const std::string store = env_or("PD_DIST_STORE", "");
+  PD_CHECK(store.empty() || (store.rfind("file:", 0) == 0 && store.size() > 5), ErrorCode::kInvalidArgument,
+           "environment variable PD_DIST_STORE='{}' is not file:DIR (pd-dist sets it; start distributed runs with pd-dist)", store);
+  if (!store.empty()) e.store_dir = store.substr(5);
+  PD_CHECK(e.master_port > 0 || e.world == 1 || !e.store_dir.empty(), ErrorCode::kInvalidArgument,
            "WORLD_SIZE is {} but MASTER_PORT is not set; start distributed runs with pd-dist", e.world);
   e.host = env_or("PD_DIST_HOST", "");
   e.timeout = std::chrono::seconds(env_int("PD_DIST_TIMEOUT", 60, 1, 1 << 24));
@@ -51,7 +55,8 @@ std::optional<DistEnv> DistEnv::from_environment() {
 }
 
 DataParallel::DataParallel(const DistEnv& env) : env_(env) {
-  store_ = std::make_unique<StoreClient>(env.master_host, env.master_port, env.timeout);
+  if (env.store_dir.empty()) store_ = std::make_unique<StoreClient>(env.master_host, env.master_port, env.timeout);
+  else store_ = std::make_unique<FileStore>(env.store_dir, env.timeout);
   group_ = make_gloo_group(*store_, {.rank = env.rank, .world = env.world, .generation = env.restart, .host = env.host,
                                     .timeout = env.timeout, .status_file = env.status_file});
 }

@@ -24,7 +24,7 @@ using Millis = std::chrono::milliseconds;
 // Gloo's Store interface over our client, with a key prefix.
 class PrefixedStore final : public gloo::rendezvous::Store {
  public:
-  PrefixedStore(StoreClient& store, std::string prefix, int world) : store_(store), prefix_(std::move(prefix)), world_(world) {}
+  PrefixedStore(dist::Store& store, std::string prefix, int world) : store_(store), prefix_(std::move(prefix)), world_(world) {}
   void set(const std::string& key, const std::vector<char>& data) override { store_.set(prefix_ + key, data); }
   std::vector<char> get(const std::string& key) override { return store_.get(prefix_ + key, {}, describe(key)); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, store_.timeout()); }
@@ -38,14 +38,14 @@ class PrefixedStore final : public gloo::rendezvous::Store {
     return fmt::format("rank {} of {} to join (key '{}{}'); that rank has not started, or it failed before joining (see its log)",
                        key, world_, prefix_, key);
   }
-  StoreClient& store_;
+  dist::Store& store_;
   std::string prefix_;
   int world_;
 };
 
 class GlooGroup final : public ProcessGroup {
  public:
-  GlooGroup(StoreClient& store, const GroupOptions& o) : ProcessGroup(o.rank, o.world, o.status_file), timeout_(o.timeout) {
+  GlooGroup(Store& store, const GroupOptions& o) : ProcessGroup(o.rank, o.world, o.status_file), timeout_(o.timeout) {
     gloo::transport::tcp::attr attr;
     attr.hostname = o.host.empty() ? "127.0.0.1" : o.host;
     try {
@@ -150,7 +150,7 @@ class GlooGroup final : public ProcessGroup {
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> make_gloo_group(StoreClient& store, const GroupOptions& options) {
+std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, const GroupOptions& options) {
   PD_CHECK(options.world >= 1 && options.rank >= 0 && options.rank < options.world, ErrorCode::kInvalidArgument,
            "rank {} is not in a world of {} ranks", options.rank, options.world);
   return std::make_unique<GlooGroup>(store, options);
@@ -159,7 +159,7 @@ std::unique_ptr<ProcessGroup> make_gloo_group(StoreClient& store, const GroupOpt
 }  // namespace pd::dist
 #else
 namespace pd::dist {
-std::unique_ptr<ProcessGroup> make_gloo_group(StoreClient&, const GroupOptions&) {
+std::unique_ptr<ProcessGroup> make_gloo_group(Store&, const GroupOptions&) {
   raise(ErrorCode::kNotImplemented, "this paddle-cpp was built without Gloo (-DPD_WITH_GLOO=OFF), so it cannot train on "
         "more than one rank; rebuild with libgloo-dev installed");
 }

@@ -170,8 +170,18 @@ struct StoreClient::Conn {
   Socket s;
 };
 
+std::string Store::get_string(const std::string& key, std::optional<Millis> timeout, const std::string& waiting_for) {
+  Bytes b = get(key, timeout, waiting_for);
+  return std::string(b.begin(), b.end());
+}
+
+void Store::timed_out(const std::string& key, Millis waited, const std::string& waiting_for) const {
+  raise(ErrorCode::kIO, "timed out after {} s at the rendezvous store {} waiting for {}", waited.count() / 1000.0, address(),
+        waiting_for.empty() ? "key '" + key + "'" : waiting_for);
+}
+
 StoreClient::StoreClient(std::string host, int port, Millis timeout)
-    : host_(std::move(host)), address_(fmt::format("{}:{}", host_, port)), port_(port), timeout_(timeout) {
+    : Store(timeout), host_(std::move(host)), address_(fmt::format("{}:{}", host_, port)), port_(port) {
   conn_ = std::make_unique<Conn>();
   try {
     conn_->s = connect_to(host_, port_, Clock::now() + timeout_);
@@ -209,15 +219,8 @@ void StoreClient::set(const std::string& key, const Bytes& value) { request('S',
 Bytes StoreClient::get(const std::string& key, std::optional<Millis> timeout, const std::string& waiting_for) {
   const Millis wait = timeout.value_or(timeout_);
   auto v = request('G', key, {}, std::max<int64_t>(1, wait.count()), wait, waiting_for);
-  if (!v)
-    raise(ErrorCode::kIO, "timed out after {} s at the rendezvous store {} waiting for {}", wait.count() / 1000.0, address_,
-          waiting_for.empty() ? "key '" + key + "'" : waiting_for);
+  if (!v) timed_out(key, wait, waiting_for);
   return *v;
-}
-
-std::string StoreClient::get_string(const std::string& key, std::optional<Millis> timeout, const std::string& waiting_for) {
-  Bytes b = get(key, timeout, waiting_for);
-  return std::string(b.begin(), b.end());
 }
 
 std::optional<Bytes> StoreClient::try_get(const std::string& key) { return request('G', key, {}, 0, Millis(0), ""); }

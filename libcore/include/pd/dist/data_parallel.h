@@ -30,6 +30,7 @@ struct DistEnv {
   int restart = 0;                          // PD_DIST_RESTART: restarts so far (a restarted rank resumes)
   std::string master_host = "127.0.0.1";    // MASTER_ADDR
   int master_port = 0;                      // MASTER_PORT
+  std::string store_dir;                    // PD_DIST_STORE=file:DIR: a file store there instead of the TCP one
   std::string host;                         // PD_DIST_HOST: this node's address for its peers
   std::chrono::milliseconds timeout{60000}; // PD_DIST_TIMEOUT (seconds)
   std::string status_file;                  // PD_DIST_STATUS_FILE
@@ -43,7 +44,7 @@ class DataParallel {
   int rank() const { return env_.rank; }
   int world() const { return env_.world; }
   const DistEnv& env() const { return env_; }
-  StoreClient& store() { return *store_; }
+  Store& store() { return *store_; }
   ProcessGroup& group() { return *group_; }
   // Collective: another group of the same ranks, for collectives that run beside the main group's on
   // another thread (sync_batch_norm's sums in backward, while the reducer's allreduces go on).
@@ -55,7 +56,7 @@ class DataParallel {
 
  private:
   DistEnv env_;
-  std::unique_ptr<StoreClient> store_;
+  std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
 };
 

@@ -13,7 +13,7 @@
 
 namespace pd::dist {
 
-class StoreClient;
+class Store;
 
 // The collective a rank is in, in a small file its launcher reads when the rank dies (a rank killed by
 // SIGKILL cannot say it itself): "allreduce #57 (gradient bucket 0)".
@@ -69,7 +69,7 @@ struct GroupOptions {
 
 // Meets the other ranks through `store` and connects to each over TCP (Gloo). Throws pd::Error naming
 // the ranks that did not arrive.
-std::unique_ptr<ProcessGroup> make_gloo_group(StoreClient& store, const GroupOptions& options);
+std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, const GroupOptions& options);
 
 
 }  // namespace pd::dist
