@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "op_api.h"
 #include "pd/core/error.h"
 
 namespace pd::dist {
@@ -66,6 +67,16 @@ std::unique_ptr<ProcessGroup> DataParallel::make_group(const std::string& name) 
                                    .host = env_.host, .timeout = env_.timeout, .status_file = env_.status_file});
 }
 
+ProcessGroup& DataParallel::gradient_group(Place place) {
+  if (place.is_cpu()) return *group_;
+  if (!nccl_)
+    nccl_ = make_nccl_group(*store_,
+                            {.rank = env_.rank, .world = env_.world, .generation = env_.restart, .name = "nccl", .host = env_.host,
+                             .timeout = env_.timeout, .status_file = env_.status_file},
+                            place.index);
+  return *nccl_;
+}
+
 std::string DataParallel::broadcast_bytes(const std::string& bytes, const std::string& what) {
   uint64_t n = rank() == 0 ? bytes.size() : 0;
   group_->broadcast(&n, sizeof n, 0, what + ", size");
@@ -87,21 +98,26 @@ GradientReducer::GradientReducer(ProcessGroup& group, std::vector<train::NamedPa
   size_t bytes = bucket_bytes;  // start a bucket at the first parameter
   for (size_t k = params_.size(); k-- > 0;) {
     const Tensor& v = params_[k].value;
-    PD_CHECK(v.dtype() == DType::f32 && v.place().is_cpu(), ErrorCode::kNotImplemented,
-             "data-parallel training over Gloo averages f32 gradients on the CPU, but parameter '{}' is {} on {}",
-             params_[k].name, dtype_name(v.dtype()), v.place().str());
+    PD_CHECK(v.dtype() == DType::f32 && v.place() == params_.back().value.place(), ErrorCode::kNotImplemented,
+             "data-parallel training averages f32 gradients of parameters on one place, but parameter '{}' is {} on {} ('{}' is "
+             "on {})",
+             params_[k].name, dtype_name(v.dtype()), v.place().str(), params_.back().name, params_.back().value.place().str());
     if (bytes >= bucket_bytes) {
       buckets_.emplace_back();
       bytes = 0;
     }
     Bucket& b = buckets_.back();
     where_[k] = {buckets_.size() - 1, b.params.size()};
-    b.offsets.push_back(b.data.size());
+    b.offsets.push_back(b.size);
     b.params.push_back(k);
-    b.data.resize(b.data.size() + static_cast<size_t>(v.numel()));
+    b.size += v.numel();
     bytes += static_cast<size_t>(v.numel()) * sizeof(float);
   }
-  for (auto& b : buckets_) b.pending = b.params.size();
+  // Buckets live where the gradients do (the group reduces them there: Gloo on the CPU, NCCL on a GPU).
+  for (auto& b : buckets_) {
+    b.pending = b.params.size();
+    b.data = Tensor::empty({b.size}, DType::f32, params_.back().value.place());
+  }
   for (size_t k = 0; k < params_.size(); ++k)
     params_[k].value.register_post_accumulate_grad_hook([this, k] { on_grad_ready(k); });
   thread_ = std::thread([this] { communicate(); });
@@ -122,8 +138,7 @@ void GradientReducer::on_grad_ready(size_t k) {
   arrived_[k] = true;
   const auto [bi, slot] = where_[k];
   Bucket& b = buckets_[bi];
-  const Tensor g = params_[k].value.grad().contiguous();
-  std::memcpy(b.data.data() + b.offsets[slot], g.data<float>(), static_cast<size_t>(g.numel()) * sizeof(float));
+  slot_of(b, slot).copy_(params_[k].value.grad());
   if (--b.pending == 0) mark_ready(b);
 }
 
@@ -135,8 +150,13 @@ void GradientReducer::mark_ready(Bucket& b) {
   cv_.notify_all();
 }
 
+// A bucket's part for its slot-th parameter, shaped like the parameter (a view).
+Tensor GradientReducer::slot_of(Bucket& b, size_t slot) const {
+  const Shape& shape = params_[b.params[slot]].value.shape();
+  return b.data.as_strided(shape, contiguous_strides(shape), b.offsets[slot]);
+}
+
 void GradientReducer::communicate() {
-  const float inv_world = 1.0f / static_cast<float>(group_.world());
   for (;;) {
     size_t i = 0;
     {
@@ -147,8 +167,8 @@ void GradientReducer::communicate() {
     }
     Bucket& b = buckets_[i];
     try {
-      group_.allreduce_sum(b.data.data(), b.data.size(), fmt::format("gradients, bucket {} of {}", i + 1, buckets_.size()));
-      for (float& x : b.data) x *= inv_world;
+      group_.allreduce_sum(b.data.data<float>(), static_cast<size_t>(b.size),
+                           fmt::format("gradients, bucket {} of {}", i + 1, buckets_.size()));
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       error_ = std::current_exception();
@@ -169,7 +189,8 @@ void GradientReducer::finish() {
     arrived_[k] = true;
     const auto [bi, slot] = where_[k];
     Bucket& b = buckets_[bi];
-    std::fill_n(b.data.data() + b.offsets[slot], params_[k].value.numel(), 0.0f);
+    const Tensor& v = params_[k].value;
+    slot_of(b, slot).copy_(ops::zeros(v.shape(), DType::f32).to(v.place()));
     if (--b.pending == 0) mark_ready(b);
   }
   {
@@ -177,14 +198,10 @@ void GradientReducer::finish() {
     cv_.wait(lock, [&] { return error_ || next_to_reduce_ == buckets_.size(); });
     if (error_) std::rethrow_exception(error_);
   }
-  for (auto& b : buckets_) {
-    for (size_t s = 0; s < b.params.size(); ++s) {
-      const Tensor& v = params_[b.params[s]].value;
-      Tensor g = Tensor::empty(v.shape(), DType::f32);
-      std::memcpy(g.data<float>(), b.data.data() + b.offsets[s], static_cast<size_t>(v.numel()) * sizeof(float));
-      v.set_grad(g);
-    }
-  }
+  // The mean: the sum scaled into a new gradient tensor (the bucket is refilled next step).
+  const Tensor inv_world = Tensor::full_scalar(1.0 / group_.world(), DType::f32, params_.back().value.place());
+  for (auto& b : buckets_)
+    for (size_t s = 0; s < b.params.size(); ++s) params_[b.params[s]].value.set_grad(ops::mul(slot_of(b, s), inv_world));
   // Ready for the next step (the communication thread is idle: no bucket is ready).
   std::fill(arrived_.begin(), arrived_.end(), false);
   std::lock_guard<std::mutex> lock(mu_);

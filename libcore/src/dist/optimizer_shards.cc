@@ -7,7 +7,6 @@
 #include <numeric>
 
 #include "pd/core/error.h"
-#include "pd/io/tensor_file.h"
 
 namespace pd::dist {
 
@@ -26,8 +25,7 @@ OptimizerShards::OptimizerShards(ProcessGroup& group, std::vector<train::NamedPa
     owner_[k] = static_cast<int>(least - elements_.begin());
     *least += params_[k].value.numel();
   }
-  const int64_t slot = std::max<int64_t>(1, std::min(slot_elements, *std::max_element(elements_.begin(), elements_.end())));
-  buffer_.resize(static_cast<size_t>(slot) * static_cast<size_t>(group.world()));
+  slot_ = std::max<int64_t>(1, slot_elements);
 }
 
 std::vector<bool> OptimizerShards::owned() const {
@@ -36,54 +34,86 @@ std::vector<bool> OptimizerShards::owned() const {
   return out;
 }
 
-// Allgathers of equal slots, each rank's parameters packed in order, in rounds of at most a slot of
-// elements a rank: the buffer stays small next to the optimizer state sharding saves.
-void OptimizerShards::gather_parameters() {
-  const int64_t slot = static_cast<int64_t>(buffer_.size()) / group_.world();
-  const int64_t rounds = (*std::max_element(elements_.begin(), elements_.end()) + slot - 1) / slot;
-  // Calls fn(parameter data, buffer slot, count) for rank r's elements [lo, lo + slot) of this round.
-  auto for_each_of = [&](int rank, int64_t lo, auto&& fn) {
-    float* at = buffer_.data() + slot * rank;
-    int64_t start = 0;  // of the current parameter in rank r's sequence
-    for (size_t k = 0; k < params_.size() && start < lo + slot; ++k) {
-      if (owner_[k] != rank) continue;
-      const int64_t n = params_[k].value.numel(), from = std::max(lo, start), to = std::min(lo + slot, start + n);
-      if (from < to) fn(params_[k].value.data<float>() + (from - start), at + (from - lo), static_cast<size_t>(to - from));
-      start += n;
+// Each rank's segments form one stream of floats; round after round, every rank sends the next slot
+// of its stream (allgather, or gather to `root`), and the receivers copy each rank's slot into that
+// rank's segments. The buffer is world x slot, whatever the streams' length.
+void OptimizerShards::exchange(const std::function<std::vector<Segment>(int rank)>& segments_of, int64_t longest, int root,
+                               const std::string& what) {
+  const int world = group_.world(), me = group_.rank();
+  const bool receive = root < 0 || root == me;
+  const int64_t slot = std::min(slot_, std::max<int64_t>(1, longest));
+  const int64_t rounds = (longest + slot - 1) / slot;
+  buffer_.resize(static_cast<size_t>(slot * world));
+  std::vector<std::vector<Segment>> streams(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    if (r == me || receive) streams[r] = segments_of(r);
+  // copy(segment data, slot data, count) for rank r's elements [lo, lo + slot).
+  auto walk = [&](int r, int64_t lo, auto&& copy) {
+    float* at = buffer_.data() + slot * r;
+    int64_t start = 0;  // of the current segment in the stream
+    for (const Segment& s : streams[r]) {
+      if (start >= lo + slot) break;
+      const int64_t from = std::max(lo, start), to = std::min(lo + slot, start + s.n);
+      if (from < to) copy(s.data + (from - start), at + (from - lo), static_cast<size_t>(to - from));
+      start += s.n;
     }
   };
-  float* mine = buffer_.data() + slot * group_.rank();
+  float* mine = buffer_.data() + slot * me;
   for (int64_t round = 0; round < rounds; ++round) {
     const int64_t lo = round * slot;
-    for_each_of(group_.rank(), lo, [](const float* p, float* at, size_t n) { std::memcpy(at, p, n * sizeof(float)); });
-    group_.allgather(mine, buffer_.data(), static_cast<size_t>(slot) * sizeof(float),
-                     fmt::format("updated parameters of every shard, part {} of {}", round + 1, rounds));
-    for (int r = 0; r < group_.world(); ++r)
-      if (r != group_.rank()) for_each_of(r, lo, [](float* p, const float* at, size_t n) { std::memcpy(p, at, n * sizeof(float)); });
+    walk(me, lo, [](const float* seg, float* at, size_t n) { std::memcpy(at, seg, n * sizeof(float)); });
+    const std::string part = fmt::format("{}, part {} of {}", what, round + 1, rounds);
+    if (root < 0) group_.allgather(mine, buffer_.data(), static_cast<size_t>(slot) * sizeof(float), part);
+    else group_.gather(mine, receive ? buffer_.data() : nullptr, static_cast<size_t>(slot) * sizeof(float), root, part);
+    if (!receive) continue;
+    for (int r = 0; r < world; ++r)
+      if (r != me) walk(r, lo, [](float* seg, const float* at, size_t n) { std::memcpy(seg, at, n * sizeof(float)); });
   }
 }
 
-// Each rank's state is sent as a tensor archive (the checkpoint's own encoding, so names, shapes and
-// dtypes travel with it), padded to the longest; a checkpoint is rare enough for two collectives.
-// Copies are dropped as soon as they are sent: rank 0 holds the whole state only while it saves.
-std::map<std::string, Tensor> OptimizerShards::gather_state(std::map<std::string, Tensor> mine) {
-  std::string bytes = io::encode_tensors("optimizer shard", mine, {});
+void OptimizerShards::gather_parameters() {
+  exchange(
+      [&](int r) {
+        std::vector<Segment> out;
+        for (size_t k = 0; k < params_.size(); ++k)
+          if (owner_[k] == r) out.push_back({params_[k].value.data<float>(), params_[k].value.numel()});
+        return out;
+      },
+      *std::max_element(elements_.begin(), elements_.end()), -1, "updated parameters of every shard");
+}
+
+// Rank 0 makes the tensors of the other ranks' entries and receives into them; nothing is encoded,
+// and no rank copies its own state (the moments are read in place).
+std::map<std::string, Tensor> OptimizerShards::gather_state(const std::map<std::string, Tensor>& mine,
+                                                            const std::vector<std::string>& suffixes) {
   const bool root = group_.rank() == 0;
-  if (!root) mine.clear();
-  const size_t world = static_cast<size_t>(group_.world());
-  std::vector<uint64_t> sizes(world);
-  const uint64_t my_size = bytes.size();
-  group_.allgather(&my_size, sizes.data(), sizeof my_size, "optimizer state sizes, for a checkpoint");
-  const uint64_t longest = *std::max_element(sizes.begin(), sizes.end());
-  bytes.resize(longest);
-  std::string all(root ? longest * world : 0, '\0');
-  group_.gather(bytes.data(), root ? all.data() : nullptr, longest, 0, "optimizer state of every shard, for a checkpoint");
-  std::string().swap(bytes);
-  for (size_t r = 1; r < world && root; ++r) {  // rank 0's own shard is `mine`
-    io::TensorArchive a = io::parse_tensors(all.substr(r * longest, sizes[r]), fmt::format("the optimizer state of rank {}", r));
-    mine.merge(a.tensors);  // "step" is the same on every rank; rank 0's is kept
-  }
-  return mine;
+  std::map<std::string, Tensor> whole;
+  if (root) whole = mine;
+  auto entry = [&](size_t k, const std::string& suffix) -> Tensor {
+    const std::string key = params_[k].name + "." + suffix;
+    if (owner_[k] == group_.rank()) {
+      auto it = mine.find(key);
+      PD_CHECK(it != mine.end() && it->second.numel() == params_[k].value.numel() && it->second.dtype() == DType::f32,
+               ErrorCode::kInvalidArgument, "sharding: this rank's optimizer state lacks '{}' (or it is not f32 like its parameter)",
+               key);
+      return it->second;
+    }
+    return whole[key] = Tensor::empty(params_[k].value.shape(), DType::f32);
+  };
+  exchange(
+      [&](int r) {
+        std::vector<Segment> out;
+        for (size_t k = 0; k < params_.size(); ++k)
+          if (owner_[k] == r)
+            for (const auto& suffix : suffixes) {
+              Tensor t = entry(k, suffix);
+              out.push_back({t.data<float>(), t.numel()});
+            }
+        return out;
+      },
+      *std::max_element(elements_.begin(), elements_.end()) * static_cast<int64_t>(suffixes.size()), 0,
+      "optimizer state of every shard, for a checkpoint");
+  return whole;
 }
 
 }  // namespace pd::dist

@@ -114,14 +114,21 @@ void Optimizer::zero_grad() {
   for (NamedParam& p : params_) p.value.zero_grad();
 }
 
-std::map<std::string, Tensor> Optimizer::state() const {
+std::map<std::string, Tensor> Optimizer::state(bool copies) const {
   std::map<std::string, Tensor> out;
   out["step"] = Tensor::scalar<int64_t>(steps_);
   for (size_t i = 0; i < params_.size(); ++i) {
     // Copies, so that a saved snapshot does not change under later steps.
-    if (m_[i].defined()) out[params_[i].name + ".m"] = m_[i].clone();
-    if (v_[i].defined()) out[params_[i].name + ".v"] = v_[i].clone();
+    if (m_[i].defined()) out[params_[i].name + ".m"] = copies ? m_[i].clone() : m_[i];
+    if (v_[i].defined()) out[params_[i].name + ".v"] = copies ? v_[i].clone() : v_[i];
   }
+  return out;
+}
+
+std::vector<std::string> Optimizer::state_suffixes() const {
+  std::vector<std::string> out;
+  if (uses_m(config_.kind)) out.push_back("m");
+  if (uses_v(config_.kind)) out.push_back("v");
   return out;
 }
 

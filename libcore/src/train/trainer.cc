@@ -184,7 +184,9 @@ int Trainer::run() {
   const bool tty = !opt_.quiet && isatty(STDERR_FILENO);
   const std::string ckpt = lead ? dir->file("checkpoint.pdckpt") : "";
 
-  const Place device = parse_place(opt_.device.empty() ? spec_.train.device : opt_.device);
+  std::string device_name = opt_.device.empty() ? spec_.train.device : opt_.device;
+  if (dp && device_name == "cuda") device_name = fmt::format("cuda:{}", dp->env().local_rank);  // a GPU per local rank
+  const Place device = parse_place(device_name);
   model::Network net(spec_);
   net.to(device);  // before the optimizer, whose state is made beside the parameters
   net.set_rng_stream(static_cast<uint64_t>(rank));
@@ -314,7 +316,7 @@ int Trainer::run() {
   // Every rank calls this at the same points: with sharding, the state is gathered from all of them.
   auto checkpoint = [&](const RunState& at) {
     if (shards) {
-      const auto whole = shards->gather_state(optim.state());
+      const auto whole = shards->gather_state(optim.state(false), optim.state_suffixes());
       if (lead) save_checkpoint(ckpt, net, whole, at, facts, hash);
     } else if (lead) {
       save_checkpoint(ckpt, net, optim.state(), at, facts, hash);
@@ -322,7 +324,7 @@ int Trainer::run() {
   };
   std::unique_ptr<dist::GradientReducer> reducer;
   if (dp)
-    reducer = std::make_unique<dist::GradientReducer>(dp->group(), optim.params(),
+    reducer = std::make_unique<dist::GradientReducer>(dp->gradient_group(device), optim.params(),
                                                       static_cast<size_t>(spec_.train.bucket_mb * (1 << 20)));
 
   g_signal = 0;

@@ -49,6 +49,9 @@ class DataParallel {
   // Collective: another group of the same ranks, for collectives that run beside the main group's on
   // another thread (sync_batch_norm's sums in backward, while the reducer's allreduces go on).
   std::unique_ptr<ProcessGroup> make_group(const std::string& name);
+  // Collective: the group that averages gradients living on `place`: the main (Gloo) group for the
+  // CPU, an NCCL group on the rank's GPU, made on first use.
+  ProcessGroup& gradient_group(Place place);
   // Rank 0's `bytes` on every rank.
   std::string broadcast_bytes(const std::string& bytes, const std::string& what);
   // Element-wise sum over ranks, in place (f64: counts and loss sums stay exact).
@@ -58,6 +61,7 @@ class DataParallel {
   DistEnv env_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<ProcessGroup> nccl_;
 };
 
 // Averages the gradients of `params` over the ranks. Parameters are packed into buckets of about
@@ -77,13 +81,15 @@ class GradientReducer {
 
  private:
   struct Bucket {
-    std::vector<size_t> params;   // indices into params_
-    std::vector<size_t> offsets;  // element offset of each in data
-    std::vector<float> data;
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // element offset of each in data
+    int64_t size = 0;
+    Tensor data;                   // 1-D f32 on the parameters' place
     size_t pending = 0;           // gradients still to arrive this step
     bool ready = false;           // all gradients packed: the communication thread may reduce it
   };
   void on_grad_ready(size_t param);
+  Tensor slot_of(Bucket& b, size_t slot) const;
   void mark_ready(Bucket& b);
   void communicate();
 

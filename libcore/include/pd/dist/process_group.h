@@ -1,4 +1,4 @@
-// The collectives data-parallel training needs, over one engine (Gloo on CPU ranks). Every collective
+// The collectives data-parallel training needs, over one engine (Gloo on CPU ranks, NCCL on GPU ranks). Every collective
 // has a sequence number shared by all ranks and a timeout; a failure names the collective, its number,
 // what it carried and what probably happened, so that a job never hangs silently.
 //
@@ -70,6 +70,9 @@ struct GroupOptions {
 // Meets the other ranks through `store` and connects to each over TCP (Gloo). Throws pd::Error naming
 // the ranks that did not arrive.
 std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, const GroupOptions& options);
+// The same over NCCL for a rank on cuda:`device`: buffers are device pointers, and every collective is
+// done (or has failed, naming itself) when the call returns.
+std::unique_ptr<ProcessGroup> make_nccl_group(Store& store, const GroupOptions& options, int device);
 
 
 }  // namespace pd::dist

@@ -26,7 +26,10 @@ class Optimizer {
   // Optimizer state (moments, step count) by name, for checkpoints: the owned parameters' only.
   // load_state checks names and shapes; when sharded, it takes the owned parameters' entries of a
   // state that may hold every parameter's.
-  std::map<std::string, Tensor> state() const;
+  // With copies = false, the live tensors (to read at once, not to keep).
+  std::map<std::string, Tensor> state(bool copies = true) const;
+  // The per-parameter entries of the state: "m" and "v" ("name.m", "name.v") for Adam, "m" for momentum.
+  std::vector<std::string> state_suffixes() const;
   void load_state(const std::map<std::string, Tensor>& state);
   const std::vector<NamedParam>& params() const { return params_; }
   const OptimizerConfig& config() const { return config_; }
