@@ -1,9 +1,9 @@
 // Forward and backward as the batch_norm kernels compute them, with the per-channel sums added over
 // the ranks in between (the shape of PyTorch's batch_norm_stats / gather / backward_reduce / elemt):
-//   forward:  [sum x, sum x^2, n] over ranks -> mean, invstd -> y = (x - mean) * invstd * scale + bias
+//   forward:  [sum x-K, sum (x-K)^2, n] over ranks (K: the running mean) -> mean, invstd -> y = (x - mean) * invstd * scale + bias
 //   backward: [sum dy, sum dy * xhat] over ranks -> dx = scale * invstd * (dy - mean(dy) - xhat * mean(dy xhat));
 //             dscale, dbias from this rank's sums (the gradient reducer averages them like any other).
-// Sums are taken in f64. Written out rather than composed from ops: a composite backward loses digits
+// Each row's sum in the input's type, rows added in f64. Written out rather than composed from ops: a composite backward loses digits
 // where the local and global means differ.
 #include "pd/model/sync_batch_norm.h"
 
@@ -26,6 +26,39 @@ template <typename Fn>
 void for_channels(int64_t c, Fn&& fn) {
 #pragma omp parallel for schedule(static) num_threads(pd::num_threads()) if (c > 1)
   for (int64_t ch = 0; ch < c; ++ch) fn(ch);
+}
+
+// Per-row sums in T (a few hundred values; vectorised), rows added up in double.
+template <typename T>
+T row_sum(const T* __restrict x, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += x[k];
+  return s;
+}
+
+template <typename T>
+T row_sum_dev(const T* __restrict x, int64_t n, T mean) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += x[k] - mean;
+  return s;
+}
+
+template <typename T>
+T row_sum_sq_dev(const T* __restrict x, int64_t n, T mean) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += (x[k] - mean) * (x[k] - mean);
+  return s;
+}
+
+template <typename T>
+T row_dot_dev(const T* __restrict g, const T* __restrict x, int64_t n, T mean) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += g[k] * (x[k] - mean);
+  return s;
 }
 
 // x as [n, c, inner]: row(i, ch) is the offset of sample i's `inner` values of channel ch.
@@ -58,13 +91,10 @@ class SyncBatchNormNode final : public GradNode {
     std::vector<double> sums(static_cast<size_t>(2 * d.c), 0.0);  // [sum dy, sum dy * xhat] per channel
     for_channels(d.c, [&](int64_t ch) {
       double a = 0, b = 0;
+      const T mean = static_cast<T>(mean_[ch]);
       for (int64_t i = 0; i < d.n; ++i) {
-        const T* gr = g + d.row(i, ch);
-        const T* xr = x + d.row(i, ch);
-        for (int64_t k = 0; k < d.inner; ++k) {
-          a += gr[k];
-          b += gr[k] * (static_cast<double>(xr[k]) - mean_[ch]);
-        }
+        a += row_sum(g + d.row(i, ch), d.inner);
+        b += row_dot_dev(g + d.row(i, ch), x + d.row(i, ch), d.inner, mean);
       }
       sums[ch] = a;
       sums[d.c + ch] = b * invstd_[ch];
@@ -75,15 +105,16 @@ class SyncBatchNormNode final : public GradNode {
     T* out = dx.data<T>();
     const T* w = scale_.data<T>();
     for_channels(d.c, [&](int64_t ch) {
+      // dx = k0 (g - mean(g) - xhat mean(g xhat)), folded into dx = ka g + kb x + kc per channel.
       const double mean_dy = sums[ch] / count_, mean_dyx = sums[d.c + ch] / count_, k0 = w[ch] * invstd_[ch];
+      const double kb_d = -k0 * invstd_[ch] * mean_dyx;
+      const T ka = static_cast<T>(k0), kb = static_cast<T>(kb_d), kc = static_cast<T>(-k0 * mean_dy - kb_d * mean_[ch]);
       for (int64_t i = 0; i < d.n; ++i) {
-        const T* gr = g + d.row(i, ch);
-        const T* xr = x + d.row(i, ch);
-        T* o = out + d.row(i, ch);
-        for (int64_t k = 0; k < d.inner; ++k) {
-          const double xhat = (static_cast<double>(xr[k]) - mean_[ch]) * invstd_[ch];
-          o[k] = static_cast<T>(k0 * (gr[k] - mean_dy - xhat * mean_dyx));
-        }
+        const T* __restrict gr = g + d.row(i, ch);
+        const T* __restrict xr = x + d.row(i, ch);
+        T* __restrict o = out + d.row(i, ch);
+#pragma omp simd
+        for (int64_t k = 0; k < d.inner; ++k) o[k] = ka * gr[k] + kb * xr[k] + kc;
       }
     });
     Tensor dscale = Tensor::empty({d.c}, x_.dtype()), dbias = Tensor::empty({d.c}, x_.dtype());
@@ -109,27 +140,29 @@ Tensor forward(const Tensor& x_in, const Tensor& scale, const Tensor& bias, cons
   const Tensor x = x_in.contiguous();
   const Dims d(x.shape());
   const T* xp = x.data<T>();
-  std::vector<double> stats(static_cast<size_t>(2 * d.c + 1), 0.0);  // [sum x, sum x^2, values per channel]
+  // One pass and one collective per layer: sums of x - K and (x - K)^2 with K the running mean (the
+  // same on every rank, since the running statistics are synchronised too, and close to the batch
+  // mean), so that the variance E[(x-K)^2] - E[x-K]^2 does not cancel.
+  const T* rm_now = running_mean.data<T>();
+  std::vector<double> sums(static_cast<size_t>(2 * d.c + 1), 0.0);  // [sum x-K, sum (x-K)^2, count]
   for_channels(d.c, [&](int64_t ch) {
-    double a = 0, b = 0;
+    double a = 0, q = 0;
     for (int64_t i = 0; i < d.n; ++i) {
-      const T* row = xp + d.row(i, ch);
-      for (int64_t k = 0; k < d.inner; ++k) {
-        a += row[k];
-        b += static_cast<double>(row[k]) * row[k];
-      }
+      a += row_sum_dev(xp + d.row(i, ch), d.inner, rm_now[ch]);
+      q += row_sum_sq_dev(xp + d.row(i, ch), d.inner, rm_now[ch]);
     }
-    stats[ch] = a;
-    stats[d.c + ch] = b;
+    sums[ch] = a;
+    sums[d.c + ch] = q;
   });
-  stats[2 * d.c] = d.count();
-  sum(stats.data(), stats.size(), fmt::format("batch_norm statistics of '{}'", what));
-  const double count = stats[2 * d.c];
+  sums[2 * d.c] = d.count();
+  sum(sums.data(), sums.size(), fmt::format("batch_norm statistics of '{}'", what));
+  const double count = sums[2 * d.c];
   PD_CHECK(count > 0, ErrorCode::kInvalidArgument, "sync_batch_norm '{}': the global batch is empty", what);
   std::vector<double> mean(static_cast<size_t>(d.c)), var(static_cast<size_t>(d.c)), invstd(static_cast<size_t>(d.c));
   for (int64_t ch = 0; ch < d.c; ++ch) {
-    mean[ch] = stats[ch] / count;
-    var[ch] = std::max(0.0, stats[d.c + ch] / count - mean[ch] * mean[ch]);
+    const double shift = sums[ch] / count;
+    mean[ch] = rm_now[ch] + shift;
+    var[ch] = std::max(0.0, sums[d.c + ch] / count - shift * shift);
     invstd[ch] = 1.0 / std::sqrt(var[ch] + epsilon);
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -137,11 +170,13 @@ Tensor forward(const Tensor& x_in, const Tensor& scale, const Tensor& bias, cons
   const T* w = scale.contiguous().data<T>();
   const T* b = bias.contiguous().data<T>();
   for_channels(d.c, [&](int64_t ch) {
-    const double k0 = w[ch] * invstd[ch], k1 = b[ch] - mean[ch] * k0;
+    const double k0_d = w[ch] * invstd[ch];
+    const T k0 = static_cast<T>(k0_d), k1 = static_cast<T>(b[ch] - mean[ch] * k0_d);
     for (int64_t i = 0; i < d.n; ++i) {
-      const T* row = xp + d.row(i, ch);
-      T* o = yp + d.row(i, ch);
-      for (int64_t k = 0; k < d.inner; ++k) o[k] = static_cast<T>(row[k] * k0 + k1);
+      const T* __restrict row = xp + d.row(i, ch);
+      T* __restrict o = yp + d.row(i, ch);
+#pragma omp simd
+      for (int64_t k = 0; k < d.inner; ++k) o[k] = row[k] * k0 + k1;
     }
   });
   // Running statistics as batch_norm keeps them (Paddle's momentum, unbiased variance), of the global batch.
