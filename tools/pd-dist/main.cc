@@ -103,16 +103,23 @@ Outcome run_generation(const Options& o, JobBoard& board, int gen, const std::ma
   auto last_check = std::chrono::steady_clock::now();
   std::vector<std::string> peaks;  // of the ranks that finished
   for (;;) {
+    std::vector<RankExit> failed;
     for (const RankExit& e : ranks.poll(100)) {
-      if (e.ok()) {
-        peaks.push_back(fmt::format("rank {} {:.0f} MiB", e.rank, static_cast<double>(e.peak_rss_kib) / 1024));
-        continue;
-      }
+      if (e.ok()) peaks.push_back(fmt::format("rank {} {:.0f} MiB", e.rank, static_cast<double>(e.peak_rss_kib) / 1024));
+      else failed.push_back(e);
+    }
+    if (!failed.empty()) {
+      // A rank whose collective failed usually lost a peer that failed first. A local one has exited by
+      // now too (reaped here, in any order); one on another node shows up on the board.
+      for (const RankExit& e : ranks.poll(50))
+        if (!e.ok()) failed.push_back(e);
+      auto is_consequence = [&](const RankExit& e) {
+        return pd::dist_tool::tail_lines(ranks.spec(e.local_rank).log_path, 1).find("failed on rank") != std::string::npos;
+      };
+      const auto local_cause = std::find_if(failed.begin(), failed.end(), [&](const RankExit& e) { return !is_consequence(e); });
+      const RankExit& e = local_cause != failed.end() ? *local_cause : failed.front();
+      const bool consequence = local_cause == failed.end();
       report = failure_report(e, ranks.spec(e.local_rank), o.node_rank, specs);
-      // A rank whose collective failed usually lost a peer that failed first, perhaps on another node:
-      // report that one, the cause, when it shows up on the board.
-      const bool consequence = pd::dist_tool::tail_lines(ranks.spec(e.local_rank).log_path, 1).find("failed on rank") !=
-                               std::string::npos;
       const auto failed_at = std::chrono::steady_clock::now();
       try {
         board.report_failure(gen, report, !consequence);
