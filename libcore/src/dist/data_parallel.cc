@@ -58,22 +58,22 @@ std::optional<DistEnv> DistEnv::from_environment() {
 DataParallel::DataParallel(const DistEnv& env) : env_(env) {
   if (env.store_dir.empty()) store_ = std::make_unique<StoreClient>(env.master_host, env.master_port, env.timeout);
   else store_ = std::make_unique<FileStore>(env.store_dir, env.timeout);
-  group_ = make_gloo_group(*store_, {.rank = env.rank, .world = env.world, .generation = env.restart, .host = env.host,
-                                    .timeout = env.timeout, .status_file = env.status_file});
+  group_ = make_gloo_group(*store_, group_options("gloo"));
+}
+
+// Every group of this rank: the job's rank, world, restart, address, timeout and status file; its own keys.
+GroupOptions DataParallel::group_options(const std::string& name) const {
+  return {.rank = env_.rank, .world = env_.world, .generation = env_.restart, .name = name, .host = env_.host,
+          .timeout = env_.timeout, .status_file = env_.status_file};
 }
 
 std::unique_ptr<ProcessGroup> DataParallel::make_group(const std::string& name) {
-  return make_gloo_group(*store_, {.rank = env_.rank, .world = env_.world, .generation = env_.restart, .name = name,
-                                   .host = env_.host, .timeout = env_.timeout, .status_file = env_.status_file});
+  return make_gloo_group(*store_, group_options(name));
 }
 
 ProcessGroup& DataParallel::gradient_group(Place place) {
   if (place.is_cpu()) return *group_;
-  if (!nccl_)
-    nccl_ = make_nccl_group(*store_,
-                            {.rank = env_.rank, .world = env_.world, .generation = env_.restart, .name = "nccl", .host = env_.host,
-                             .timeout = env_.timeout, .status_file = env_.status_file},
-                            place.index);
+  if (!nccl_) nccl_ = make_nccl_group(*store_, group_options("nccl"), place.index);
   return *nccl_;
 }
 

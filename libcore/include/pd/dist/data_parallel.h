@@ -58,6 +58,7 @@ class DataParallel {
   void sum(std::vector<double>& values, const std::string& what);
 
  private:
+  GroupOptions group_options(const std::string& name) const;
   DistEnv env_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
