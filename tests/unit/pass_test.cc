@@ -813,6 +813,44 @@ TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quan
   check_same_outputs(nchw, nhwc, 1e-6);
 }
 
+// LeNet's shape in int8: conv(1 -> 6) -> relu -> pool -> conv(6 -> 16) -> relu -> pool -> linear. On
+// AVX-512 VNNI the one-channel conv is lowered to int8 (pixel lanes) and conv_pool_fuse makes each conv
+// and its pool one quantized_conv2d_maxpool, pooling the sums: the same bytes as the two kernels in turn.
+// Without VNNI the first conv stays f32 and nothing int8 is fused (the fused op would run the same two
+// kernels).
+TEST_CASE("pass: int8 conv and max pool fused into quantized_conv2d_maxpool", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: the int8 passes do not run");
+    return;
+  }
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 1, 12, 12}});
+  auto conv = [&](ValueId in, const char* name, int64_t cin, int64_t cout, int64_t k, int64_t pad, int64_t seed) {
+    auto c = p.add_op("conv2d", {{in}, {p.add_param(std::string(name) + ".w", rnd({cout, cin, k, k}, seed))},
+                                 {p.add_param(std::string(name) + ".b", rnd({cout}, seed + 1))}},
+                      {{"padding", std::vector<int64_t>{pad, pad}}})[0];
+    return p.add_op("max_pool2d", {{p.add_op("relu", {{c}})[0]}}, {{"kernel_size", std::vector<int64_t>{2, 2}}})[0];
+  };
+  auto y = conv(conv(x, "c1", 1, 6, 5, 2, 1), "c2", 6, 16, 3, 1, 3);
+  auto flat = p.add_op("flatten", {{y}}, {{"start_axis", int64_t{1}}})[0];
+  p.mark_output(p.add_op("linear", {{flat}, {p.add_param("fc.w", rnd({5, 144}, 5))}, {p.add_param("fc.b", rnd({5}, 6))}})[0], "out");
+  Program q = p;
+  pd::quant::insert_qdq(q, pd::quant::calibrate(p, {inputs_for(p, 21), inputs_for(p, 22)}), minmax());
+  pd::ir::PassOptions opt;
+  opt.passes = {"conv_act_fuse", "int8_lower", "int8_channels_last", "dce"};
+  Program unfused = q;
+  pd::ir::PassManager(opt).run(unfused);
+  opt.passes.insert(opt.passes.begin() + 3, "conv_pool_fuse");
+  Program fused = q;
+  pd::ir::PassManager(opt).run(fused);
+  const bool vnni = pd::cpu_has_avx512() && pd::cpu_has_vnni();
+  CHECK(count_ops(unfused, "quantized_conv2d") == (vnni ? 2 : 1));
+  CHECK(count_ops(fused, "quantized_conv2d_maxpool") == (vnni ? 2 : 0));
+  CHECK(count_ops(fused, "quantized_conv2d") == (vnni ? 0 : 1));
+  CHECK(count_ops(fused, "max_pool2d_nhwc") == (vnni ? 0 : 1));
+  check_same_outputs(unfused, fused, 0.0);
+}
+
 // pd-quant quantizes the residual operand of each add that folds into a quantized conv (x for block b,
 // the 1x1 projection d for e), as onnxruntime quantizes both inputs of an Add: int8_lower then hands the
 // conv its residual in u8 with that scale and zero point, and a block's conv requantizes its own result,

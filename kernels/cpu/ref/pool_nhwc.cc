@@ -2,6 +2,7 @@
 // contiguous run of C values maxed into the output pixel's run (16 bytes at a time for int8), with no
 // transposes around the pool in an NHWC int8 region.
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -43,6 +44,44 @@ void max_into(T* __restrict o, const T* __restrict r, int64_t C) {
   }
 }
 
+// out[i] = max(a[i], b[i]) for n bytes (i8 through u8's max with the sign bit flipped).
+template <typename T>
+void max_bytes(T* out, const T* a, const T* b, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  const __m128i flip = _mm_set1_epi8(std::is_signed_v<T> ? char(0x80) : 0);
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)), flip);
+    const __m128i y = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), flip);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_xor_si128(_mm_max_epu8(x, y), flip));
+  }
+#endif
+  for (; i < n; ++i) out[i] = std::max(a[i], b[i]);
+}
+
+// 2 x 2 windows of stride 2, all inside the image, on 1-byte values (LeNet's pools in an int8 region,
+// with 6 or 16 channels: too few for max_into's vectors): per output row, the two input rows maxed as
+// one run, then each pixel's neighbour maxed in as the same run shifted by C, then every other pixel's C
+// values kept.
+template <typename T>
+void pool2x2_bytes(const T* x, int64_t H, int64_t W, int64_t C, int64_t oH, int64_t oW, int64_t N, T* out) {
+  cpu::parallel_for(N * oH, 4 * oW * C, [&](int64_t row) {
+    const int64_t n = row / oH, oh = row % oH, run = 2 * oW * C;
+    const T* top = x + (n * H + 2 * oh) * W * C;
+    thread_local std::vector<T> pair;
+    pair.resize(static_cast<size_t>(2 * run + 16));
+    T* v = pair.data();
+    T* m = v + run;
+    max_bytes(v, top, top + W * C, run);
+    max_bytes(m, v, v + C, run - C);
+    T* o = out + row * oW * C;
+    int64_t ow = 0;
+    if (C <= 16)  // 16 bytes a pixel, each copy's bytes past C overwritten by the next pixel's
+      for (; ow + 1 < oW; ++ow) std::memcpy(o + ow * C, m + 2 * ow * C, 16);
+    for (; ow < oW; ++ow) std::memcpy(o + ow * C, m + 2 * ow * C, static_cast<size_t>(C));
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -56,6 +95,10 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   const int64_t ph = pick(padding, 0, 0), pw = pick(padding, 1, 0);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
+  if constexpr (sizeof(T) == 1) {
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && 2 * oH <= H && 2 * oW <= W && out.numel() > 0)
+      return pool2x2_bytes(xd, H, W, C, oH, oW, N, od);
+  }
   // One task per output row of one image; padding taps are skipped (they count as the lowest value,
   // which never wins over a real one: the shape rule keeps every window on at least one real pixel).
   cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {

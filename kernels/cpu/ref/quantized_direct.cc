@@ -44,14 +44,6 @@ using namespace int8_direct;
 
 // ---- convolution ---------------------------------------------------------------------------------
 
-struct ConvShape {
-  int64_t N, H, W, C, CO, KH, KW, OH, OW, sh, sw, ph, pw;
-  int64_t Hp, Wp;  // the padded input
-  int64_t run;     // KW * C: the taps of one kernel row
-  int64_t groups;  // run groups of 4 (VNNI) or 2 (AVX2) values
-  int64_t COp;     // CO rounded up to kLanes
-};
-
 struct ConvPack {
   std::vector<int8_t> w8;    // VNNI: [KH][groups][COp][4]
   std::vector<int16_t> w16;  // AVX2: [KH][groups][COp][2]
@@ -111,28 +103,28 @@ PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uin
                                 const float* residual, void* out, int64_t pixel) {
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
   __m512i acc[P][V];
-  #pragma GCC unroll 4
+  #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 4
+    #pragma GCC unroll 16
     for (int v = 0; v < V; ++v) acc[p][v] = _mm512_setzero_si512();
   for (int64_t ky = 0; ky < s.KH; ++ky) {
     const uint8_t* r = in + ky * row_step;
     const int8_t* wk = w + (ky * s.groups * s.COp + o0) * 4;
     for (int64_t g = 0; g < s.groups; ++g) {
       __m512i wv[V];
-      #pragma GCC unroll 4
+      #pragma GCC unroll 16
       for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_si512(wk + (g * s.COp + v * 16) * 4);
-      #pragma GCC unroll 4
+      #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
         const __m512i b = _mm512_set1_epi32(load_u32(r + p * pix_step + 4 * g));
-        #pragma GCC unroll 4
+        #pragma GCC unroll 16
         for (int v = 0; v < V; ++v) acc[p][v] = _mm512_dpbusd_epi32(acc[p][v], b, wv[v]);
       }
     }
   }
-  #pragma GCC unroll 4
+  #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 4
+    #pragma GCC unroll 16
     for (int v = 0; v < V; ++v) {
       const int64_t o = o0 + 16 * v, at = (pixel + p) * s.CO;
       vnni_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
@@ -152,7 +144,7 @@ void balanced_blocks(int64_t count, int64_t most, F f) {
 }
 
 // Most pixels per block for V channel vectors: about 12 accumulators (of 32 registers).
-constexpr int64_t vnni_most_pixels(int64_t V) { return V == 1 ? 8 : V == 2 ? 6 : V == 3 ? 4 : 3; }
+constexpr int64_t vnni_most_pixels(int64_t V) { return V == 1 ? 12 : V == 2 ? 6 : V == 3 ? 4 : 3; }
 
 using VnniPixelsFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, const float*, void*, int64_t);
 
@@ -161,7 +153,7 @@ constexpr VnniPixelsFn vnni_table[] = {vnni_pixels<P, V>...};
 
 VnniPixelsFn vnni_pixels_for(int64_t pixels, int64_t V) {
   switch (V) {
-    case 1: return vnni_table<1, 1, 2, 3, 4, 5, 6, 7, 8>[pixels - 1];
+    case 1: return vnni_table<1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>[pixels - 1];
     case 2: return vnni_table<2, 1, 2, 3, 4, 5, 6>[pixels - 1];
     case 3: return vnni_table<3, 1, 2, 3, 4>[pixels - 1];
     default: return vnni_table<4, 1, 2, 3>[pixels - 1];
@@ -206,7 +198,7 @@ PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o,
     std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  __m256 q = _mm256_div_ps(y, _mm256_set1_ps(e.out_scale));
+  __m256 q = avx2_divide(y, e.out_scale, e.out_rcp);
   q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
   alignas(32) int32_t v[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp)));
@@ -219,28 +211,28 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const int
                                 const float* residual, void* out, int64_t pixel) {
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
   __m256i acc[P][V];
-  #pragma GCC unroll 4
+  #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 4
+    #pragma GCC unroll 16
     for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
   for (int64_t ky = 0; ky < s.KH; ++ky) {
     const int16_t* r = in + ky * row_step;
     const int16_t* wk = w + (ky * s.groups * s.COp + o0) * 2;
     for (int64_t g = 0; g < s.groups; ++g) {
       __m256i wv[V];
-      #pragma GCC unroll 4
+      #pragma GCC unroll 16
       for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * 2));
-      #pragma GCC unroll 4
+      #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
         const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + 2 * g));
-        #pragma GCC unroll 4
+        #pragma GCC unroll 16
         for (int v = 0; v < V; ++v) acc[p][v] = _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(b, wv[v]));
       }
     }
   }
-  #pragma GCC unroll 4
+  #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 4
+    #pragma GCC unroll 16
     for (int v = 0; v < V; ++v) {
       const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
       if (o < s.CO) avx2_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
@@ -260,6 +252,100 @@ void avx2_conv_row(const ConvShape& s, const Epilogue& e, const int16_t* in, con
     });
 }
 
+// quantized_conv2d_maxpool on channel lanes: J pairs of output pixels in each of two conv rows (4J
+// sums of 16 channels), each 2 x 2 window's maximum taken on the int32 sums, then one epilogue.
+template <int J>
+PD_VNNI_TARGET void vnni_pool_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out,
+                                     int64_t pooled) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C, pair_step = s.sh * row_step;
+  __m512i acc[2][2 * J];
+  #pragma GCC unroll 16
+  for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm512_setzero_si512();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const uint8_t* r = in + ky * row_step;
+    const int8_t* wk = w + ky * s.groups * s.COp * 4;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const __m512i wv = _mm512_loadu_si512(wk + g * s.COp * 4);
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        #pragma GCC unroll 16
+        for (int p = 0; p < 2 * J; ++p)
+          acc[h][p] = _mm512_dpbusd_epi32(acc[h][p], _mm512_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int j = 0; j < J; ++j) {
+    const __m512i m = _mm512_max_epi32(_mm512_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm512_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+    vnni_store(e, m, 0, s.CO, nullptr, out, (pooled + j) * s.CO);
+  }
+}
+
+using VnniPoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, void*, int64_t);
+constexpr VnniPoolFn kVnniPool[] = {vnni_pool_pixels<1>, vnni_pool_pixels<2>, vnni_pool_pixels<3>, vnni_pool_pixels<4>,
+                                    vnni_pool_pixels<5>};
+
+// Pooled row `pr` of image n (PW pooled pixels): conv rows 2 pr and 2 pr + 1.
+void vnni_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
+                   int64_t PH, int64_t PW) {
+  const uint8_t* row = in + (n * s.Hp + 2 * pr * s.sh) * s.Wp * s.C;
+  balanced_blocks(PW, 5, [&](int64_t j0, int64_t pairs) {
+    kVnniPool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, out, (n * PH + pr) * PW + j0);
+  });
+}
+
+// What a direct convolution call derives from its arguments.
+struct DirectConv {
+  ConvShape s{};
+  Epilogue e;
+  bool u8 = true;
+  int32_t zp = 0;
+};
+
+// False where the direct kernels do not take the convolution; OH x OW is its output (before any pool).
+bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight,
+                  const Tensor& weight_scale, const Tensor& bias, bool int8_residual, const Tensor& out_scale,
+                  const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                  const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                  bool channels_last, DType out_dtype, int64_t OH, int64_t OW, DirectConv& c) {
+  const Activation act = parse_activation("quantized_conv2d", activation);
+  if (path == Path::none || !channels_last || groups != 1 || dilation[0] != 1 || dilation[1] != 1 || !vector_activation(act) ||
+      x.numel() == 0 || OH <= 0 || OW <= 0 || int8_residual)
+    return false;
+  ConvShape& s = c.s;
+  s.N = x.shape()[0], s.H = x.shape()[1], s.W = x.shape()[2], s.C = x.shape()[3];
+  s.CO = weight.shape()[0], s.KH = weight.shape()[2], s.KW = weight.shape()[3];
+  s.OH = OH, s.OW = OW;
+  s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
+  s.run = s.KW * s.C;
+  // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win.
+  if (s.C >= 16 || s.run > 64) return false;
+  s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
+  s.groups = (s.run + (path == Path::vnni ? 3 : 1)) / (path == Path::vnni ? 4 : 2);
+  s.COp = round_up(s.CO, kLanes);
+  c.e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
+  c.u8 = x.dtype() == DType::u8;
+  c.zp = c.u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
+  return true;
+}
+
+// The input in this thread's padded buffer as the VNNI kernels read it: u8, s8 shifted by 128 (v ^ 0x80)
+// with its zero point. Returns the buffer (the workers get the pointer) and the zero point as read.
+const uint8_t* padded_u8(const DirectConv& c, const Tensor& x, int32_t& zp_u8) {
+  thread_local std::vector<uint8_t> in;
+  zp_u8 = c.u8 ? c.zp : c.zp + 128;
+  if (c.u8) fill_padded<uint8_t>(c.s, x.data<uint8_t>(), static_cast<uint8_t>(zp_u8), [](uint8_t v) { return v; }, in);
+  else fill_padded<uint8_t>(c.s, x.data<int8_t>(), static_cast<uint8_t>(zp_u8), [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, in);
+  return in.data();
+}
+
+// Whether the epilogue keeps the order of the sums, so that pooling them first changes nothing.
+bool monotonic(const Epilogue& e, int64_t channels) {
+  for (int64_t c = 0; c < channels; ++c)
+    if (!(e.scale[c] > 0.0f)) return false;
+  if (e.act == Activation::leaky_relu && !(e.alpha >= 0.0f)) return false;
+  return e.out_dtype == DType::f32 || e.out_scale > 0.0f;
+}
+
 }  // namespace
 
 bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
@@ -268,43 +354,70 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                              const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Path path = int8_path();
-  const Activation act = parse_activation("quantized_conv2d", activation);
-  if (path == Path::none || !channels_last || groups != 1 || dilation[0] != 1 || dilation[1] != 1 || !vector_activation(act) ||
-      out.numel() == 0 || (residual.defined() && residual.dtype() != DType::f32))  // an int8 residual: not here
+  const bool int8_residual = residual.defined() && residual.dtype() != DType::f32;  // not here
+  DirectConv c;
+  if (out.numel() == 0 || !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
+                                        out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
+                                        out.shape()[1], out.shape()[2], c))
     return false;
-  ConvShape s{};
-  s.N = x.shape()[0], s.H = x.shape()[1], s.W = x.shape()[2], s.C = x.shape()[3];
-  s.CO = weight.shape()[0], s.KH = weight.shape()[2], s.KW = weight.shape()[3];
-  s.OH = out.shape()[1], s.OW = out.shape()[2];
-  s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
-  s.run = s.KW * s.C;
-  // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win.
-  if (s.C >= 16 || s.run > 64) return false;
-  s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
-  s.groups = (s.run + (path == Path::vnni ? 3 : 1)) / (path == Path::vnni ? 4 : 2);
-  s.COp = round_up(s.CO, kLanes);
-  const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
-  Epilogue e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
-  const bool u8 = x.dtype() == DType::u8;
-  const int32_t zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
+  const ConvShape& s = c.s;
+  Epilogue& e = c.e;
   const float* res = residual.defined() ? residual.data<float>() : nullptr;
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * s.KH * s.run;
   if (path == Path::vnni) {
-    thread_local std::vector<uint8_t> in;
-    const int32_t zp_u8 = u8 ? zp : zp + 128;  // s8 values shifted by 128: v ^ 0x80
-    if (u8) fill_padded<uint8_t>(s, x.data<uint8_t>(), static_cast<uint8_t>(zp_u8), [](uint8_t v) { return v; }, in);
-    else fill_padded<uint8_t>(s, x.data<int8_t>(), static_cast<uint8_t>(zp_u8), [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, in);
-    for (int64_t c = 0; c < s.CO; ++c) e.offset[c] = zp_u8 * pack->sum[c];
-    const uint8_t* padded = in.data();  // the thread_local is this thread's: the workers get the pointer
+    int32_t zp_u8 = 0;
+    const uint8_t* padded = padded_u8(c, x, zp_u8);
+    if (vnni_pixel_lanes_take(s, res != nullptr))
+      return vnni_conv_pixel_lanes(ctx, s, e, weight, seven_bit, padded, zp_u8, o, /*pooled=*/false), true;
+    const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
+    for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = zp_u8 * pack->sum[ch];
     cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack->w8.data(), res, o, r / s.OH, r % s.OH); });
   } else {
     thread_local std::vector<int16_t> in;
-    if (u8) fill_padded<int16_t>(s, x.data<uint8_t>(), int16_t{0}, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); }, in);
+    const int32_t zp = c.zp;
+    if (c.u8) fill_padded<int16_t>(s, x.data<uint8_t>(), int16_t{0}, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); }, in);
     else fill_padded<int16_t>(s, x.data<int8_t>(), int16_t{0}, [zp](int8_t v) { return static_cast<int16_t>(v - zp); }, in);
     const int16_t* padded = in.data();
+    const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
     cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row(s, e, padded, pack->w16.data(), res, o, r / s.OH, r % s.OH); });
   }
+  return true;
+}
+
+bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale,
+                                     const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                                     const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                                     const std::string& activation, double alpha, DType out_dtype,
+                                     const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
+                                     const std::vector<int64_t>& pool_padding, Tensor& out) {
+  const Path path = int8_path();  // the AVX2 path: the two kernels in turn
+  const std::vector<int64_t> two = {2, 2};
+  if (path != Path::vnni || pool_kernel_size != two || !(pool_stride.empty() || pool_stride == two) ||
+      pool_padding != std::vector<int64_t>{0, 0} || out.numel() == 0)
+    return false;
+  const int64_t OH = (x.shape()[1] + 2 * padding[0] - weight.shape()[2]) / stride[0] + 1;
+  const int64_t OW = (x.shape()[2] + 2 * padding[1] - weight.shape()[3]) / stride[1] + 1;
+  const int64_t PH = out.shape()[1], PW = out.shape()[2];
+  DirectConv c;
+  if (2 * PH > OH || 2 * PW > OW ||  // ceil mode's partial windows
+      !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point, stride,
+                    padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, OH, OW, c) ||
+      !monotonic(c.e, c.s.CO))
+    return false;
+  const ConvShape& s = c.s;
+  const bool pixels = vnni_pixel_lanes_take(s, false);
+  if (!pixels && s.CO > kLanes) return false;
+  int32_t zp_u8 = 0;
+  const uint8_t* padded = padded_u8(c, x, zp_u8);
+  void* o = out.raw_data();
+  if (pixels) return vnni_conv_pixel_lanes(ctx, s, c.e, weight, seven_bit, padded, zp_u8, o, /*pooled=*/true), true;
+  const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
+  for (int64_t ch = 0; ch < s.CO; ++ch) c.e.offset[ch] = zp_u8 * pack->sum[ch];
+  const Epilogue& e = c.e;
+  cpu::parallel_for(s.N * PH, 2 * PW * s.CO * s.KH * s.run,
+                    [&](int64_t r) { vnni_pool_row(s, e, padded, pack->w8.data(), o, r / PH, r % PH, PH, PW); });
   return true;
 }
 
@@ -315,6 +428,14 @@ bool quantized_conv2d_direct(const KernelContext&, bool, const Tensor&, const Te
                              const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::vector<int64_t>&,
                              const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, const std::string&, double, bool,
                              DType, Tensor&) {
+  return false;
+}
+
+bool quantized_conv2d_maxpool_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                     const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::vector<int64_t>&,
+                                     const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, const std::string&, double,
+                                     DType, const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                     Tensor&) {
   return false;
 }
 

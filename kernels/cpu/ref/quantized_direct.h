@@ -21,6 +21,15 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                              const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out);
 
+// quantized_conv2d_maxpool with 2 x 2 windows of stride 2, pooled on the int32 sums (VNNI only).
+bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale,
+                                     const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                                     const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                                     const std::string& activation, double alpha, DType out_dtype,
+                                     const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
+                                     const std::vector<int64_t>& pool_padding, Tensor& out);
+
 bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
                              const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,

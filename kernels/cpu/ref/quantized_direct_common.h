@@ -44,6 +44,15 @@ inline bool vector_activation(Activation a) {
   return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6;
 }
 
+// A direct convolution's geometry: the input NHWC, padded into a copy (Hp x Wp) with the zero point.
+struct ConvShape {
+  int64_t N, H, W, C, CO, KH, KW, OH, OW, sh, sw, ph, pw;
+  int64_t Hp, Wp;  // the padded input
+  int64_t run;     // KW * C: the taps of one kernel row
+  int64_t groups;  // run groups of 4 (VNNI) or 2 (AVX2) values
+  int64_t COp;     // CO rounded up to kLanes
+};
+
 // Everything after the int32 sums, per output channel (padded with zeros to whole blocks of kLanes).
 struct Epilogue {
   std::vector<float> scale, bias;
@@ -52,6 +61,7 @@ struct Epilogue {
   float alpha = 0.0f;
   DType out_dtype = DType::f32;
   float out_scale = 1.0f, lo = 0.0f, hi = 0.0f;  // y / out_scale is clamped to [lo, hi] (minus the zero point)
+  float out_rcp = 1.0f;                            // 1 / out_scale, for the division's multiply-add form
   int32_t out_zp = 0;
 };
 
@@ -70,6 +80,7 @@ inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale,
   e.act = act, e.alpha = static_cast<float>(alpha), e.out_dtype = out_dtype;
   if (out_dtype != DType::f32) {
     e.out_scale = out_scale.item<float>();
+    e.out_rcp = 1.0f / e.out_scale;
     e.out_zp = out_dtype == DType::u8 ? int32_t{out_zero_point.item<uint8_t>()} : int32_t{out_zero_point.item<int8_t>()};
     const bool u8 = out_dtype == DType::u8;
     e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
@@ -83,6 +94,42 @@ inline int32_t load_u32(const void* p) {
   return v;
 }
 
+// The activation on 16 f32 values.
+PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
+  const __m512 zero = _mm512_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
+    case Activation::leaky_relu: return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha));
+    case Activation::relu6: return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
+    default: return y;
+  }
+}
+
+// y / out_scale without a division (vdivps: 8-16 cycles a vector, most of a small convolution's
+// epilogue): q0 = y * (1 / s), then one correction with q0's exact remainder y - q0 * s (Markstein's),
+// which gives the correctly rounded quotient, as the division does (checked on 2e8 random pairs). Where
+// the remainder is not finite (q0 overflowed, or y is NaN), q0 is what the division would give.
+PD_VNNI_TARGET inline __m512 vnni_divide(__m512 y, float s, float rcp) {
+  const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(rcp);
+  const __m512 q0 = _mm512_mul_ps(y, vr);
+  const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, vs, y), vr, q0);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q1, q1, _CMP_ORD_Q), q0, q1);
+}
+
+PD_AVX2_TARGET inline __m256 avx2_divide(__m256 y, float s, float rcp) {
+  const __m256 vs = _mm256_set1_ps(s), vr = _mm256_set1_ps(rcp);
+  const __m256 q0 = _mm256_mul_ps(y, vr);
+  const __m256 q1 = _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, vs, y), vr, q0);
+  return _mm256_blendv_ps(q0, q1, _mm256_cmp_ps(q1, q1, _CMP_ORD_Q));
+}
+
+// 16 f32 results requantized to out_dtype's integers (in int32 lanes, in range).
+PD_VNNI_TARGET inline __m512i vnni_requantize(const Epilogue& e, __m512 y) {
+  __m512 q = vnni_divide(y, e.out_scale, e.out_rcp);
+  q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
+  return _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
+}
+
 // 16 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real) through the
 // epilogue into out[at...]; residual (f32, or null) is indexed by channel like the epilogue.
 PD_VNNI_TARGET inline void vnni_store(const Epilogue& e, __m512i acc, int64_t o, int64_t lanes, const float* residual,
@@ -91,24 +138,23 @@ PD_VNNI_TARGET inline void vnni_store(const Epilogue& e, __m512i acc, int64_t o,
   const __m512i a = _mm512_sub_epi32(acc, _mm512_loadu_si512(e.offset.data() + o));
   __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_loadu_ps(e.scale.data() + o), _mm512_loadu_ps(e.bias.data() + o));
   if (residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual + o));
-  const __m512 zero = _mm512_setzero_ps();
-  switch (e.act) {
-    case Activation::relu: y = _mm512_max_ps(zero, y); break;  // NaN stays NaN (max returns the second)
-    case Activation::leaky_relu: y = _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha)); break;
-    case Activation::relu6: y = _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y)); break;
-    default: break;
-  }
+  y = vnni_activate(e, y);
   if (e.out_dtype == DType::f32) return _mm512_mask_storeu_ps(static_cast<float*>(out) + at, m, y);
-  __m512 q = _mm512_div_ps(y, _mm512_set1_ps(e.out_scale));
-  q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
-  const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
-  _mm512_mask_cvtepi32_storeu_epi8(static_cast<char*>(out) + at, m, v);
+  _mm512_mask_cvtepi32_storeu_epi8(static_cast<char*>(out) + at, m, vnni_requantize(e, y));
 }
 
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
 inline int8_t weight_value(int8_t w, bool seven_bit) {
   return seven_bit ? static_cast<int8_t>(std::nearbyint(w * 0.5f)) : w;
 }
+
+// quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
+// first), with output pixels as the vector lanes. `padded` is the u8 input as the channel-lane kernel
+// reads it (with at least 64 bytes after it); e.offset is filled here. `pooled`: the result is the max
+// pool of 2 x 2 windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
+bool vnni_pixel_lanes_take(const ConvShape& s, bool residual);
+void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
+                           const uint8_t* padded, int32_t zero_point, void* out, bool pooled);
 
 // The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.
 template <typename Packed, typename Make>

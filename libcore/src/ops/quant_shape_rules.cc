@@ -140,6 +140,20 @@ Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size,
   return {o[0], o[2], o[3], o[1]};
 }
 
+Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
+                              In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                              DType out_dtype, const std::vector<int64_t>& pool_kernel_size,
+                              const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
+                              bool pool_ceil_mode) {
+  const Tensor none;
+  const Shape conv = quantized_conv2d(op, x, x_scale, x_zero_point, weight, weight_scale, bias, In{"residual", none},
+                                      In{"residual_scale", none}, In{"residual_zero_point", none}, out_scale, out_zero_point,
+                                      stride, padding, dilation, groups, /*channels_last=*/true, out_dtype);
+  const Tensor conv_out = Tensor::empty({0}, out_dtype).as_strided(conv, contiguous_strides(conv), 0);
+  return pool2d_nhwc(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode);
+}
+
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype) {
   check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);

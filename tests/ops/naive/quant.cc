@@ -107,6 +107,21 @@ std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, 
 PD_NAIVE_REF(quantized_conv2d) { return quantized("fused_conv2d", in, attrs, true); }
 PD_NAIVE_REF(quantized_linear) { return quantized("fused_linear", in, attrs, false); }
 
+// quantized_conv2d_maxpool: the naive quantized_conv2d (NHWC, no residual), then the naive
+// max_pool2d_nhwc with the pool_ attributes.
+PD_NAIVE_REF(quantized_conv2d_maxpool) {
+  pd::AttrMap conv_attrs = attrs, pool_attrs;
+  conv_attrs["channels_last"] = pd::AttrValue(true);
+  for (const char* key : {"kernel_size", "stride", "padding", "ceil_mode"}) {
+    const auto it = attrs.find(std::string("pool_") + key);
+    if (it != attrs.end()) pool_attrs[key] = it->second;
+  }
+  if (!pool_attrs.count("kernel_size")) pool_attrs["kernel_size"] = pd::AttrValue(std::vector<int64_t>{2, 2});
+  const pd::BoxedInputs conv_in = {in[0], in[1], in[2], in[3], in[4], in[5], {}, {}, {}, in[6], in[7]};
+  const pd::Tensor conv = quantized("fused_conv2d", conv_in, conv_attrs, true)[0];
+  return (*pd::test::find_naive("max_pool2d_nhwc"))({{conv}}, pool_attrs);
+}
+
 // weight_only_linear: the weight dequantized in double, then the naive fused_linear.
 PD_NAIVE_REF(weight_only_linear) {
   const pd::Tensor& ws = in[2][0];

@@ -144,6 +144,14 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
                        In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype);
+// quantized_conv2d_maxpool: quantized_conv2d's rule with channels_last and no residual, then
+// pool2d_nhwc's on its result.
+Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
+                              In out_scale, In out_zero_point, const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                              DType out_dtype, const std::vector<int64_t>& pool_kernel_size,
+                              const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
+                              bool pool_ceil_mode);
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype);
 // weight_only_linear: linear's rule on f32 x and an i8 weight with 0-D or per-output scales.

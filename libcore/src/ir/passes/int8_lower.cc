@@ -13,13 +13,14 @@
 // get there, a quantize_linear moves up through max_pool2d, flatten and reshape, which commute with
 // it exactly (a per-tensor quantization is monotonic): max_pool2d then pools int8 values.
 //
-// A convolution with fewer than 4 input channels per group stays f32 unless the direct int8 kernel takes
-// it well (kernels/cpu/ref/quantized_direct.h: one group, no dilation, a kernel row of at most 64 values,
-// an activation among none / relu / leaky_relu / relu6, and at least 16 output channels to fill its
-// vector lanes: the residual example's stem, not LeNet's 1 -> 6 conv, whose f32 kernel pools as it goes;
-// int8_channels_last gives it the NHWC input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3 channels to 4 and runs several times slower
-// than the f32 direct kernel (LeNet's first layer: 179 us int8 against about 60 us f32 with its pool,
-// batch 64). Its weight is dequantized now and its input's Q/DQ pair dropped, so the f32 fusions take it.
+// A convolution with fewer than 4 input channels per group stays f32 unless a direct int8 kernel takes
+// it well (pd/kernels/int8_direct_conv.h: at least 16 output channels to fill its channel lanes, as the
+// residual example's stem, or, on AVX-512 VNNI, one input channel and at most 8 output channels, which
+// it runs with output pixels as the lanes, as LeNet's first conv; int8_channels_last gives it the NHWC
+// input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3
+// channels to 4 and runs several times slower than the f32 direct kernel (LeNet's first layer: 179 us
+// int8 against about 60 us f32 with its pool, batch 64). Its weight is dequantized now and its input's
+// Q/DQ pair dropped, so the f32 fusions take it.
 //
 // Preconditions: the activation's scale and zero point are 0-D params (per tensor), the weight's
 // dequantize reads i8 params with zero zero points along axis 0, and the target has oneDNN's int8
@@ -29,6 +30,8 @@
 
 #include "op_api.h"
 #include "passes.h"
+#include "pd/core/cpu_features.h"
+#include "pd/kernels/int8_direct_conv.h"
 #include "quant_patterns.h"
 
 namespace pd::ir::passes {
@@ -96,9 +99,12 @@ class Int8Lowering final : public Pass {
     const Shape& w = p.value(input_of(p, i, 1)).type.shape;
     if (!is_conv(op.type) || w.size() != 4 || w[1] >= 4) return false;
     const std::string act = op.type == "fused_conv2d" ? attr_string(op, "activation") : "none";
-    const bool direct = attr_int(op, "groups") == 1 && attr_ints(op, "dilation") == std::vector<int64_t>{1, 1} &&
-                        w[0] >= 16 && w[1] * w[3] <= 64 && (act == "none" || act == "relu" || act == "leaky_relu" || act == "relu6");
-    return !direct;
+    const bool residual = op.inputs.size() > 3 && !op.inputs[3].empty();
+    // Pixel lanes are AVX-512 VNNI code; without it, such a conv runs faster in f32 with its pool fused
+    // (LeNet's first conv with PD_CPU_ISA=avx2: the whole int8 model 0.82x of f32). Lowering runs at
+    // load time, on the machine that will run the program.
+    return !int8_direct_conv_fits(w[1], w[3], w[0], attr_ints(op, "stride"), attr_ints(op, "dilation"), attr_int(op, "groups"), act,
+                                  residual, cpu_has_avx512() && cpu_has_vnni());
   }
 
   // The op reads the f32 activation (before its quantize, when there is one) and a dequantized weight.

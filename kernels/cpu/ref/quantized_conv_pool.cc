@@ -1,0 +1,36 @@
+// quantized_conv2d_maxpool: the direct kernels pool 2 x 2 windows on the int32 sums (quantized_direct.h);
+// anything else is quantized_conv2d's kernel into a scratch tensor, then max_pool2d_nhwc's.
+#include "cpu/ref/quantized_direct.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+template <typename T>
+void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                              const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                              const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                              DType out_dtype, const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
+                              const std::vector<int64_t>& pool_padding, bool pool_ceil_mode, Tensor& out) {
+  if (out.numel() == 0) return;
+  if (quantized_conv2d_maxpool_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
+                                      out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype, pool_kernel_size,
+                                      pool_stride, pool_padding, out))
+    return;
+  const Shape& xs = x.shape();
+  const Shape& ws = weight.shape();
+  auto extent = [&](int64_t in, int64_t d) { return (in + 2 * padding[d] - dilation[d] * (ws[2 + d] - 1) - 1) / stride[d] + 1; };
+  Tensor conv = Tensor::empty({xs[0], extent(xs[1], 0), extent(xs[2], 1), ws[0]}, out_dtype);
+  const Tensor none;
+  quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, none, none, none, out_scale, out_zero_point, stride,
+                      padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, conv);
+  switch (out_dtype) {
+    case DType::u8: return max_pool2d_nhwc<uint8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
+    case DType::i8: return max_pool2d_nhwc<int8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
+    default: return max_pool2d_nhwc<float>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
+  }
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(quantized_conv2d_maxpool, reference, uint8_t, int8_t)

@@ -1,0 +1,212 @@
+// The direct int8 convolution for one input channel and few output channels (LeNet's 1 -> 6 conv on a
+// grayscale image), on AVX-512 VNNI. With output channels as the vector lanes (quantized_direct.cc), 6
+// of 16 lanes would work and a 5-tap kernel row would fill 5 of 8 bytes: a quarter of the machine. Here
+// the lanes are 16 output pixels of a row instead, and each lane's 4 bytes are 4 horizontally adjacent
+// input pixels: a "quad" image Q[i] = bytes (x[i], x[i+1], x[i+2], x[i+3]) of the padded input, built
+// once per call, lets one 64-byte load feed the taps kx..kx+3 of 16 neighbouring outputs, against a
+// broadcast of the channel's 4 weights. A kernel row of KW taps takes ceil(KW / 4) such groups (zero
+// weights past its end), so LeNet's 5 x 5 kernel is 10 multiply-adds per 16 pixels and channel.
+//
+// The epilogue is quantized_direct.h's, per channel on 16 pixels; integer results are then transposed
+// from [channel][pixel] to NHWC's [pixel][channel] in registers (an 8 x 16 byte transpose).
+#include "cpu/ref/quantized_direct_common.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cpu/common/parallel.h"
+#include "pd/kernels/int8_direct_conv.h"
+
+#if defined(__x86_64__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace pd::kernels::reference::int8_direct {
+namespace {
+
+constexpr int64_t kBlock = 32;        // output pixels per step: two vectors of 16, for enough independent sums
+
+struct PixelPack {
+  std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's
+  std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
+  std::vector<int32_t> sum;     // per output channel: the sum of its weights
+};
+
+PixelPack pack_pixels(const ConvShape& s, const Tensor& weight, bool seven_bit) {
+  PixelPack p;
+  const int8_t* w = weight.data<int8_t>();  // [CO][1][KH][KW]
+  p.sum.assign(static_cast<size_t>(s.CO), 0);
+  for (int64_t ky = 0; ky < s.KH; ++ky)
+    for (int64_t kx0 = 0; kx0 < s.KW; kx0 += 4) {
+      p.offset.push_back(ky * s.Wp + kx0);
+      for (int64_t o = 0; o < s.CO; ++o) {
+        uint32_t packed = 0;
+        for (int64_t t = 0; t < 4 && kx0 + t < s.KW; ++t) {
+          const int8_t v = weight_value(w[(o * s.KH + ky) * s.KW + kx0 + t], seven_bit);
+          packed |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * t);
+          p.sum[o] += v;
+        }
+        p.w.push_back(static_cast<int32_t>(packed));
+      }
+    }
+  return p;
+}
+
+// Q[i] for `count` positions from `padded` (which has at least 19 readable bytes past the last one).
+PD_VNNI_TARGET void build_quads(const uint8_t* padded, int64_t count, uint32_t* q) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(padded + i)));
+    for (int t = 1; t < 4; ++t) {
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(padded + i + t)));
+      v = _mm512_or_si512(v, _mm512_slli_epi32(b, 8 * t));
+    }
+    _mm512_storeu_si512(q + i, v);
+  }
+  for (; i < count; ++i) q[i] = static_cast<uint32_t>(load_u32(padded + i));
+}
+
+// Rows r[0..7] of 16 bytes (channel-major) to 16 pixels of 8 bytes: pixel p in tile[p].
+[[gnu::always_inline]] PD_VNNI_TARGET inline void transpose_8x16(const __m128i r[8], uint64_t tile[16]) {
+  __m128i a[8], b[8];
+  for (int i = 0; i < 4; ++i) {
+    a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);      // pixels 0-7: channel pairs
+    a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);  // pixels 8-15
+  }
+  for (int h = 0; h < 2; ++h) {  // h: pixels 0-7 or 8-15
+    b[4 * h + 0] = _mm_unpacklo_epi16(a[h], a[2 + h]);      // 4 pixels x channels 0-3
+    b[4 * h + 1] = _mm_unpackhi_epi16(a[h], a[2 + h]);
+    b[4 * h + 2] = _mm_unpacklo_epi16(a[4 + h], a[6 + h]);  // channels 4-7
+    b[4 * h + 3] = _mm_unpackhi_epi16(a[4 + h], a[6 + h]);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 2; ++k) {
+      const __m128i lo = _mm_unpacklo_epi32(b[4 * h + k], b[4 * h + 2 + k]), hi = _mm_unpackhi_epi32(b[4 * h + k], b[4 * h + 2 + k]);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tile + 8 * h + 4 * k), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tile + 8 * h + 4 * k + 2), hi);
+    }
+}
+
+// 16 pixels' results of CO channels (y[c]: channel c's 16 pixels) into NHWC out, `valid` pixels from `at`.
+template <int CO>
+PD_VNNI_TARGET void store_pixels(const Epilogue& e, const __m512 y[CO], int64_t valid, void* out, int64_t at) {
+  if (e.out_dtype == DType::f32) {
+    alignas(64) float t[CO][16];
+    for (int c = 0; c < CO; ++c) _mm512_store_ps(t[c], y[c]);
+    float* o = static_cast<float*>(out) + at * CO;
+    for (int64_t p = 0; p < valid; ++p)
+      for (int c = 0; c < CO; ++c) o[p * CO + c] = t[c][p];
+    return;
+  }
+  __m128i rows[8];
+  for (int c = 0; c < 8; ++c) rows[c] = c < CO ? _mm512_cvtepi32_epi8(vnni_requantize(e, y[c])) : _mm_setzero_si128();
+  alignas(16) uint64_t tile[16];
+  transpose_8x16(rows, tile);
+  char* o = static_cast<char*>(out) + at * CO;
+  // 8 bytes a pixel, each store's bytes past the pixel's CO overwritten by the next; the last exactly CO.
+  for (int64_t p = 0; p + 1 < valid; ++p) std::memcpy(o + p * CO, &tile[p], 8);
+  std::memcpy(o + (valid - 1) * CO, &tile[valid - 1], CO);
+}
+
+// The sums of 32 output pixels from `q` (the quad image at their first input position), per channel.
+template <int CO>
+[[gnu::always_inline]] PD_VNNI_TARGET inline void pixel_sums(const PixelPack& pack, const uint32_t* q, __m512i acc[CO][2]) {
+  #pragma GCC unroll 16
+  for (int c = 0; c < CO; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_si512();
+  const int64_t groups = static_cast<int64_t>(pack.offset.size());
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint32_t* src = q + pack.offset[g];
+    const __m512i x0 = _mm512_loadu_si512(src), x1 = _mm512_loadu_si512(src + 16);
+    const int32_t* w = pack.w.data() + g * CO;
+    #pragma GCC unroll 16
+    for (int c = 0; c < CO; ++c) {
+      const __m512i wv = _mm512_set1_epi32(w[c]);
+      acc[c][0] = _mm512_dpbusd_epi32(acc[c][0], x0, wv);
+      acc[c][1] = _mm512_dpbusd_epi32(acc[c][1], x1, wv);
+    }
+  }
+}
+
+// 16 pixels' sums of CO channels through the epilogue into `valid` NHWC pixels from `at`.
+template <int CO>
+[[gnu::always_inline]] PD_VNNI_TARGET inline void pixel_epilogue(const Epilogue& e, const __m512i sums[CO], int64_t valid, void* out,
+                                                                 int64_t at) {
+  __m512 y[CO];
+  #pragma GCC unroll 16
+  for (int c = 0; c < CO; ++c) {
+    const __m512i a = _mm512_sub_epi32(sums[c], _mm512_set1_epi32(e.offset[c]));
+    y[c] = vnni_activate(e, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(e.scale[c]), _mm512_set1_ps(e.bias[c])));
+  }
+  store_pixels<CO>(e, y, valid, out, at);
+}
+
+// One output row from the quad image `q` at its first input position; with Pool, one row of 2 x 2
+// windows (stride 2): conv rows `q` and the next, maxed on the sums, then pixel pairs maxed.
+template <int CO, bool Pool>
+PD_VNNI_TARGET void pixel_row(const ConvShape& s, const Epilogue& e, const PixelPack& pack, const uint32_t* q, void* out,
+                              int64_t pixel0, int64_t width) {
+  for (int64_t ow0 = 0; ow0 < s.OW; ow0 += kBlock) {
+    __m512i acc[CO][2];
+    pixel_sums<CO>(pack, q + ow0, acc);
+    if constexpr (Pool) {
+      __m512i below[CO][2];
+      pixel_sums<CO>(pack, q + s.sh * s.Wp + ow0, below);
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+      __m512i pooled[CO];
+      #pragma GCC unroll 16
+      for (int c = 0; c < CO; ++c) {
+        const __m512i a = _mm512_max_epi32(acc[c][0], below[c][0]), b = _mm512_max_epi32(acc[c][1], below[c][1]);
+        pooled[c] = _mm512_max_epi32(_mm512_permutex2var_epi32(a, even, b), _mm512_permutex2var_epi32(a, odd, b));
+      }
+      const int64_t first = ow0 / 2;
+      if (first < width) pixel_epilogue<CO>(e, pooled, std::min<int64_t>(16, width - first), out, pixel0 + first);
+    } else {
+      #pragma GCC unroll 2
+      for (int b = 0; b < 2; ++b) {
+        const int64_t first = ow0 + 16 * b;
+        if (first >= width) break;
+        __m512i sums[CO];
+        #pragma GCC unroll 16
+        for (int c = 0; c < CO; ++c) sums[c] = acc[c][b];
+        pixel_epilogue<CO>(e, sums, std::min<int64_t>(16, width - first), out, pixel0 + first);
+      }
+    }
+  }
+}
+
+using PixelRowFn = void (*)(const ConvShape&, const Epilogue&, const PixelPack&, const uint32_t*, void*, int64_t, int64_t);
+template <bool Pool>
+constexpr PixelRowFn kPixelRows[] = {pixel_row<1, Pool>, pixel_row<2, Pool>, pixel_row<3, Pool>, pixel_row<4, Pool>,
+                                     pixel_row<5, Pool>, pixel_row<6, Pool>, pixel_row<7, Pool>, pixel_row<8, Pool>};
+
+}  // namespace
+
+bool vnni_pixel_lanes_take(const ConvShape& s, bool residual) { return int8_pixel_lanes_fit(s.C, s.CO, s.sw) && !residual; }
+
+void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
+                           const uint8_t* padded, int32_t zero_point, void* out, bool pooled) {
+  const auto pack = packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
+  for (int64_t c = 0; c < s.CO; ++c) e.offset[c] = zero_point * pack->sum[c];
+  // The quad image, with a tail for the last row's reads past its end (weights zero there, or lanes
+  // that are not stored).
+  const int64_t positions = s.N * s.Hp * s.Wp;
+  thread_local std::vector<uint32_t> quads;
+  quads.resize(static_cast<size_t>(positions + s.KW + kBlock + 16));
+  std::fill(quads.begin() + positions, quads.end(), 0u);
+  uint32_t* q = quads.data();  // the workers get the pointer: the thread_local is this thread's
+  const int64_t image = s.Hp * s.Wp;
+  cpu::parallel_for(s.N, image * 4, [&](int64_t n) { build_quads(padded + n * image, image, q + n * image); });
+  const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
+  const PixelRowFn row = (pooled ? kPixelRows<true> : kPixelRows<false>)[s.CO - 1];
+  const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1);
+  cpu::parallel_for(s.N * rows, work, [&](int64_t r) {
+    const int64_t n = r / rows, oh = r % rows;
+    row(s, e, *pack, q + (n * s.Hp + oh * row_step) * s.Wp, out, r * width, width);
+  });
+}
+
+}  // namespace pd::kernels::reference::int8_direct
+#endif
