@@ -38,10 +38,13 @@ std::string boxed_fn(const OpDef& op, bool bound) {
   return fmt::format(
       "std::vector<::pd::Tensor> boxed_{4}{0}({5}const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
       "  static constexpr const char* kOp = \"{0}\";\n"
-      "  ::pd::detail::check_boxed_call(kOp, in, {1}, attrs, {{{2}}});\n"
+      "  {7}\n"
       "  return ::pd::detail::flatten_outputs(::pd::ops::{6}{0}({3}));\n}}\n\n",
       op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "), bound ? "bound_" : "",
-      bound ? "::pd::AnyKernel kernel, " : "", bound ? "bound::" : "");
+      bound ? "::pd::AnyKernel kernel, " : "", bound ? "bound::" : "",
+      // A bound call's attribute names were checked when bind_NAME bound its kernel (once, not per run).
+      bound ? fmt::format("::pd::detail::check_boxed_slots(kOp, in, {});", ti)
+            : fmt::format("::pd::detail::check_boxed_call(kOp, in, {}, attrs, {{{}}});", ti, fmt::join(names, ", ")));
 }
 
 std::string bench_problem(const OpDef& op, const Sample& s) {
@@ -106,6 +109,9 @@ std::string meta_fn(const OpDef& op, bool bind) {
   }
   b += emit_prologue(op, "meta_cast");
   if (bind) {
+    std::vector<std::string> names;
+    for (const auto& a : op.args) names.push_back(quote(a.name));
+    b += fmt::format("  ::pd::detail::check_attr_names(kOp, attrs, {{{}}});\n", fmt::join(names, ", "));
     b += fmt::format("  return reinterpret_cast<::pd::AnyKernel>(::pd::registry::find_{}(kdt, target));\n}}\n\n", op.name);
     return b;
   }

@@ -364,7 +364,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   Epilogue& e = c.e;
   const float* res = residual.defined() ? residual.data<float>() : nullptr;
   void* o = out.raw_data();
-  const int64_t work = s.OW * s.CO * s.KH * s.run;
+  const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
   if (path == Path::vnni) {
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
@@ -416,7 +416,7 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
   for (int64_t ch = 0; ch < s.CO; ++ch) c.e.offset[ch] = zp_u8 * pack->sum[ch];
   const Epilogue& e = c.e;
-  cpu::parallel_for(s.N * PH, 2 * PW * s.CO * s.KH * s.run,
+  cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,
                     [&](int64_t r) { vnni_pool_row(s, e, padded, pack->w8.data(), o, r / PH, r % PH, PH, PW); });
   return true;
 }

@@ -178,7 +178,7 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
       for (int64_t k = 0; k < K; ++k) rows[m * c.K4 * 4 + k] = u8 ? xu[m * K + k] : xu[m * K + k] ^ 0x80;
     const uint8_t* xr = rows.data();  // the thread_local is this thread's: the workers get the pointer
     const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
-    cpu::parallel_for(groups * M, kBlocksAtOnce * kLanes * K, [&](int64_t t) {
+    cpu::parallel_for(groups * M, kBlocksAtOnce * kLanes * K / kProductsPerWork, [&](int64_t t) {
       const int64_t m = t / groups, b = t % groups * kBlocksAtOnce;
       vnni_linear_row(c, xr + m * c.K4 * 4, b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
     });
@@ -189,7 +189,7 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
     if (u8) std::transform(x.data<uint8_t>(), x.data<uint8_t>() + M * K, wide.begin(), [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
     else std::transform(x.data<int8_t>(), x.data<int8_t>() + M * K, wide.begin(), [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
     const int16_t* xw = wide.data();
-    cpu::parallel_for(O, M * K, [&](int64_t r) {
+    cpu::parallel_for(O, M * K / kProductsPerWork, [&](int64_t r) {
       int32_t s[kLinearRows];
       avx2_dot_rows(xw, M, K, c.w.data() + r * K, s);
       for (int64_t m = 0; m < M; ++m) store_one(c.e, s[m], r, o, m * O + r);

@@ -201,7 +201,7 @@ void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogu
   cpu::parallel_for(s.N, image * 4, [&](int64_t n) { build_quads(padded + n * image, image, q + n * image); });
   const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
   const PixelRowFn row = (pooled ? kPixelRows<true> : kPixelRows<false>)[s.CO - 1];
-  const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1);
+  const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1) / kProductsPerWork;
   cpu::parallel_for(s.N * rows, work, [&](int64_t r) {
     const int64_t n = r / rows, oh = r % rows;
     row(s, e, *pack, q + (n * s.Hp + oh * row_step) * s.Wp, out, r * width, width);

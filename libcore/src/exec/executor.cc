@@ -100,6 +100,8 @@ Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOption
   const auto& ops = program.ops();
   for (size_t k = 0; k < ops.size(); ++k) {
     schemas_.push_back(&op_schema(ops[k].type));
+    BoxedInputs& boxed = boxed_.emplace_back(ops[k].inputs.size());
+    for (size_t s = 0; s < boxed.size(); ++s) boxed[s].resize(ops[k].inputs[s].size());
     for (const auto& slot : ops[k].inputs)
       for (ir::ValueId v : slot) last_use_[static_cast<size_t>(v)] = static_cast<int32_t>(k);
   }
@@ -154,13 +156,17 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Operation& op = ops[k];
     const auto started = options_.time_ops ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    BoxedInputs boxed;
-    boxed.reserve(op.inputs.size());
-    for (const auto& s : op.inputs) {
-      std::vector<Tensor> ts;
-      for (ir::ValueId v : s) ts.push_back(slot[static_cast<size_t>(v)]);
-      boxed.push_back(std::move(ts));
-    }
+    BoxedInputs& boxed = boxed_[k];
+    for (size_t s = 0; s < op.inputs.size(); ++s)
+      for (size_t j = 0; j < op.inputs[s].size(); ++j) boxed[s][j] = slot[static_cast<size_t>(op.inputs[s][j])];
+    // Emptied however the call ends, so that the slots hold no storage the allocator could reuse.
+    struct Release {
+      BoxedInputs& b;
+      ~Release() {
+        for (auto& s : b)
+          for (Tensor& t : s) t = Tensor();
+      }
+    } release{boxed};
     std::vector<Tensor> outs;
     try {
       const AnyKernel kernel = kernels_ ? (*kernels_)[k] : nullptr;

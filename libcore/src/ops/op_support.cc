@@ -168,16 +168,24 @@ Tensor sum_to_if_needed(const Tensor& g, const Shape& shape) {
   return ops::sum_to(g, shape);
 }
 
-void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
-                      std::initializer_list<const char*> arg_names) {
+void check_boxed_slots(const char* op, const BoxedInputs& in, size_t n_inputs) {
   PD_CHECK(in.size() == n_inputs, ErrorCode::kInvalidArgument, "{}: expected {} tensor input slots, but received {}", op,
            n_inputs, in.size());
+}
+
+void check_attr_names(const char* op, const AttrMap& attrs, std::initializer_list<const char*> arg_names) {
   for (const auto& [name, value] : attrs) {
     bool known = false;
     for (const char* a : arg_names) known |= name == a;
     PD_CHECK(known, ErrorCode::kInvalidArgument, "{}: unknown attribute '{}' (the op's arguments are: {})", op, name,
              fmt::join(arg_names, ", "));
   }
+}
+
+void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
+                      std::initializer_list<const char*> arg_names) {
+  check_boxed_slots(op, in, n_inputs);
+  check_attr_names(op, attrs, arg_names);
 }
 
 const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Tensor>& slot) {

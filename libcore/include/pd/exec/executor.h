@@ -65,6 +65,9 @@ class Executor {
   const std::vector<AnyKernel>* kernels_ = nullptr;  // a plan's, bound once per op
   ExecOptions options_;
   std::vector<const OpSchema*> schemas_;  // per op, bound once
+  // Per op, its input slots as the kernel call takes them, kept between runs so that a run does not
+  // allocate them again (11 slots for an int8 convolution); emptied after each call.
+  std::vector<std::vector<std::vector<Tensor>>> boxed_;
   std::vector<int32_t> last_use_;  // per value: index of the last op reading it (-1: none / output)
   std::map<std::string, Tensor> values_;
   ExecStats stats_;

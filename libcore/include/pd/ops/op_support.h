@@ -82,9 +82,12 @@ std::vector<TensorMeta> meta_of_all(const Ts&... outs) {
   return out;
 }
 
-// Boxed calls.
+// Boxed calls. check_boxed_call checks the slot count and that every attribute is an argument of the
+// op; a bound call (its kernel bound once by bind_NAME, which ran check_attr_names) checks the slots only.
 void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, const AttrMap& attrs,
                       std::initializer_list<const char*> arg_names);
+void check_attr_names(const char* op, const AttrMap& attrs, std::initializer_list<const char*> arg_names);
+void check_boxed_slots(const char* op, const BoxedInputs& in, size_t n_inputs);
 const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Tensor>& slot);
 Tensor boxed_optional(const std::vector<Tensor>& slot);
 template <typename T>
