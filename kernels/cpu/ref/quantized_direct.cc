@@ -328,11 +328,14 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   return true;
 }
 
-// The input in this thread's padded buffer as the VNNI kernels read it: u8, s8 shifted by 128 (v ^ 0x80)
-// with its zero point. Returns the buffer (the workers get the pointer) and the zero point as read.
+// The zero point as the VNNI kernels read the input: u8, s8 shifted by 128 (v ^ 0x80).
+int32_t u8_zero_point(const DirectConv& c) { return c.u8 ? c.zp : c.zp + 128; }
+
+// The input in this thread's padded buffer as the VNNI kernels read it. Returns the buffer (the workers
+// get the pointer) and the zero point as read.
 const uint8_t* padded_u8(const DirectConv& c, const Tensor& x, int32_t& zp_u8) {
   thread_local std::vector<uint8_t> in;
-  zp_u8 = c.u8 ? c.zp : c.zp + 128;
+  zp_u8 = u8_zero_point(c);
   if (c.u8) fill_padded<uint8_t>(c.s, x.data<uint8_t>(), static_cast<uint8_t>(zp_u8), [](uint8_t v) { return v; }, in);
   else fill_padded<uint8_t>(c.s, x.data<int8_t>(), static_cast<uint8_t>(zp_u8), [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, in);
   return in.data();
@@ -366,10 +369,12 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
   if (path == Path::vnni) {
+    if (vnni_pixel_lanes_take(s, res != nullptr))
+      return vnni_conv_pixel_lanes(ctx, s, e, weight, seven_bit, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
+                                   /*pooled=*/false),
+             true;
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    if (vnni_pixel_lanes_take(s, res != nullptr))
-      return vnni_conv_pixel_lanes(ctx, s, e, weight, seven_bit, padded, zp_u8, o, /*pooled=*/false), true;
     const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
     for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = zp_u8 * pack->sum[ch];
     cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack->w8.data(), res, o, r / s.OH, r % s.OH); });
@@ -409,10 +414,13 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   const ConvShape& s = c.s;
   const bool pixels = vnni_pixel_lanes_take(s, false);
   if (!pixels && s.CO > kLanes) return false;
+  void* o = out.raw_data();
+  if (pixels)
+    return vnni_conv_pixel_lanes(ctx, s, c.e, weight, seven_bit, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
+                                 /*pooled=*/true),
+           true;
   int32_t zp_u8 = 0;
   const uint8_t* padded = padded_u8(c, x, zp_u8);
-  void* o = out.raw_data();
-  if (pixels) return vnni_conv_pixel_lanes(ctx, s, c.e, weight, seven_bit, padded, zp_u8, o, /*pooled=*/true), true;
   const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
   for (int64_t ch = 0; ch < s.CO; ++ch) c.e.offset[ch] = zp_u8 * pack->sum[ch];
   const Epilogue& e = c.e;

@@ -154,12 +154,12 @@ inline int8_t weight_value(int8_t w, bool seven_bit) {
 }
 
 // quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
-// first), with output pixels as the vector lanes. `padded` is the u8 input as the channel-lane kernel
-// reads it (with at least 64 bytes after it); e.offset is filled here. `pooled`: the result is the max
-// pool of 2 x 2 windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
+// first), with output pixels as the vector lanes. `x` is the input's bytes (s8: shifted by 128 here, and
+// `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2
+// windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
 bool vnni_pixel_lanes_take(const ConvShape& s, bool residual);
 void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
-                           const uint8_t* padded, int32_t zero_point, void* out, bool pooled);
+                           const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled);
 
 // The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.
 template <typename Packed, typename Make>

@@ -54,18 +54,50 @@ PixelPack pack_pixels(const ConvShape& s, const Tensor& weight, bool seven_bit) 
   return p;
 }
 
-// Q[i] for `count` positions from `padded` (which has at least 19 readable bytes past the last one).
-PD_VNNI_TARGET void build_quads(const uint8_t* padded, int64_t count, uint32_t* q) {
+// With VBMI (Ice Lake, Sapphire Rapids, Zen 4 on), 16 quads are one byte permute of a 64-byte load.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t build_quads_vbmi(const uint8_t* line, int64_t count, uint32_t* q) {
+  alignas(64) static constexpr uint8_t kOrder[64] = {0,  1,  2,  3,  1,  2,  3,  4,  2,  3,  4,  5,  3,  4,  5,  6,
+                                                     4,  5,  6,  7,  5,  6,  7,  8,  6,  7,  8,  9,  7,  8,  9,  10,
+                                                     8,  9,  10, 11, 9,  10, 11, 12, 10, 11, 12, 13, 11, 12, 13, 14,
+                                                     12, 13, 14, 15, 13, 14, 15, 16, 14, 15, 16, 17, 15, 16, 17, 18};  // quad k: bytes k..k+3
+  const __m512i idx = _mm512_load_si512(kOrder);
   int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_si512(q + i, _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(line + i)));
+  return i;
+}
+
+// Q[i] for `count` positions from `line` (which has at least 64 readable bytes past the last one).
+PD_VNNI_TARGET void build_quads(const uint8_t* line, int64_t count, uint32_t* q) {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
+  int64_t i = vbmi ? build_quads_vbmi(line, count, q) : 0;
   for (; i + 16 <= count; i += 16) {
-    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(padded + i)));
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + i)));
     for (int t = 1; t < 4; ++t) {
-      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(padded + i + t)));
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + i + t)));
       v = _mm512_or_si512(v, _mm512_slli_epi32(b, 8 * t));
     }
     _mm512_storeu_si512(q + i, v);
   }
-  for (; i < count; ++i) q[i] = static_cast<uint32_t>(load_u32(padded + i));
+  for (; i < count; ++i) q[i] = static_cast<uint32_t>(load_u32(line + i));
+}
+
+// The quad image of the input padded with its zero point, row by row (no padded copy in between): a
+// row's quads past its end read padding, which only taps of zero weight and lanes not stored see.
+void fill_quads(const ConvShape& s, const uint8_t* x, bool s8, uint8_t pad, uint32_t* q) {
+  cpu::parallel_for(s.N * s.Hp, s.Wp * 4, [&](int64_t r) {
+    const int64_t n = r / s.Hp, h = r % s.Hp - s.ph;
+    uint32_t* out = q + r * s.Wp;
+    if (h < 0 || h >= s.H) return std::fill(out, out + s.Wp, pad * 0x01010101u);
+    thread_local std::vector<uint8_t> line;
+    line.assign(static_cast<size_t>(s.Wp + 64), pad);
+    const uint8_t* src = x + (n * s.H + h) * s.W;
+    uint8_t* dst = line.data() + s.pw;
+    if (s8)
+      for (int64_t i = 0; i < s.W; ++i) dst[i] = src[i] ^ 0x80;  // s8 shifted by 128
+    else std::memcpy(dst, src, static_cast<size_t>(s.W));
+    build_quads(line.data(), s.Wp, out);
+  });
 }
 
 // Rows r[0..7] of 16 bytes (channel-major) to 16 pixels of 8 bytes: pixel p in tile[p].
@@ -187,7 +219,7 @@ constexpr PixelRowFn kPixelRows[] = {pixel_row<1, Pool>, pixel_row<2, Pool>, pix
 bool vnni_pixel_lanes_take(const ConvShape& s, bool residual) { return int8_pixel_lanes_fit(s.C, s.CO, s.sw) && !residual; }
 
 void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
-                           const uint8_t* padded, int32_t zero_point, void* out, bool pooled) {
+                           const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled) {
   const auto pack = packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
   for (int64_t c = 0; c < s.CO; ++c) e.offset[c] = zero_point * pack->sum[c];
   // The quad image, with a tail for the last row's reads past its end (weights zero there, or lanes
@@ -197,8 +229,7 @@ void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogu
   quads.resize(static_cast<size_t>(positions + s.KW + kBlock + 16));
   std::fill(quads.begin() + positions, quads.end(), 0u);
   uint32_t* q = quads.data();  // the workers get the pointer: the thread_local is this thread's
-  const int64_t image = s.Hp * s.Wp;
-  cpu::parallel_for(s.N, image * 4, [&](int64_t n) { build_quads(padded + n * image, image, q + n * image); });
+  fill_quads(s, x, s8, static_cast<uint8_t>(zero_point), q);
   const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
   const PixelRowFn row = (pooled ? kPixelRows<true> : kPixelRows<false>)[s.CO - 1];
   const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1) / kProductsPerWork;
