@@ -112,7 +112,7 @@ PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
 
 // y / out_scale without a division (vdivps: 8-16 cycles a vector, most of a small convolution's
 // epilogue): q0 = y * (1 / s), then one correction with q0's exact remainder y - q0 * s (Markstein's),
-// which gives the correctly rounded quotient, as the division does (checked on 2e8 random pairs). Where
+// which gives the correctly rounded quotient, as the division does (tests/unit/int8_divide_test.cc). Where
 // the remainder is not finite (q0 overflowed, or y is NaN), q0 is what the division would give.
 PD_VNNI_TARGET inline __m512 vnni_divide(__m512 y, float s, float rcp) {
   const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(rcp);
