@@ -92,9 +92,14 @@ const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Te
 Tensor boxed_optional(const std::vector<Tensor>& slot);
 template <typename T>
 T attr_required(const char* op, const AttrMap& attrs, const char* name);
+// One lookup when the attribute is there with its own type (every bound call reads all its attributes
+// this way); conversions and errors are attr_required's.
 template <typename T>
 T attr_or(const char* op, const AttrMap& attrs, const char* name, T fallback) {
-  return attrs.count(name) ? attr_required<T>(op, attrs, name) : fallback;
+  const auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  return attr_required<T>(op, attrs, name);
 }
 inline void append_outputs(std::vector<Tensor>& out, const Tensor& t) { out.push_back(t); }
 inline void append_outputs(std::vector<Tensor>& out, const std::vector<Tensor>& ts) {
