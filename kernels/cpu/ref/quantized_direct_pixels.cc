@@ -26,7 +26,7 @@
 namespace pd::kernels::reference::int8_direct {
 namespace {
 
-constexpr int64_t kBlock = 32;        // output pixels per step: two vectors of 16, for enough independent sums
+constexpr int64_t kBlock = 32;  // output pixels per step: two vectors of 16, for enough independent sums
 
 struct PixelPack {
   std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's

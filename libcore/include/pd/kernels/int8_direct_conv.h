@@ -14,6 +14,8 @@ namespace pd {
 // lanes (AVX-512 VNNI only; LeNet's first conv).
 inline bool int8_pixel_lanes_fit(int64_t cin, int64_t cout, int64_t stride_w) { return cin == 1 && cout <= 8 && stride_w == 1; }
 
+inline int64_t column_stride(const std::vector<int64_t>& stride) { return stride.size() == 2 ? stride[1] : 0; }
+
 inline bool int8_direct_activation(const std::string& a) {
   return a == "none" || a == "relu" || a == "leaky_relu" || a == "relu6";
 }
@@ -24,7 +26,7 @@ inline bool int8_direct_activation(const std::string& a) {
 inline bool int8_direct_conv_fits(int64_t cin, int64_t kw, int64_t cout, const std::vector<int64_t>& stride,
                                   const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, bool residual,
                                   bool vnni) {
-  const bool lanes = (cout >= 16 && cin * kw <= 64) || (vnni && !residual && int8_pixel_lanes_fit(cin, cout, stride[1]));
+  const bool lanes = (cout >= 16 && cin * kw <= 64) || (vnni && !residual && int8_pixel_lanes_fit(cin, cout, column_stride(stride)));
   return groups == 1 && dilation == std::vector<int64_t>{1, 1} && cin < 16 && lanes && int8_direct_activation(activation);
 }
 
@@ -37,7 +39,7 @@ inline bool int8_direct_conv_pool_fits(int64_t cin, int64_t kw, int64_t cout, co
                                        const std::vector<int64_t>& pool_padding) {
   const std::vector<int64_t> two = {2, 2};
   const bool pool = pool_kernel == two && (pool_stride.empty() || pool_stride == two) && pool_padding == std::vector<int64_t>{0, 0};
-  const bool lanes = int8_pixel_lanes_fit(cin, cout, stride[1]) || (cout <= 16 && cin * kw <= 64);
+  const bool lanes = int8_pixel_lanes_fit(cin, cout, column_stride(stride)) || (cout <= 16 && cin * kw <= 64);
   return pool && lanes && groups == 1 && dilation == std::vector<int64_t>{1, 1} && cin < 16 &&
          int8_direct_activation(activation) && !(activation == "leaky_relu" && alpha < 0);
 }

@@ -49,7 +49,9 @@ class ConvPoolFusion final : public Pass {
   bool lowering() const override { return true; }
   // The direct / Winograd kernels beat oneDNN only with their AVX2 + FMA code.
   bool supports(const Target& t) const override { return t.has_isa(CpuIsa::avx2); }
-  std::string doc() const override { return "conv2d / fused_conv2d + max_pool2d -> fused_conv2d_maxpool"; }
+  std::string doc() const override {
+    return "conv2d / fused_conv2d + max_pool2d -> fused_conv2d_maxpool; int8: quantized_conv2d + max_pool2d_nhwc -> quantized_conv2d_maxpool";
+  }
   std::vector<std::string> targets() const override { return {"max_pool2d", "max_pool2d_nhwc"}; }
 
   // The match counts readers, so the transposes int8_channels_last left dead go first.

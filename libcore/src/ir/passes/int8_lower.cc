@@ -17,10 +17,10 @@
 // it well (pd/kernels/int8_direct_conv.h: at least 16 output channels to fill its channel lanes, as the
 // residual example's stem, or, on AVX-512 VNNI, one input channel and at most 8 output channels, which
 // it runs with output pixels as the lanes, as LeNet's first conv; int8_channels_last gives it the NHWC
-// input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3
-// channels to 4 and runs several times slower than the f32 direct kernel (LeNet's first layer: 179 us
-// int8 against about 60 us f32 with its pool, batch 64). Its weight is dequantized now and its input's
-// Q/DQ pair dropped, so the f32 fusions take it.
+// input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3 channels to 4 and runs several times
+// slower than the f32 direct kernel (LeNet's first layer: 179 us int8 against about 60 us f32 with its
+// pool, batch 64). Its weight is dequantized now and its input's Q/DQ pair dropped, so the f32 fusions
+// take it.
 //
 // Preconditions: the activation's scale and zero point are 0-D params (per tensor), the weight's
 // dequantize reads i8 params with zero zero points along axis 0, and the target has oneDNN's int8
