@@ -22,29 +22,8 @@ int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
   return v.size() == 1 ? v[0] : v[i];
 }
 
-// o[c] = max(o[c], r[c]) over one pixel's channels; NaN wins for floats (max_pool2d's rule). Bytes go
-// 16 at a time in SSE2 (every x86-64 has it; GCC does not vectorise this loop at -O2): i8 through u8's
-// max with the sign bit flipped.
-template <typename T>
-void max_into(T* __restrict o, const T* __restrict r, int64_t C) {
-  int64_t c = 0;
-#if defined(__x86_64__)
-  if constexpr (sizeof(T) == 1) {
-    const __m128i flip = _mm_set1_epi8(std::is_signed_v<T> ? char(0x80) : 0);
-    for (; c + 16 <= C; c += 16) {
-      const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(o + c)), flip);
-      const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + c)), flip);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c), _mm_xor_si128(_mm_max_epu8(a, b), flip));
-    }
-  }
-#endif
-  for (; c < C; ++c) {
-    if constexpr (std::is_integral_v<T>) o[c] = std::max(o[c], r[c]);
-    else o[c] = cpu::nan_max(o[c], r[c]);
-  }
-}
-
-// out[i] = max(a[i], b[i]) for n bytes (i8 through u8's max with the sign bit flipped).
+// out[i] = max(a[i], b[i]) for n 1-byte values, 16 at a time in SSE2 (every x86-64 has it; GCC does not
+// vectorise this loop at -O2): i8 through u8's max with the sign bit flipped. out may be a.
 template <typename T>
 void max_bytes(T* out, const T* a, const T* b, int64_t n) {
   int64_t i = 0;
@@ -57,6 +36,19 @@ void max_bytes(T* out, const T* a, const T* b, int64_t n) {
   }
 #endif
   for (; i < n; ++i) out[i] = std::max(a[i], b[i]);
+}
+
+// o[c] = max(o[c], r[c]) over one pixel's channels; NaN wins for floats (max_pool2d's rule).
+template <typename T>
+void max_into(T* o, const T* r, int64_t C) {
+  if constexpr (sizeof(T) == 1) {
+    max_bytes(o, o, r, C);
+  } else {
+    for (int64_t c = 0; c < C; ++c) {
+      if constexpr (std::is_integral_v<T>) o[c] = std::max(o[c], r[c]);
+      else o[c] = cpu::nan_max(o[c], r[c]);
+    }
+  }
 }
 
 // 2 x 2 windows of stride 2, all inside the image, on 1-byte values (LeNet's pools in an int8 region,
