@@ -605,11 +605,13 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   const std::vector<pd::Backend> built = pd::built_cpu_backends();
   const bool onednn = std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
   const std::vector<std::string> int8 = {"int8_lower", "int8_channels_last"};
-  std::vector<std::string> skipped = {"attention_qkv_fuse", "conv_pool_fuse", "conv_winograd"};
+  std::vector<std::string> skipped = {"attention_qkv_fuse", "conv_pool_fuse", "channel_blocking", "conv_winograd"};
   if (!onednn) skipped.insert(skipped.begin() + 1, int8.begin(), int8.end());
   CHECK(base.skipped() == skipped);
   opt.target = pd::Target::parse("cpu-avx2");
-  CHECK(pd::ir::PassManager(opt).skipped() == (onednn ? std::vector<std::string>{} : int8));
+  std::vector<std::string> without_onednn = int8;
+  without_onednn.push_back("channel_blocking");  // oneDNN's blocked convolutions
+  CHECK(pd::ir::PassManager(opt).skipped() == (onednn ? std::vector<std::string>{} : without_onednn));
   // The same conv -> relu -> pool block: one op on AVX2, conv + pool left apart on the baseline.
   ConvPoolNet n;
   Program p = n.build(), on_avx2 = p, on_base = p;
@@ -922,4 +924,99 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
   // y2 is an output (NCHW) and read by a conv (NHWC: taken before the transpose); softmax reads NCHW.
   CHECK(count_ops(q, "transpose") == 5);  // x, y1, per_channel, y2, y3
   check_same_outputs(p, q, 1e-6);
+}
+
+namespace {
+
+// x [-1, cin, 10, 10] -> conv 3x3 (cin -> c) relu -> conv 3x3 stride 2 (c -> 2c) + a 1x1 stride-2
+// projection of the first conv's output -> relu: a residual block, a chain of three convolutions after
+// conv_residual_fuse and conv_act_fuse. `c1`, when given, replaces the first conv's output channels.
+Program residual_chain(int64_t cin, int64_t c, int64_t c1 = 0, bool side_output = false) {
+  const int64_t k1 = c1 > 0 ? c1 : c;
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, cin, 10, 10}});
+  auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t k, int64_t stride, int64_t seed) {
+    auto w = p.add_param(p.unique_name("w"), rnd({co, ci, k, k}, seed, -0.3, 0.3));
+    auto b = p.add_param(p.unique_name("b"), rnd({co}, seed + 1));
+    const std::vector<int64_t> pad(2, k / 2), st(2, stride);
+    return p.add_op("conv2d", {{in}, {w}, {b}}, {{"padding", pad}, {"stride", st}})[0];
+  };
+  auto a = p.add_op("relu", {{conv(x, cin, k1, 3, 1, 1)}})[0];
+  if (side_output) p.mark_output(p.add_op("sigmoid", {{a}})[0], "side");
+  auto main = conv(a, k1, 2 * c, 3, 2, 3), proj = conv(a, k1, 2 * c, 1, 2, 5);
+  p.mark_output(p.add_op("relu", {{p.add_op("add", {{main}, {proj}})[0]}})[0], "out");
+  return p;
+}
+
+Program blocked_for(const Program& p, const std::string& target, pd::ir::PassStats* stats = nullptr) {
+  Program q = p;
+  pd::ir::PassOptions opt;
+  opt.passes = {"conv_residual_fuse", "conv_act_fuse", "channel_blocking"};
+  opt.target = pd::Target::parse(target);
+  auto report = pd::ir::PassManager(opt).run(q);
+  if (stats) *stats = report.back();
+  return q;
+}
+
+bool blocking_runs_here() {
+  const std::vector<pd::Backend> built = pd::built_cpu_backends();
+  return pd::cpu_has_avx2_fma() && std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
+}
+
+}  // namespace
+
+TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
+  if (!blocking_runs_here()) {
+    WARN("channel_blocking needs oneDNN and AVX2: skipped");
+    return;
+  }
+  const std::string wide = pd::cpu_has_avx512() ? "cpu-avx512" : "cpu-avx2";
+  const int64_t block = pd::cpu_has_avx512() ? 16 : 8;
+  SECTION("a residual block: reorders only at its edges") {
+    Program p = residual_chain(16, 16);
+    pd::ir::PassStats s;
+    Program q = blocked_for(p, wide, &s);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 0);
+    CHECK(count_ops(q, "to_channel_blocks") == 1);    // x, once
+    CHECK(count_ops(q, "from_channel_blocks") == 1);  // the output, once
+    CHECK(s.fused == 3);
+    for (const auto& op : q.ops())
+      if (op.type == "blocked_conv2d") CHECK(std::get<int64_t>(op.attrs.at("block")) == block);
+    check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("the block follows the target: 8 lanes for AVX2") {
+    Program q = blocked_for(residual_chain(16, 16), "cpu-avx2");
+    REQUIRE(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(q.value(q.ops().back().results[0]).type.shape.size() == 4);
+    for (const auto& op : q.ops())
+      if (op.type == "blocked_conv2d") CHECK(std::get<int64_t>(op.attrs.at("block")) == 8);
+    check_same_outputs(residual_chain(16, 16), q, 1e-4);
+  }
+  SECTION("an image input is read plain by the first convolution") {
+    Program p = residual_chain(3, 16);
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "to_channel_blocks") == 0);
+    check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("a reader outside the chain gets the plain tensor") {
+    Program p = residual_chain(16, 16, 0, true);
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "from_channel_blocks") == 2);  // for the sigmoid, and the output
+    check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("channels that are not whole blocks break the chain") {
+    // 16 -> 12 channels: the first conv stays; the two that read it need their input in blocks of 12.
+    Program p = residual_chain(16, 16, 12);
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 0);
+    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3);
+    check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
+    Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});
+    CHECK(pd::ir::print(blocked_for(p, wide)) == pd::ir::print(p));
+  }
 }

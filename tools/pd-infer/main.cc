@@ -55,18 +55,45 @@ struct RuntimeFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Each op's median wall time in program order, slowest first: which of several convolutions costs what.
+std::vector<pd::infer::NodeProfile> node_profile(const pd::ir::Program& program, const std::vector<std::vector<int64_t>>& runs) {
+  std::vector<pd::infer::NodeProfile> nodes;
+  const auto& ops = program.ops();
+  for (size_t k = 0; k < ops.size() && !runs.empty(); ++k) {
+    std::vector<int64_t> ns;
+    for (const auto& run : runs) ns.push_back(run[k]);
+    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+    std::string result;
+    if (!ops[k].results.empty()) {
+      const pd::ir::Value& v = program.values()[static_cast<size_t>(ops[k].results[0])];
+      result = fmt::format("%{}: {}", v.name, v.type.str());
+    }
+    nodes.push_back({static_cast<int64_t>(k), ops[k].type, result, static_cast<double>(ns[ns.size() / 2]) / 1e3});
+  }
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.p50_us > b.p50_us; });
+  return nodes;
+}
+
 // Per-op times over `runs` extra runs, apart from the timed ones so that the timers do not skew the
-// latency figures.
-void profile_runs(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, int64_t runs, pd::infer::Report& r) {
+// latency figures: exclusive time summed by op type, and each op's own median.
+void profile_runs(pd::exec::Executor& exec, const pd::ir::Program& program, const std::map<std::string, Tensor>& in, int64_t runs,
+                  pd::infer::Report& r) {
   pd::profiler::profile_reset();
   pd::profiler::set_profiling(true);
-  for (int64_t i = 0; i < runs; ++i) exec.run(in);
+  exec.set_time_ops(true);
+  std::vector<std::vector<int64_t>> op_ns;
+  for (int64_t i = 0; i < runs; ++i) {
+    exec.run(in);
+    op_ns.push_back(exec.stats().op_ns);
+  }
+  exec.set_time_ops(false);
   pd::profiler::set_profiling(false);
   const double overhead_ns = pd::profiler::timer_overhead_ns();
   for (const pd::profiler::OpStat& s : pd::profiler::profile_snapshot())
     r.profile.push_back({s.name, s.calls, std::max(0.0, (static_cast<double>(s.ns) - s.calls * overhead_ns) / 1e6)});
   std::sort(r.profile.begin(), r.profile.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
   r.profile_runs = static_cast<double>(runs);
+  r.nodes = node_profile(program, op_ns);
 }
 
 std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, std::vector<double>* ms) {
@@ -118,7 +145,7 @@ int run(const Options& o) {
       throw pd::tools::InputError(e.what());
     }
     for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr);
-    if (o.profile) profile_runs(exec, {{t.input, first->x}}, o.repeat, r);
+    if (o.profile) profile_runs(exec, program, {{t.input, first->x}}, o.repeat, r);
     std::vector<std::vector<Tensor>> per_output(program.outputs().size());
     int64_t correct = 0;
     for (auto b = first; b; b = loader.next()) {
@@ -148,7 +175,7 @@ int run(const Options& o) {
     for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, in, nullptr);
     for (int64_t i = 0; i < o.repeat; ++i) outputs = timed_run(exec, in, &ms);
     r.samples = r.batch * o.repeat;
-    if (o.profile) profile_runs(exec, in, o.repeat, r);
+    if (o.profile) profile_runs(exec, program, in, o.repeat, r);
   }
   r.runs = static_cast<int64_t>(ms.size());
   r.latency = pd::infer::summarize(ms);

@@ -109,6 +109,12 @@ std::string text_report(const Report& r) {
     for (const OpProfile& p : r.profile)
       s += fmt::format("  {:<24} {:>9.0f} {:>12.2f} {:>6.1f}%\n", p.op, p.calls / r.profile_runs,
                        1000.0 * p.total_ms / r.profile_runs, sum > 0 ? 100.0 * p.total_ms / sum : 0.0);
+    // The slowest ops one by one (all of them with --json): where several of one type differ.
+    constexpr size_t kShownNodes = 15;
+    s += fmt::format("  slowest ops of {} (median wall time, inclusive):\n", r.nodes.size());
+    s += fmt::format("  {:>5}  {:<24} {:>10}  {}\n", "#", "op", "us", "result");
+    for (size_t i = 0; i < r.nodes.size() && i < kShownNodes; ++i)
+      s += fmt::format("  {:>5}  {:<24} {:>10.2f}  {}\n", r.nodes[i].index, r.nodes[i].op, r.nodes[i].p50_us, r.nodes[i].result);
   }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
@@ -142,6 +148,10 @@ std::string json_report(const Report& r) {
     for (size_t i = 0; i < r.profile.size(); ++i)
       s += fmt::format("{}{{\"op\": {}, \"calls\": {}, \"total_ms\": {}}}", i ? ", " : "", json_str(r.profile[i].op),
                        r.profile[i].calls, num(r.profile[i].total_ms));
+    s += "], \"nodes\": [";
+    for (size_t i = 0; i < r.nodes.size(); ++i)
+      s += fmt::format("{}{{\"index\": {}, \"op\": {}, \"result\": {}, \"p50_us\": {}}}", i ? ", " : "", r.nodes[i].index,
+                       json_str(r.nodes[i].op), json_str(r.nodes[i].result), num(r.nodes[i].p50_us));
     s += "]";
   }
   if (r.comparison) {

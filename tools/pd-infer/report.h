@@ -36,6 +36,13 @@ struct OpProfile {
   double total_ms = 0;  // exclusive, timer overhead subtracted
 };
 
+// One op of the program: its median wall time over the profiled runs (pd-infer --profile).
+struct NodeProfile {
+  int64_t index = 0;       // in program order
+  std::string op, result;  // the op type and its first result's name and type, e.g. "%68: f32[1, 32, 28, 28]"
+  double p50_us = 0;
+};
+
 struct Report {
   std::string model, source;  // source: random, npy, data
   int64_t batch = 0, samples = 0, runs = 0, warmup = 0;
@@ -51,6 +58,7 @@ struct Report {
   std::optional<Comparison> comparison;
   std::string compare_file;
   std::vector<OpProfile> profile;  // slowest first; empty without --profile
+  std::vector<NodeProfile> nodes;  // slowest first; empty without --profile
   double profile_runs = 0;
 };
 std::string text_report(const Report& r);

@@ -21,7 +21,8 @@ struct Entry {
 // Registry order is the order levels run them: shrink first (identities, constants, duplicates),
 // then fold and fuse, then sweep what became dead. int8_lower takes the quantized convs and linears
 // with their fused activations, before the f32-only conv rewrites could; int8_channels_last then
-// moves the int8 convs to NHWC.
+// moves the int8 convs to NHWC. channel_blocking takes chains of f32 convolutions before conv_winograd
+// could take their 3x3 ones apart.
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
@@ -34,6 +35,7 @@ const std::vector<Entry>& registry() {
       {"int8_lower", passes::int8_lowering},                {"int8_channels_last", passes::int8_channels_last},
       {"weight_only_lower", passes::weight_only_lowering},
       {"conv_pool_fuse", passes::conv_pool_fusion},
+      {"channel_blocking", passes::channel_blocking},
       {"conv_winograd", passes::conv_winograd},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
@@ -125,6 +127,7 @@ std::vector<PassStats> PassManager::run(Program& p) const {
     PD_CHECK(!pass->lowering() || p.target().empty() || p.target() == target, ErrorCode::kInvalidArgument,
              "pass '{}' cannot lower for {}: the program is already lowered for {} (lower the portable model instead)",
              n, target, p.target());
+    pass->set_target(options_.target);
     pass->run(p, s);
     if (pass->lowering() && s.rewrites > 0) p.set_target(target);
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

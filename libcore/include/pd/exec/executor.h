@@ -56,6 +56,8 @@ class Executor {
   // Every value of the last run by name (only with reuse_memory = false; for pd-opt --verify).
   const std::map<std::string, Tensor>& all_values() const { return values_; }
   const ExecStats& stats() const { return stats_; }
+  // Turns ExecOptions::time_ops on or off for the following runs (pd-infer --profile's per-op table).
+  void set_time_ops(bool on) { options_.time_ops = on; }
   // The weights kernels have packed for this Executor's params (see below).
   const PackedWeights& packed_weights() const { return *packed_; }
 

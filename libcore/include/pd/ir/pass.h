@@ -54,6 +54,9 @@ class Pass {
   // Whether the pass may run for `target` (a lowering pass that only pays off with some kernels says
   // so here instead of probing the machine it runs on).
   virtual bool supports(const Target& target) const { return true; }
+  // Called with the target before run(), for a lowering pass whose rewrite depends on it (the width of
+  // channel blocks); most passes decide in supports() alone.
+  virtual void set_target(const Target& target) {}
 };
 
 // Every pass by name ("dce", "cse", ...), in the order levels use them.

@@ -71,6 +71,13 @@ Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const 
 Shape winograd_weight(const char* op, In weight);
 // winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out].
 Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding);
+// to_channel_blocks: [N, C, H, W] -> [N, ceil(C / block), H, W, block]; from_channel_blocks the inverse,
+// `channels` within the last block; blocked_conv2d: conv2d's rule on the blocked (or plain) input's NCHW
+// extents, the output and residual blocked, C_out a multiple of block.
+Shape to_channel_blocks(const char* op, In x, int64_t block);
+Shape from_channel_blocks(const char* op, In x, int64_t channels);
+Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
+                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block);
 // fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the
 // convolution's output with the pool_* attributes.
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,

@@ -17,6 +17,7 @@ std::unique_ptr<Pass> int8_lowering();
 std::unique_ptr<Pass> int8_channels_last();
 std::unique_ptr<Pass> weight_only_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
+std::unique_ptr<Pass> channel_blocking();
 std::unique_ptr<Pass> conv_winograd();
 std::unique_ptr<Pass> linear_residual_fusion();
 std::unique_ptr<Pass> linear_activation_fusion();

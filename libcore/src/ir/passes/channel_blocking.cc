@@ -1,0 +1,135 @@
+// channel_blocking: runs chains of f32 convolutions in oneDNN's channel-blocked layout (nChw16c on
+// AVX-512, nChw8c on AVX2; held as a plain 5-D tensor [N, C / b, H, W, b]) and keeps the tensors between
+// them blocked, as onnxruntime's NCHWc transformer does. A plain conv2d / fused_conv2d makes oneDNN
+// reorder its input into that layout and its output back on every call, which cost the residual example
+// more than the convolutions' own work in its 1x1 and strided convolutions.
+//
+//   1. Candidates: conv2d / fused_conv2d on f32, groups 1, C_out a multiple of b, and C_in a multiple of
+//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain).
+//   2. Candidates joined by their data edges (one's result is another's input or residual) form
+//      chains; only chains of two or more convolutions are converted, since a lone one would pay the same
+//      two reorders as explicit ops.
+//   3. In program order each converted conv becomes blocked_conv2d, reading its producers' blocked
+//      results directly and to_channel_blocks of anything else, followed by from_channel_blocks for the
+//      readers that are not converted. What nobody reads is swept at the end.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "passes.h"
+
+namespace pd::ir::passes {
+namespace {
+
+constexpr int64_t kMaxPlainChannels = 4;
+
+bool is_conv(const Operation& op) { return op.type == "conv2d" || op.type == "fused_conv2d"; }
+
+// Union-find over op indices, for the chains.
+struct Chains {
+  std::vector<int32_t> parent;
+  explicit Chains(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int32_t root(int32_t i) { return parent[i] == i ? i : parent[i] = root(parent[i]); }
+  void join(int32_t a, int32_t b) { parent[root(a)] = root(b); }
+};
+
+class ChannelBlocking final : public Pass {
+ public:
+  std::string name() const override { return "channel_blocking"; }
+  bool lowering() const override { return true; }
+  bool supports(const Target& t) const override { return t.has_backend(Backend::onednn) && t.has_isa(CpuIsa::avx2); }
+  void set_target(const Target& t) override { block_ = t.has_isa(CpuIsa::avx512) ? 16 : 8; }
+  std::string doc() const override {
+    return "chains of conv2d / fused_conv2d -> blocked_conv2d on channel blocks (nChw16c / nChw8c), reordered only at "
+           "the chain's edges";
+  }
+  bool match(const Program&, int32_t) const override { return false; }  // run() does the work
+  void rewrite(Program&, int32_t, PassStats&) const override {}
+
+  void run(Program& p, PassStats& stats) const override {
+    const std::vector<int32_t> convs = converted(p);
+    if (convs.empty()) return;
+    // Ops shift as conversions insert theirs: each conv is found again by its result.
+    std::vector<ValueId> results;
+    for (int32_t i : convs) results.push_back(p.ops()[i].results[0]);
+    std::map<ValueId, ValueId> blocked;  // plain value -> its blocked form
+    for (ValueId r : results) convert(p, p.value(r).producer, blocked, stats);
+    PassStats swept;
+    dead_code_elimination()->run(p, swept);
+    stats.removed += swept.removed;
+    p.compact();
+  }
+
+ private:
+  int64_t block_ = 16;
+
+  bool candidate(const Program& p, const Operation& op) const {
+    if (!is_conv(op) || attr_int(op, "groups") != 1) return false;
+    const ValueType& x = p.value(op.inputs[0][0]).type;
+    const ValueType& w = p.value(op.inputs[1][0]).type;
+    if (x.dtype != DType::f32 || x.shape.size() != 4 || w.shape.size() != 4) return false;
+    const int64_t cin = w.shape[1], cout = w.shape[0];
+    return cout % block_ == 0 && (cin % block_ == 0 || cin <= kMaxPlainChannels);
+  }
+
+  // The candidates in chains of two or more, in program order.
+  std::vector<int32_t> converted(const Program& p) const {
+    const auto& ops = p.ops();
+    std::vector<bool> cand(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) cand[i] = candidate(p, ops[i]);
+    Chains chains(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!cand[i]) continue;
+      for (size_t slot : {size_t{0}, size_t{3}}) {
+        const ValueId v = input_of(p, static_cast<int32_t>(i), slot);
+        if (v == kNoValue || p.value(v).kind != ValueKind::OpResult) continue;
+        const int32_t producer = p.value(v).producer;
+        // A residual joins only when the producer's output is blocked anyway (it is a candidate).
+        if (producer >= 0 && cand[producer]) chains.join(static_cast<int32_t>(i), producer);
+      }
+    }
+    std::map<int32_t, int> size;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (cand[i]) ++size[chains.root(static_cast<int32_t>(i))];
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (cand[i] && size[chains.root(static_cast<int32_t>(i))] >= 2) out.push_back(static_cast<int32_t>(i));
+    return out;
+  }
+
+  // v in blocks, inserting to_channel_blocks before op `at` when no blocked form exists yet. A plain
+  // image (few channels) stays plain for blocked_conv2d's x.
+  ValueId blocked_input(Program& p, ValueId v, bool may_stay_plain, std::map<ValueId, ValueId>& blocked, int32_t& at) const {
+    if (auto it = blocked.find(v); it != blocked.end()) return it->second;
+    if (may_stay_plain && p.value(v).type.shape[1] % block_ != 0) return v;
+    const ValueId b = p.insert_op(at++, "to_channel_blocks", {{v}}, {{"block", block_}})[0];
+    blocked[v] = b;
+    return b;
+  }
+
+  void convert(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+    const Operation conv = p.ops()[i];
+    const ValueId residual = input_of(p, i, 3);
+    std::vector<std::vector<ValueId>> inputs(4);
+    inputs[0] = {blocked_input(p, conv.inputs[0][0], true, blocked, i)};
+    inputs[1] = conv.inputs[1];
+    inputs[2] = conv.inputs[2];
+    if (residual != kNoValue) inputs[3] = {blocked_input(p, residual, false, blocked, i)};
+    AttrMap attrs{{"block", block_}};
+    for (const char* name : {"stride", "padding", "dilation", "activation", "alpha"})
+      if (auto it = conv.attrs.find(name); it != conv.attrs.end()) attrs[name] = it->second;
+    const ValueId out = p.insert_op(i, "blocked_conv2d", inputs, attrs)[0];
+    const int64_t channels = p.value(conv.inputs[1][0]).type.shape[0];
+    const ValueId plain = p.insert_op(i + 1, "from_channel_blocks", {{out}}, {{"channels", channels}})[0];
+    p.replace_uses(conv.results[0], plain);
+    blocked[plain] = out;
+    p.remove_ops({i + 2});
+    ++stats.fused;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> channel_blocking() { return std::make_unique<ChannelBlocking>(); }
+
+}  // namespace pd::ir::passes

@@ -1,0 +1,64 @@
+// Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d):
+// [N, C, H, W] held as [N, ceil(C / block), H, W, block], the layout oneDNN's convolutions compute in.
+#include "pd/core/error.h"
+#include "pd/ops/shape_rules.h"
+
+namespace pd::infer {
+namespace {
+
+// The lane counts oneDNN has layouts for (nChw4c, nChw8c, nChw16c); any positive one is well defined,
+// but a bound keeps a typo from allocating a huge padded tensor.
+constexpr int64_t kMaxBlock = 64;
+
+void check_block(const char* op, int64_t block) {
+  PD_CHECK(block >= 1 && block <= kMaxBlock, ErrorCode::kInvalidArgument,
+           "{}: argument 'block' = {} must be in [1, {}] (16 on AVX-512, 8 on AVX2)", op, block, kMaxBlock);
+}
+
+void check_blocked(const char* op, In x) {
+  PD_CHECK(x.t.dim() == 5, ErrorCode::kShape, "{}: argument '{}' must be [N, CB, H, W, block] (5-D), but received {}", op, x.name,
+           shape_str(x.t.shape()));
+}
+
+}  // namespace
+
+Shape to_channel_blocks(const char* op, In x, int64_t block) {
+  PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be [N, C, H, W] (4-D), but received {}", op, x.name,
+           shape_str(x.t.shape()));
+  check_block(op, block);
+  const Shape& s = x.t.shape();
+  return {s[0], (s[1] + block - 1) / block, s[2], s[3], block};
+}
+
+Shape from_channel_blocks(const char* op, In x, int64_t channels) {
+  check_blocked(op, x);
+  const Shape& s = x.t.shape();
+  check_block(op, s[4]);
+  PD_CHECK(channels > (s[1] - 1) * s[4] && channels <= s[1] * s[4], ErrorCode::kInvalidArgument,
+           "{}: argument 'channels' = {} must fall in the last of the {} blocks of {} of '{}' {}, i.e. in [{}, {}]", op, channels,
+           s[1], s[4], x.name, shape_str(s), (s[1] - 1) * s[4] + 1, s[1] * s[4]);
+  return {s[0], channels, s[2], s[3]};
+}
+
+Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
+                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block) {
+  check_block(op, block);
+  const Shape& s = x.t.shape();
+  PD_CHECK(s.size() == 4 || s.size() == 5, ErrorCode::kShape,
+           "{}: argument '{}' must be blocked [N, C_in / block, H, W, block] or plain [N, C_in, H, W], but received {}", op, x.name,
+           shape_str(s));
+  if (s.size() == 5)
+    PD_CHECK(s[4] == block, ErrorCode::kShape, "{}: argument '{}' {} is in blocks of {}, but the op's block is {}", op, x.name,
+             shape_str(s), s[4], block);
+  const Shape nchw = s.size() == 5 ? Shape{s[0], s[1] * s[4], s[2], s[3]} : s;
+  const Shape plain = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, 1);
+  PD_CHECK(plain[1] % block == 0, ErrorCode::kShape, "{}: the output channels {} of '{}' {} must be a multiple of the block {}", op,
+           plain[1], weight.name, shape_str(weight.t.shape()), block);
+  const Shape out = {plain[0], plain[1] / block, plain[2], plain[3], block};
+  if (residual.t.defined())
+    PD_CHECK(residual.t.shape() == out, ErrorCode::kShape, "{}: argument '{}' must have the output's shape {}, but received {}",
+             op, residual.name, shape_str(out), shape_str(residual.t.shape()));
+  return out;
+}
+
+}  // namespace pd::infer
