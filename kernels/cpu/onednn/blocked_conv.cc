@@ -35,14 +35,86 @@ void reorder_blocks(const char* op, const Tensor& from, Tensor& to, const dims& 
   });
 }
 
-// The primitive with its weight reorder (run once per executor through ctx.packed), built on the first
-// call with these shapes and attributes; the post-ops too, which cost a microsecond to assemble.
+// One blocked_conv2d call's operands and attributes.
+struct BlockedConvOp {
+  const Tensor &x, &weight, &bias, &residual;
+  const std::vector<int64_t>&stride, &padding, &dilation;
+  const std::string& activation;
+  Activation act;
+  double alpha;
+  int64_t block;
+  tag blocked;
+  const Shape& out;
+};
+
+// The primitive with its weight reorder, built on the first call with these shapes and attributes;
+// the post-ops too, which cost a microsecond to assemble.
 struct BlockedConv {
   dnnl::primitive prim;
   OptionalReorder weights;
   dnnl::memory::desc scratchpad;
   bool activation_after;
 };
+
+// What a call needs beyond its tensors: the primitive, the weights in its layout and the descriptors.
+// Kept in ctx.packed across an executor's runs when the weight and bias are constants, so that a call
+// skips the geometry, the cache keys and the weight lookup (several microseconds a convolution at batch 1).
+struct BlockedConvCall {
+  dnnl::primitive prim;
+  dnnl::memory weights;
+  dnnl::memory::desc src, dst, bias, scratchpad;
+  bool activation_after;
+};
+
+std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
+  const Shape& xs = op.x.shape();
+  const Shape x_nchw = op.x.dim() == 5 ? Shape{xs[0], xs[1] * xs[4], xs[2], xs[3]} : xs;
+  ConvGeometry g(x_nchw, op.weight.shape(), {op.out[0], op.out[1] * op.block, op.out[2], op.out[3]}, op.stride, op.padding,
+                 op.dilation, 1);
+  auto call = std::make_shared<BlockedConvCall>();
+  call->src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
+  call->dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
+  call->bias = plain_desc(dims{g.dst[1]});
+  // Both threads even for small problems: at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one.
+  const std::string key = fmt::format("{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), op.x.dim(), op.block,
+                                      op.residual.defined(), op.activation, op.alpha);
+  auto e = cached<BlockedConv>(key, [&] {
+    const auto [post, apply_later] = with_activation(user_scratchpad(), {op.residual.defined(), nullptr}, op.act, op.alpha);
+    const dnnl::prop_kind prop = dnnl::prop_kind::forward_inference;
+    const auto d = op.bias.defined() ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, call->src, g.any(g.wei), call->bias,
+                                                      call->dst, g.strides, g.dilates, g.pad_l, g.pad_r)
+                                     : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, call->src, g.any(g.wei), call->dst,
+                                                      g.strides, g.dilates, g.pad_l, g.pad_r);
+    conv_fwd::primitive_desc pd(d, post, cpu_engine());
+    return BlockedConv{conv_fwd(pd), OptionalReorder::make(g.plain_wei(), pd.weights_desc()), pd.scratchpad_desc(), apply_later};
+  });
+  call->prim = e->prim;
+  call->weights = weights_in(ctx.packed, e->weights, op.weight, [&] { return wrap(g.plain_wei(), op.weight); }, key);
+  call->scratchpad = e->scratchpad;
+  call->activation_after = e->activation_after;
+  return call;
+}
+
+// The call kept in ctx.packed under a key of the constant weight and bias and everything else the
+// primitive depends on; built afresh (weights reordered for this call only) when they are not constants.
+std::shared_ptr<const BlockedConvCall> blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
+  if (!ctx.packed) return make_blocked_conv_call(ctx, op);
+  PackedKey key("blocked_conv2d_call");
+  if (!key.add_constant(*ctx.packed, op.weight) || !key.add_constant(*ctx.packed, op.bias)) return make_blocked_conv_call(ctx, op);
+  key.add(op.x.shape());
+  key.add(op.stride);
+  key.add(op.padding);
+  key.add(op.dilation);
+  key.add(op.block);
+  key.add(op.residual.defined());
+  key.add(op.activation);
+  key.add(op.alpha);
+  key.add(ctx.threads);  // oneDNN splits the work by the thread count the primitive was made with
+  if (std::shared_ptr<void> hit = ctx.packed->find(key.str())) return std::static_pointer_cast<const BlockedConvCall>(hit);
+  std::shared_ptr<BlockedConvCall> made = make_blocked_conv_call(ctx, op);
+  ctx.packed->store(key.str(), made);
+  return made;
+}
 
 }  // namespace
 
@@ -73,35 +145,19 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (out.numel() == 0) return;
   if (!blocked)
     return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, out);
-  const Shape& xs = x.shape();
-  const Shape& os = out.shape();
-  const Shape x_nchw = x.dim() == 5 ? Shape{xs[0], xs[1] * xs[4], xs[2], xs[3]} : xs;
-  bool after = false;  // whether the activation runs as a pass of its own (see post_ops.h)
+  const BlockedConvOp op{x, weight, bias, residual, stride, padding, dilation, activation, act, alpha, block, *blocked, out.shape()};
+  bool after = false;
   guarded("blocked_conv2d", [&] {
-    ConvGeometry g(x_nchw, weight.shape(), {os[0], os[1] * block, os[2], os[3]}, stride, padding, dilation, 1);
-    const dnnl::memory::desc src(g.src, dt::f32, x.dim() == 5 ? *blocked : tag::nchw), dst(g.dst, dt::f32, *blocked);
-    // Both threads even for small problems: at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one.
-    const std::string key = fmt::format("{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", bias.defined()), x.dim(), block,
-                                        residual.defined(), activation, alpha);
-    auto e = cached<BlockedConv>(key, [&] {
-      const auto [post, apply_later] = with_activation(user_scratchpad(), {residual.defined(), nullptr}, act, alpha);
-      const dnnl::prop_kind prop = dnnl::prop_kind::forward_inference;
-      const auto d = bias.defined() ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, src, g.any(g.wei),
-                                                     plain_desc(dims{g.dst[1]}), dst, g.strides, g.dilates, g.pad_l, g.pad_r)
-                                    : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, src, g.any(g.wei), dst, g.strides,
-                                                     g.dilates, g.pad_l, g.pad_r);
-      conv_fwd::primitive_desc pd(d, post, cpu_engine());
-      return BlockedConv{conv_fwd(pd), OptionalReorder::make(g.plain_wei(), pd.weights_desc()), pd.scratchpad_desc(), apply_later};
-    });
-    after = e->activation_after;
+    const std::shared_ptr<const BlockedConvCall> call = blocked_conv_call(ctx, op);
+    after = call->activation_after;
     // The sum post-op adds the convolution to what the destination holds: the residual, same layout.
     if (residual.defined()) std::copy_n(residual.data<float>(), residual.numel(), out.data<float>());
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(src, x)},
-                                               {DNNL_ARG_WEIGHTS, weights_in(ctx.packed, e->weights, weight, [&] { return wrap(g.plain_wei(), weight); }, key)},
-                                               {DNNL_ARG_DST, wrap(dst, out)},
-                                               {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
-    e->prim.execute(cpu_stream(), args);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(call->src, x)},
+                                               {DNNL_ARG_WEIGHTS, call->weights},
+                                               {DNNL_ARG_DST, wrap(call->dst, out)},
+                                               {DNNL_ARG_SCRATCHPAD, scratch_memory(call->scratchpad)}};
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(call->bias, bias));
+    call->prim.execute(cpu_stream(), args);
   });
   if (after) apply_after(out, act, alpha);
 }

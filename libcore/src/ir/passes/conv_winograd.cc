@@ -25,18 +25,7 @@ class ConvWinograd final : public Pass {
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d"}; }
 
-  bool match(const Program& p, int32_t i) const override {
-    const Operation& op = p.ops()[i];
-    if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
-        attr_int(op, "groups") != 1)
-      return false;
-    const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
-    if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
-    const ValueType& wt = p.value(w).type;
-    if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
-    const Shape& ws = wt.shape;
-    return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
-  }
+  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation conv = p.ops()[i];
@@ -62,6 +51,19 @@ class ConvWinograd final : public Pass {
 };
 
 }  // namespace
+
+bool winograd_fits(const Program& p, int32_t i) {
+  const Operation& op = p.ops()[i];
+  if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
+      attr_int(op, "groups") != 1)
+    return false;
+  const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
+  if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
+  const ValueType& wt = p.value(w).type;
+  if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
+  const Shape& ws = wt.shape;
+  return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
+}
 
 std::unique_ptr<Pass> conv_winograd() { return std::make_unique<ConvWinograd>(); }
 

@@ -19,6 +19,8 @@ std::unique_ptr<Pass> weight_only_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> channel_blocking();
 std::unique_ptr<Pass> conv_winograd();
+// Whether conv_winograd would take op i (a 3x3 stride-1 conv with enough channels and param weights).
+bool winograd_fits(const Program& p, int32_t i);
 std::unique_ptr<Pass> linear_residual_fusion();
 std::unique_ptr<Pass> linear_activation_fusion();
 std::unique_ptr<Pass> elementwise_fusion();
