@@ -13,7 +13,6 @@
 //   3. In program order each converted conv becomes blocked_conv2d, reading its producers' blocked
 //      results directly and to_channel_blocks of anything else, followed by from_channel_blocks for the
 //      readers that are not converted. What nobody reads is swept at the end.
-#include <algorithm>
 #include <map>
 #include <numeric>
 
