@@ -928,13 +928,13 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
 
 namespace {
 
-// x [-1, cin, 10, 10] -> conv 3x3 (cin -> c) relu -> conv 3x3 stride 2 (c -> 2c) + a 1x1 stride-2
+// x [-1, cin, hw, hw] -> conv 3x3 (cin -> c) relu -> conv 3x3 stride 2 (c -> 2c) + a 1x1 stride-2
 // projection of the first conv's output -> relu: a residual block, a chain of three convolutions after
 // conv_residual_fuse and conv_act_fuse. `c1`, when given, replaces the first conv's output channels.
-Program residual_chain(int64_t cin, int64_t c, int64_t c1 = 0, bool side_output = false) {
+Program residual_chain(int64_t cin, int64_t c, int64_t c1 = 0, bool side_output = false, int64_t hw = 10) {
   const int64_t k1 = c1 > 0 ? c1 : c;
   Program p;
-  auto x = p.add_input("x", {DType::f32, {-1, cin, 10, 10}});
+  auto x = p.add_input("x", {DType::f32, {-1, cin, hw, hw}});
   auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t k, int64_t stride, int64_t seed) {
     auto w = p.add_param(p.unique_name("w"), rnd({co, ci, k, k}, seed, -0.3, 0.3));
     auto b = p.add_param(p.unique_name("b"), rnd({co}, seed + 1));
@@ -948,13 +948,14 @@ Program residual_chain(int64_t cin, int64_t c, int64_t c1 = 0, bool side_output 
   return p;
 }
 
-Program blocked_for(const Program& p, const std::string& target, pd::ir::PassStats* stats = nullptr) {
+Program blocked_for(const Program& p, const std::string& target, pd::ir::PassStats* stats = nullptr, bool winograd = false) {
   Program q = p;
   pd::ir::PassOptions opt;
   opt.passes = {"conv_residual_fuse", "conv_act_fuse", "channel_blocking"};
+  if (winograd) opt.passes.push_back("conv_winograd");
   opt.target = pd::Target::parse(target);
   auto report = pd::ir::PassManager(opt).run(q);
-  if (stats) *stats = report.back();
+  if (stats) *stats = report[2];
   return q;
 }
 
@@ -1018,6 +1019,17 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "blocked_conv2d") == 0);
     CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3);
     check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("3x3 stride-1 convolutions on images of 16 tiles or more go on to Winograd, on blocks on AVX-512") {
+    Program p = residual_chain(16, 16, 0, false, 16);
+    Program q = blocked_for(p, wide, nullptr, true);
+    CHECK(count_ops(q, "winograd_conv2d") == 1);
+    CHECK(count_ops(q, "blocked_conv2d") == 2);
+    for (const auto& op : q.ops())
+      if (op.type == "winograd_conv2d") CHECK(pd::ir::attr_int(op, "block") == (avx512 ? 16 : 0));
+    check_same_outputs(p, q, 1e-4);
+    // At 10x10 (9 tiles) the blocked 3x3 convolution stays oneDNN's.
+    CHECK(count_ops(blocked_for(residual_chain(16, 16), wide, nullptr, true), "winograd_conv2d") == (avx512 ? 0 : 1));
   }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
     Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});

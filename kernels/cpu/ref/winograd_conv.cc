@@ -1,8 +1,10 @@
 // winograd_weight and winograd_conv2d: 3x3, stride-1 convolution by Winograd's F(4x4, 3x3) (see
-// winograd_f43.h). The output tiles are processed in blocks sized to stay in the L2 cache: the block's
-// input patches are transformed into V[36][tiles][C_in], multiplied point by point with the
-// pre-transformed weight U[36][C_in][C_out] into M[36][tiles][C_out], and transformed back into the
-// output, with bias, residual and activation, so the 36-point intermediates never reach main memory.
+// winograd_f43.h), on NCHW or channel-blocked tensors (block > 0: to_channel_blocks' layout, where a
+// patch is read and a tile written as channel vectors with no transposes). The output tiles are
+// processed in blocks sized to stay in the L2 cache: the block's input patches are transformed into
+// V[36][tiles][C_in], multiplied point by point with the pre-transformed weight U[36][C_in][C_out] into
+// M[36][tiles][C_out], and transformed back into the output, with bias, residual and activation, so the
+// 36-point intermediates never reach main memory.
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +31,7 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 struct WinoGeom {
   int64_t N, C, H, W, K, OH, OW, ph, pw;
+  int64_t B;              // channels per block of a channel-blocked x / out (to_channel_blocks); 0: NCHW
   int64_t TH, TW, tiles;  // tile rows and columns per image; tiles in the batch
   int64_t CV, KV;         // channel counts rounded up to whole vectors (buffer row lengths)
   int64_t TB;             // tiles per block (the last block may have fewer)
@@ -60,7 +63,9 @@ int64_t tiles_per_block(int64_t tiles, int64_t row_bytes, int64_t weight_bytes, 
 template <typename T>
 WinoGeom geometry(const Tensor& x, const Tensor& u, const Tensor& out, const std::vector<int64_t>& padding, int64_t threads) {
   WinoGeom g{};
-  g.N = x.shape()[0], g.C = x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
+  // H and W sit at dims 2 and 3 in both layouts; C is the weight's (a blocked x has C / B blocks of B).
+  g.N = x.shape()[0], g.C = u.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
+  g.B = x.dim() == 5 ? x.shape()[4] : 0;
   g.K = u.shape()[2], g.OH = out.shape()[2], g.OW = out.shape()[3];
   g.ph = padding[0], g.pw = padding[1];
   g.TH = (g.OH + kOut - 1) / kOut, g.TW = (g.OW + kOut - 1) / kOut;
@@ -141,6 +146,20 @@ PD_WINO_INLINE void gather_patch(const WinoGeom& g, const T* x, int64_t n, int64
   __builtin_memcpy(d, e, sizeof e);
 }
 
+// The 6x6 patch at (iy0, ix0) of channels [c0, c0 + lanes) of image n of a channel-blocked x: each pixel's
+// channel vector is contiguous there (a block holds a whole number of vectors), so no transposes.
+template <typename T>
+PD_WINO_INLINE void gather_blocked(const WinoGeom& g, const T* x, int64_t n, int64_t c0, int64_t iy0, int64_t ix0, Vec<T>* d) {
+  const T* base = x + ((n * (g.C / g.B) + c0 / g.B) * g.H * g.W) * g.B + c0 % g.B;
+  for (int r = 0; r < kIn; ++r) {
+    const int64_t y = iy0 + r;
+    for (int q = 0; q < kIn; ++q) {
+      const int64_t xx = ix0 + q;
+      d[r * kIn + q] = y >= 0 && y < g.H && xx >= 0 && xx < g.W ? load(base + (y * g.W + xx) * g.B) : Vec<T>{};
+    }
+  }
+}
+
 // Rows iy0 .. iy0 + 5, columns [xs, xe) of float channels [c0, c0 + 8) of image n as channel vectors,
 // S[r * (xe - xs) + xx - xs], zero outside the image (needs W >= 8): each 8-column chunk is loaded from
 // the 8 channels' rows and transposed once, so the tiles along a row of tiles, whose patches overlap by
@@ -180,6 +199,16 @@ PD_WINO_INLINE void transform_inputs(const WinoGeom& g, const T* x, int64_t t0, 
     const int64_t run = std::min(nt - tl, g.TW - tx);  // tiles [tl, tl + run) share the row of tiles
     const int64_t iy0 = ty * kOut - g.ph;
     int64_t c0 = 0;
+    if (g.B > 0) {
+      for (; c0 < g.C; c0 += L)
+        for (int64_t j = 0; j < run; ++j) {
+          Vec<T> d[kPoints];
+          gather_blocked(g, x, n, c0, iy0, (tx + j) * kOut - g.pw, d);
+          input_transform<T>(d, kIn, V + (tl + j) * g.CV + c0, point_stride);
+        }
+      tl += run;
+      continue;
+    }
     if constexpr (std::is_same_v<T, float>) {
       if (g.W >= L) {
         const int64_t xs = tx * kOut - g.pw, xe = (tx + run - 1) * kOut - g.pw + kIn, cols = xe - xs;
@@ -273,6 +302,21 @@ PD_WINO_INLINE void scatter_full_tile(const WinoGeom& g, const Epilogue<T>& e, c
   }
 }
 
+// Writes the 4x4 tile o (channel vectors) of channels [k, k + lanes) at (oy0, ox0) of image n into a
+// channel-blocked output, rows x cols of it (fewer at the image's edge), with residual and activation.
+template <typename T, typename Act>
+PD_WINO_INLINE void scatter_blocked_tile(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t n, int64_t k,
+                                         int64_t oy0, int64_t ox0, int64_t rows, int64_t cols, const Vec<T>* o, T* out) {
+  const int64_t base = ((n * (g.K / g.B) + k / g.B) * g.OH * g.OW) * g.B + k % g.B;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) {
+      const int64_t at = base + ((oy0 + r) * g.OW + ox0 + q) * g.B;
+      Vec<T> v = o[r * kOut + q];
+      if (e.residual) v += load(e.residual + at);
+      store(out + at, act.vec(v));
+    }
+}
+
 // Phase 3: the 4x4 output tiles of channels [k0, k1), with bias, residual and activation.
 template <typename T, typename Act>
 PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t t0, int64_t nt,
@@ -286,6 +330,10 @@ PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, c
     for (int64_t k = k0; k < k1; k += L) {
       alignas(32) T o[kOut * kOut][L];
       output_transform<T>(M + tl * g.KV + k, point_stride, load(e.bias + k), reinterpret_cast<Vec<T>*>(o));
+      if (g.B > 0) {  // k1 - k is a whole vector: the channels are whole blocks of whole vectors
+        scatter_blocked_tile(g, e, act, n, k, oy0, ox0, rows, cols, reinterpret_cast<const Vec<T>*>(o), out);
+        continue;
+      }
       if constexpr (L == 8) {
         if (rows == kOut && cols == kOut && k + L <= k1) {
           scatter_full_tile(g, e, act, n, k, oy0, ox0, reinterpret_cast<const Vec<T>*>(o), out);
@@ -370,7 +418,8 @@ void winograd_weight(const KernelContext& ctx, const Tensor& weight, Tensor& out
 
 template <typename T>
 void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
-                     const std::vector<int64_t>& padding, const std::string& activation, double alpha, Tensor& out) {
+                     const std::vector<int64_t>& padding, const std::string& activation, double alpha, int64_t block,
+                     Tensor& out) {
   const Activation act = parse_activation("winograd_conv2d", activation);
   if (out.numel() == 0) return;
   const int64_t threads = std::max(ctx.threads, 1);
@@ -384,7 +433,7 @@ void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& we
   const int64_t blocks = (g.tiles + g.TB - 1) / g.TB;
   const int64_t slices = blocks >= threads ? 1 : std::min((threads + blocks - 1) / blocks, (g.K + 15) / 16);
   const int64_t slice_k = round_up((g.K + slices - 1) / slices, 16);
-  const BlockFn<T> block = block_for<T>(act);
+  const BlockFn<T> run_tiles = block_for<T>(act);
   const T* xd = x.data<T>();
   const T* ud = weight.data<T>();
   T* od = out.data<T>();
@@ -394,7 +443,7 @@ void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& we
     M.resize(std::max<size_t>(M.size(), kPoints * g.TB * g.KV));
     const int64_t t0 = i / slices * g.TB, k0 = i % slices * slice_k;
     const int64_t k1 = std::min(g.K, k0 + slice_k);
-    if (k0 < k1) block(g, e, xd, ud, t0, std::min(g.TB, g.tiles - t0), k0, k1, V.data(), M.data(), od);
+    if (k0 < k1) run_tiles(g, e, xd, ud, t0, std::min(g.TB, g.tiles - t0), k0, k1, V.data(), M.data(), od);
   });
 }
 

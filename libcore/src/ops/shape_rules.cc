@@ -236,23 +236,35 @@ Shape winograd_weight(const char* op, In weight) {
   return {36, ws[1], ws[0]};
 }
 
-Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding) {
-  check_rank(op, x, 4, "[N, C, H, W]");
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
+                      int64_t block) {
+  PD_CHECK(block == 0 || (block > 0 && block % 8 == 0), ErrorCode::kInvalidArgument,
+           "{}: argument 'block' = {} must be 0 (plain [N, C, H, W]) or a multiple of 8 (channel blocks)", op, block);
+  if (block > 0)
+    PD_CHECK(x.t.dim() == 5 && x.t.shape()[4] == block, ErrorCode::kShape,
+             "{}: argument '{}' must be 5-D channel blocks [N, C / {}, H, W, {}], but received {}", op, x.name, block, block,
+             shape_str(x.t.shape()));
+  else
+    check_rank(op, x, 4, "[N, C, H, W]");
   check_rank(op, weight, 3, "[36, C_in, C_out] (from winograd_weight)");
   check_pair(op, "padding", padding, 0);
-  const Shape& xs = x.t.shape();
+  const Shape& xb = x.t.shape();
+  const Shape xs = block > 0 ? Shape{xb[0], xb[1] * block, xb[2], xb[3]} : xb;
   const Shape& ws = weight.t.shape();
   PD_CHECK(ws[0] == 36, ErrorCode::kShape, "{}: argument '{}' must have 36 transform points first, [36, C_in, C_out], but received {}",
            op, weight.name, shape_str(ws));
   PD_CHECK(ws[1] == xs[1], ErrorCode::kShape, "{}: input channels differ: '{}' {} has {} channels but '{}' {} expects {}", op,
-           x.name, shape_str(xs), xs[1], weight.name, shape_str(ws), ws[1]);
+           x.name, shape_str(xb), xs[1], weight.name, shape_str(ws), ws[1]);
   if (bias.t.defined())
     PD_CHECK(bias.t.shape() == Shape{ws[2]}, ErrorCode::kShape, "{}: argument '{}' must have shape [{}], but received {}", op,
              bias.name, ws[2], shape_str(bias.t.shape()));
+  if (block > 0)
+    PD_CHECK(ws[2] % block == 0, ErrorCode::kShape, "{}: the output channels {} of '{}' {} must be a multiple of the block {}", op,
+             ws[2], weight.name, shape_str(ws), block);
   const int64_t oh = conv_out(xs[2], 3, 1, padding[0], 1), ow = conv_out(xs[3], 3, 1, padding[1], 1);
   PD_CHECK(oh > 0 && ow > 0, ErrorCode::kShape, "{}: the 3x3 kernel is larger than the padded input {}x{}", op,
            xs[2] + 2 * padding[0], xs[3] + 2 * padding[1]);
-  const Shape out = {xs[0], ws[2], oh, ow};
+  const Shape out = block > 0 ? Shape{xs[0], ws[2] / block, oh, ow, block} : Shape{xs[0], ws[2], oh, ow};
   if (residual.t.defined())
     PD_CHECK(residual.t.shape() == out, ErrorCode::kShape,
              "{}: argument '{}' must have the convolution's output shape {}, but received {}", op, residual.name,

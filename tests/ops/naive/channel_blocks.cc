@@ -5,31 +5,6 @@
 
 namespace {
 using namespace pd::naive;
-
-pd::Tensor blocks_of(const pd::Tensor& plain, int64_t b) {
-  const Ints s = plain.shape();
-  const Ints os = {s[0], (s[1] + b - 1) / b, s[2], s[3], b};
-  const Reals v = vals(plain);
-  Reals out(static_cast<size_t>(numel_of(os)), 0.0);
-  for (int64_t f = 0; f < numel_of(s); ++f) {
-    const Ints i = unravel(f, s);
-    out[ravel({i[0], i[1] / b, i[2], i[3], i[1] % b}, os)] = v[f];
-  }
-  return make(out, os);
-}
-
-pd::Tensor plain_of(const pd::Tensor& blocked, int64_t channels) {
-  const Ints s = blocked.shape();
-  const Ints os = {s[0], channels, s[2], s[3]};
-  const Reals v = vals(blocked);
-  Reals out(static_cast<size_t>(numel_of(os)));
-  for (int64_t f = 0; f < numel_of(os); ++f) {
-    const Ints i = unravel(f, os);
-    out[f] = v[ravel({i[0], i[1] / s[4], i[2], i[3], i[1] % s[4]}, s)];
-  }
-  return make(out, os);
-}
-
 }  // namespace
 
 PD_NAIVE_REF(to_channel_blocks) { return {blocks_of(in[0][0], get<int64_t>(attrs, "block", 16))}; }

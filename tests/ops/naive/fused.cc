@@ -34,7 +34,16 @@ std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const
 
 PD_NAIVE_REF(fused_conv2d) { return fused("conv2d", in, attrs); }
 PD_NAIVE_REF(fused_linear) { return fused("linear", in, attrs); }
-PD_NAIVE_REF(winograd_conv2d) { return fused("winograd_conv2d_unfused", in, attrs); }
+// A channel-blocked winograd_conv2d (block > 0) is the plain one between to_ and from_channel_blocks.
+PD_NAIVE_REF(winograd_conv2d) {
+  const int64_t b = get<int64_t>(attrs, "block", 0);
+  if (b == 0) return fused("winograd_conv2d_unfused", in, attrs);
+  const int64_t k = in[1][0].shape()[2];
+  pd::BoxedInputs plain = in;
+  plain[0] = {plain_of(in[0][0], in[1][0].shape()[1])};
+  if (plain.size() > 3 && !plain[3].empty() && plain[3][0].defined()) plain[3] = {plain_of(plain[3][0], k)};
+  return {blocks_of(fused("winograd_conv2d_unfused", plain, attrs)[0], b)};
+}
 
 // fused_conv2d_maxpool: the naive fused_conv2d above (conv, bias, activation in double), then the
 // naive max_pool2d with the pool_* attributes under max_pool2d's names.

@@ -118,4 +118,30 @@ inline Tensor make(const Reals& v, const Ints& s) { return Tensor::from_vector<d
 
 inline Reals vals(const Tensor& t) { return t.to_vector<double>(); }
 
+// Element (n, c, y, x) of [N, C, H, W] at (n, c / b, y, x, c % b) of [N, ceil(C / b), H, W, b], zeros in
+// the lanes past C (to_channel_blocks), and back (from_channel_blocks).
+inline Tensor blocks_of(const Tensor& plain, int64_t b) {
+  const Ints s = plain.shape();
+  const Ints os = {s[0], (s[1] + b - 1) / b, s[2], s[3], b};
+  const Reals v = vals(plain);
+  Reals out(static_cast<size_t>(numel_of(os)), 0.0);
+  for (int64_t f = 0; f < numel_of(s); ++f) {
+    const Ints i = unravel(f, s);
+    out[ravel({i[0], i[1] / b, i[2], i[3], i[1] % b}, os)] = v[f];
+  }
+  return make(out, os);
+}
+
+inline Tensor plain_of(const Tensor& blocked, int64_t channels) {
+  const Ints s = blocked.shape();
+  const Ints os = {s[0], channels, s[2], s[3]};
+  const Reals v = vals(blocked);
+  Reals out(static_cast<size_t>(numel_of(os)));
+  for (int64_t f = 0; f < numel_of(os); ++f) {
+    const Ints i = unravel(f, os);
+    out[f] = v[ravel({i[0], i[1] / s[4], i[2], i[3], i[1] % s[4]}, s)];
+  }
+  return make(out, os);
+}
+
 }  // namespace pd::naive

@@ -69,8 +69,10 @@ Shape fused_conv2d(const char* op, In x, In weight, In bias, In residual, const 
                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
 // winograd_weight: a [C_out, C_in, 3, 3] weight becomes [36, C_in, C_out].
 Shape winograd_weight(const char* op, In weight);
-// winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out].
-Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding);
+// winograd_conv2d: a 3x3, stride-1 convolution whose weight is winograd_weight's [36, C_in, C_out]; with
+// block > 0 (a multiple of 8) x, the residual and the result are channel-blocked (to_channel_blocks).
+Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& padding,
+                      int64_t block);
 // to_channel_blocks: [N, C, H, W] -> [N, ceil(C / block), H, W, block]; from_channel_blocks the inverse,
 // `channels` within the last block; blocked_conv2d: conv2d's rule on the blocked (or plain) input's NCHW
 // extents, the output and residual blocked, C_out a multiple of block.
