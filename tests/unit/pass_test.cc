@@ -974,25 +974,22 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
   const bool avx512 = pd::cpu_has_avx512();
   const std::string wide = avx512 ? "cpu-avx512" : "cpu-avx2";
   const int64_t block = avx512 ? 16 : 8;
-  // On AVX2 the first, 3x3 stride-1 conv is left to conv_winograd: the other two still form a chain.
-  const int blocked_convs = avx512 ? 3 : 2;
   SECTION("a residual block: reorders only at its edges") {
     Program p = residual_chain(16, 16);
     pd::ir::PassStats s;
     Program q = blocked_for(p, wide, &s);
-    CHECK(count_ops(q, "blocked_conv2d") == blocked_convs);
-    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3 - blocked_convs);
-    CHECK(count_ops(q, "to_channel_blocks") == 1);    // x (the first conv's output on AVX2), once
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 0);
+    CHECK(count_ops(q, "to_channel_blocks") == 1);    // x, once
     CHECK(count_ops(q, "from_channel_blocks") == 1);  // the output, once
-    CHECK(s.fused == blocked_convs);
+    CHECK(s.fused == 3);
     for (const auto& op : q.ops())
       if (op.type == "blocked_conv2d") CHECK(std::get<int64_t>(op.attrs.at("block")) == block);
     check_same_outputs(p, q, 1e-4);
   }
-  SECTION("the block follows the target: 8 lanes for AVX2, where Winograd keeps its convolutions") {
+  SECTION("the block follows the target: 8 lanes for AVX2") {
     Program q = blocked_for(residual_chain(16, 16), "cpu-avx2");
-    REQUIRE(count_ops(q, "blocked_conv2d") == 2);
-    CHECK(count_ops(q, "fused_conv2d") == 1);
+    REQUIRE(count_ops(q, "blocked_conv2d") == 3);
     CHECK(q.value(q.ops().back().results[0]).type.shape.size() == 4);
     for (const auto& op : q.ops())
       if (op.type == "blocked_conv2d") CHECK(std::get<int64_t>(op.attrs.at("block")) == 8);
@@ -1008,8 +1005,8 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
   SECTION("a reader outside the chain gets the plain tensor") {
     Program p = residual_chain(16, 16, 0, true);
     Program q = blocked_for(p, wide);
-    CHECK(count_ops(q, "blocked_conv2d") == blocked_convs);
-    CHECK(count_ops(q, "from_channel_blocks") == (avx512 ? 2 : 1));  // for the sigmoid (AVX-512), and the output
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "from_channel_blocks") == 2);  // for the sigmoid, and the output
     check_same_outputs(p, q, 1e-4);
   }
   SECTION("channels that are not whole blocks break the chain") {
@@ -1020,16 +1017,16 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3);
     check_same_outputs(p, q, 1e-4);
   }
-  SECTION("3x3 stride-1 convolutions on images of 16 tiles or more go on to Winograd, on blocks on AVX-512") {
+  SECTION("3x3 stride-1 convolutions on images of 16 tiles or more go on to Winograd on the blocks") {
     Program p = residual_chain(16, 16, 0, false, 16);
     Program q = blocked_for(p, wide, nullptr, true);
     CHECK(count_ops(q, "winograd_conv2d") == 1);
     CHECK(count_ops(q, "blocked_conv2d") == 2);
     for (const auto& op : q.ops())
-      if (op.type == "winograd_conv2d") CHECK(pd::ir::attr_int(op, "block") == (avx512 ? 16 : 0));
+      if (op.type == "winograd_conv2d") CHECK(pd::ir::attr_int(op, "block") == block);
     check_same_outputs(p, q, 1e-4);
     // At 10x10 (9 tiles) the blocked 3x3 convolution stays oneDNN's.
-    CHECK(count_ops(blocked_for(residual_chain(16, 16), wide, nullptr, true), "winograd_conv2d") == (avx512 ? 0 : 1));
+    CHECK(count_ops(blocked_for(residual_chain(16, 16), wide, nullptr, true), "winograd_conv2d") == 0);
   }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
     Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});

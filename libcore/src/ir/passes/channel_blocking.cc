@@ -5,8 +5,8 @@
 // more than the convolutions' own work in its 1x1 and strided convolutions.
 //
 //   1. Candidates: conv2d / fused_conv2d on f32, groups 1, C_out a multiple of b, and C_in a multiple of
-//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain); on AVX2
-//      not the convolutions conv_winograd takes, whose Winograd kernel is faster there.
+//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain). The 3x3
+//      stride-1 ones go on to conv_winograd, which runs Winograd on the blocks where that is faster.
 //   2. Candidates joined by their data edges (one's result is another's input or residual) form
 //      chains; only chains of two or more convolutions are converted, since a lone one would pay the same
 //      two reorders as explicit ops.
@@ -38,10 +38,7 @@ class ChannelBlocking final : public Pass {
   std::string name() const override { return "channel_blocking"; }
   bool lowering() const override { return true; }
   bool supports(const Target& t) const override { return t.has_backend(Backend::onednn) && t.has_isa(CpuIsa::avx2); }
-  void set_target(const Target& t) override {
-    block_ = t.has_isa(CpuIsa::avx512) ? 16 : 8;
-    winograd_first_ = !t.has_isa(CpuIsa::avx512);
-  }
+  void set_target(const Target& t) override { block_ = t.has_isa(CpuIsa::avx512) ? 16 : 8; }
   std::string doc() const override {
     return "chains of conv2d / fused_conv2d -> blocked_conv2d on channel blocks (nChw16c / nChw8c), reordered only at "
            "the chain's edges";
@@ -65,14 +62,10 @@ class ChannelBlocking final : public Pass {
 
  private:
   int64_t block_ = 16;
-  // On AVX2 the Winograd kernel beats oneDNN's blocked direct convolution where it applies (the
-  // residual example at batch 64: 25.3 ms against 30.3 with every conv blocked), so those stay plain
-  // for conv_winograd; on AVX-512 the blocked chain is faster at every batch (16.2 against 18.5 ms).
-  bool winograd_first_ = false;
 
   bool candidate(const Program& p, int32_t i) const {
     const Operation& op = p.ops()[i];
-    if (!is_conv(op) || attr_int(op, "groups") != 1 || (winograd_first_ && winograd_fits(p, i))) return false;
+    if (!is_conv(op) || attr_int(op, "groups") != 1) return false;
     const ValueType& x = p.value(op.inputs[0][0]).type;
     const ValueType& w = p.value(op.inputs[1][0]).type;
     if (x.dtype != DType::f32 || x.shape.size() != 4 || w.shape.size() != 4) return false;

@@ -22,6 +22,26 @@ namespace {
 constexpr int64_t kMinChannels = 16;
 constexpr int64_t kMinBlockedTiles = 16;  // 4x4 output tiles per image: 14x14 and up
 
+// Whether the pass takes op i (see the preconditions above).
+bool winograd_fits(const Program& p, int32_t i) {
+  const Operation& op = p.ops()[i];
+  const bool blocked = op.type == "blocked_conv2d";  // groups 1 by definition
+  if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
+      (!blocked && attr_int(op, "groups") != 1))
+    return false;
+  if (blocked) {
+    const Shape& x = p.value(input_of(p, i, 0)).type.shape;
+    const Shape& out = p.value(op.results[0]).type.shape;
+    if (x.size() != 5 || ((out[2] + 3) / 4) * ((out[3] + 3) / 4) < kMinBlockedTiles) return false;
+  }
+  const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
+  if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
+  const ValueType& wt = p.value(w).type;
+  if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
+  const Shape& ws = wt.shape;
+  return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
+}
+
 class ConvWinograd final : public Pass {
  public:
   std::string name() const override { return "conv_winograd"; }
@@ -57,25 +77,6 @@ class ConvWinograd final : public Pass {
 };
 
 }  // namespace
-
-bool winograd_fits(const Program& p, int32_t i) {
-  const Operation& op = p.ops()[i];
-  const bool blocked = op.type == "blocked_conv2d";  // groups 1 by definition
-  if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
-      (!blocked && attr_int(op, "groups") != 1))
-    return false;
-  if (blocked) {
-    const Shape& x = p.value(input_of(p, i, 0)).type.shape;
-    const Shape& out = p.value(op.results[0]).type.shape;
-    if (x.size() != 5 || ((out[2] + 3) / 4) * ((out[3] + 3) / 4) < kMinBlockedTiles) return false;
-  }
-  const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
-  if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
-  const ValueType& wt = p.value(w).type;
-  if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
-  const Shape& ws = wt.shape;
-  return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
-}
 
 std::unique_ptr<Pass> conv_winograd() { return std::make_unique<ConvWinograd>(); }
 

@@ -19,9 +19,6 @@ std::unique_ptr<Pass> weight_only_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> channel_blocking();
 std::unique_ptr<Pass> conv_winograd();
-// Whether conv_winograd would take op i (a 3x3 stride-1 conv with enough channels and param weights;
-// a blocked_conv2d also needs a blocked input and images of at least 16 output tiles).
-bool winograd_fits(const Program& p, int32_t i);
 std::unique_ptr<Pass> linear_residual_fusion();
 std::unique_ptr<Pass> linear_activation_fusion();
 std::unique_ptr<Pass> elementwise_fusion();
