@@ -147,17 +147,18 @@ std::string emit_outputs(const OpDef& op, const char* alloc) {
 
 namespace {
 
-// Ops with kernels get their body in bound::NAME(kernel, ...), which runs `kernel` (bound once by an
-// ExecPlan) or, when it is null, the one the registry picks; NAME(...) forwards with null.
+// Ops with kernels get their body in bound::NAME(call, ...), which runs call.kernel (bound once by an
+// ExecPlan) or, when it is null, the one the registry picks, with the executor's memo slot for the op;
+// NAME(...) forwards with neither.
 std::string bound_params(const OpDef& op) {
   const std::string rest = api_params(op, false);
-  return rest.empty() ? "::pd::AnyKernel kernel" : "::pd::AnyKernel kernel, " + rest;
+  return rest.empty() ? "const ::pd::BoundCall& call" : "const ::pd::BoundCall& call, " + rest;
 }
 
 std::string emit_function(const OpDef& op, const OpSet& set) {
   std::string b;
   if (op.view.empty()) {
-    std::vector<std::string> names = {"nullptr"};
+    std::vector<std::string> names = {"::pd::BoundCall{}"};
     for (const auto& a : op.args) names.push_back(a.name);
     b += fmt::format("{0} {1}({2}) {{ return bound::{1}({3}); }}\n\n", cpp_return_type(op), op.name, api_params(op, false),
                      fmt::join(names, ", "));
@@ -186,10 +187,10 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
       else kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({}_)", a.name));
     }
     for (const auto& o : op.outputs) kargs.push_back(o.name);
-    b += fmt::format("  const ::pd::registry::{0}_fn run_kernel = kernel ? reinterpret_cast<::pd::registry::{0}_fn>(kernel) "
+    b += fmt::format("  const ::pd::registry::{0}_fn run_kernel = call.kernel ? reinterpret_cast<::pd::registry::{0}_fn>(call.kernel) "
                      ": ::pd::registry::find_{0}(kdt, place);\n",
                      op.name);
-    b += fmt::format("  run_kernel(::pd::detail::kernel_context(place), {});\n", fmt::join(kargs, ", "));
+    b += fmt::format("  run_kernel(::pd::detail::kernel_context(place, call.memo), {});\n", fmt::join(kargs, ", "));
   }
 
   if (op.differentiable()) {

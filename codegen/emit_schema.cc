@@ -21,30 +21,69 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-// boxed_NAME calls pd::ops::NAME; boxed_bound_NAME calls pd::ops::bound::NAME with a bound kernel.
-std::string boxed_fn(const OpDef& op, bool bound) {
-  std::vector<std::string> args, names;
-  if (bound) args.push_back("kernel");
+// The boxed slots of `op` as pd::ops::NAME takes them; attributes come from `attr(arg)`.
+template <typename AttrFn>
+std::vector<std::string> boxed_args(const OpDef& op, AttrFn attr) {
+  std::vector<std::string> args;
   size_t ti = 0;
   for (const auto& a : op.args) {
-    names.push_back(quote(a.name));
     if (a.kind == ArgKind::Tensor) args.push_back(fmt::format("::pd::detail::boxed_tensor(kOp, \"{}\", in[{}])", a.name, ti++));
     else if (a.kind == ArgKind::OptionalTensor) args.push_back(fmt::format("::pd::detail::boxed_optional(in[{}])", ti++));
     else if (a.kind == ArgKind::TensorList) args.push_back(fmt::format("in[{}]", ti++));
-    else if (a.default_cpp)
-      args.push_back(fmt::format("::pd::detail::attr_or<{}>(kOp, attrs, \"{}\", {})", cpp_value_type(a), a.name, *a.default_cpp));
-    else args.push_back(fmt::format("::pd::detail::attr_required<{}>(kOp, attrs, \"{}\")", cpp_value_type(a), a.name));
+    else args.push_back(attr(a));
   }
+  return args;
+}
+
+std::string read_attr(const ArgDef& a) {
+  return a.default_cpp ? fmt::format("::pd::detail::attr_or<{}>(kOp, attrs, \"{}\", {})", cpp_value_type(a), a.name, *a.default_cpp)
+                       : fmt::format("::pd::detail::attr_required<{}>(kOp, attrs, \"{}\")", cpp_value_type(a), a.name);
+}
+
+std::vector<std::string> arg_names(const OpDef& op) {
+  std::vector<std::string> names;
+  for (const auto& a : op.args) names.push_back(quote(a.name));
+  return names;
+}
+
+// boxed_NAME: pd::ops::NAME on boxed inputs, its attributes read from the map on each call.
+std::string boxed_fn(const OpDef& op) {
+  const size_t n_tensors = op.tensor_args().size();
   return fmt::format(
-      "std::vector<::pd::Tensor> boxed_{4}{0}({5}const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
+      "std::vector<::pd::Tensor> boxed_{0}(const ::pd::BoxedInputs& in, const ::pd::AttrMap& attrs) {{\n"
       "  static constexpr const char* kOp = \"{0}\";\n"
-      "  {7}\n"
-      "  return ::pd::detail::flatten_outputs(::pd::ops::{6}{0}({3}));\n}}\n\n",
-      op.name, ti, fmt::join(names, ", "), fmt::join(args, ", "), bound ? "bound_" : "",
-      bound ? "::pd::AnyKernel kernel, " : "", bound ? "bound::" : "",
-      // A bound call's attribute names were checked when bind_NAME bound its kernel (once, not per run).
-      bound ? fmt::format("::pd::detail::check_boxed_slots(kOp, in, {});", ti)
-            : fmt::format("::pd::detail::check_boxed_call(kOp, in, {}, attrs, {{{}}});", ti, fmt::join(names, ", ")));
+      "  ::pd::detail::check_boxed_call(kOp, in, {1}, attrs, {{{2}}});\n"
+      "  return ::pd::detail::flatten_outputs(::pd::ops::{0}({3}));\n}}\n\n",
+      op.name, n_tensors, fmt::join(arg_names(op), ", "), fmt::join(boxed_args(op, read_attr), ", "));
+}
+
+// attrs_NAME holds the op's attributes parsed once (prepare_NAME, which also checks their names);
+// prepared_NAME calls pd::ops::bound::NAME with them, a bound kernel (null: the registry's pick) and
+// the op's memo slot.
+// The executor prepares every op once per program, so a run does no map lookups or vector copies.
+std::string prepared_fns(const OpDef& op) {
+  std::string fields, parsed;
+  for (const auto& a : op.args) {
+    if (a.kind == ArgKind::Tensor || a.kind == ArgKind::OptionalTensor || a.kind == ArgKind::TensorList) continue;
+    fields += fmt::format("  {} {};\n", cpp_value_type(a), a.name);
+    parsed += fmt::format("  a->{} = {};\n", a.name, read_attr(a));
+  }
+  const size_t n_tensors = op.tensor_args().size();
+  std::vector<std::string> call = {"call"};
+  for (auto& arg : boxed_args(op, [](const ArgDef& a) { return "a." + a.name; })) call.push_back(arg);
+  return fmt::format(
+      "struct attrs_{0} {{\n{1}}};\n\n"
+      "::pd::PreparedAttrs prepare_{0}(const ::pd::AttrMap& attrs) {{\n"
+      "  static constexpr const char* kOp = \"{0}\";\n"
+      "  ::pd::detail::check_attr_names(kOp, attrs, {{{2}}});\n"
+      "  auto a = std::make_shared<attrs_{0}>();\n{3}"
+      "  return a;\n}}\n\n"
+      "std::vector<::pd::Tensor> prepared_{0}(const ::pd::BoundCall& call, const ::pd::BoxedInputs& in, const void* prepared) {{\n"
+      "  static constexpr const char* kOp = \"{0}\";\n"
+      "  ::pd::detail::check_boxed_slots(kOp, in, {4});\n"
+      "  [[maybe_unused]] const attrs_{0}& a = *static_cast<const attrs_{0}*>(prepared);\n"
+      "  return ::pd::detail::flatten_outputs(::pd::ops::bound::{0}({5}));\n}}\n\n",
+      op.name, fields, fmt::join(arg_names(op), ", "), parsed, n_tensors, fmt::join(call, ", "));
 }
 
 std::string bench_problem(const OpDef& op, const Sample& s) {
@@ -138,11 +177,11 @@ std::string schema_entry(const OpDef& op) {
   const bool has_kernels = op.view.empty();
   // One small function per op: a single initializer of the whole table took GCC minutes (and under
   // ASan, 25 minutes), its cleanup code growing with every nested temporary.
-  return fmt::format("[[gnu::noinline]] OpSchema schema_{}() {{\n  return {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}, &meta_{}, {}, {}}};\n}}\n\n", op.name, quote(op.name),
+  return fmt::format("[[gnu::noinline]] OpSchema schema_{}() {{\n  return {{{}, {}, {}, {{{}}}, {{{}}}, {}, {}, {}, &boxed_{}, {{{}}}, {}, &meta_{}, {}, {}, {}}};\n}}\n\n", op.name, quote(op.name),
                      quote(op.doc), quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "),
                      op.differentiable() ? "true" : "false", has_kernels ? "false" : "true", op.random ? "true" : "false", op.name,
                      fmt::join(problems, ",\n      "), flops_lambda(op), op.name, has_kernels ? "&bind_" + op.name : "nullptr",
-                     has_kernels ? "&boxed_bound_" + op.name : "nullptr");
+                     has_kernels ? "&prepare_" + op.name : "nullptr", has_kernels ? "&prepared_" + op.name : "nullptr");
 }
 
 }  // namespace
@@ -152,8 +191,8 @@ void emit_schema(const OpSet& set, const std::string& dir) {
   c += "#include \"pd/ops/op_schema.h\"\n\n#include \"elementwise_ops.h\"\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n"
        "#include \"registry.h\"\n\nnamespace pd {\nnamespace {\n\n";
   for (const auto& op : set.ops) {
-    c += boxed_fn(op, false) + meta_fn(op, false);
-    if (op.view.empty()) c += boxed_fn(op, true) + meta_fn(op, true);
+    c += boxed_fn(op) + meta_fn(op, false);
+    if (op.view.empty()) c += prepared_fns(op) + meta_fn(op, true);
     c += schema_entry(op);
   }
   c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = [] {\n"

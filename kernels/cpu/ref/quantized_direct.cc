@@ -351,41 +351,85 @@ bool monotonic(const Epilogue& e, int64_t channels) {
 
 }  // namespace
 
+namespace {
+
+// What a direct convolution call derives from its constant inputs, its attributes and the input's
+// shape, made once per op (memoized): whether the direct kernels take it, its shape and epilogue (the
+// zero point's offsets included), and the packed weights of the path taken.
+struct PreparedDirect {
+  bool take = false;
+  DirectConv c;
+  bool pixels = false;  // VNNI with output pixels as the lanes
+  std::shared_ptr<const PixelPack> pixel_pack;
+  std::shared_ptr<const ConvPack> conv_pack;
+};
+
+// `setup` fills p.c and says whether the direct kernels take the call at all.
+template <typename Setup>
+std::shared_ptr<const PreparedDirect> prepare_direct(const KernelContext& ctx, Path path, bool seven_bit, bool residual,
+                                                     const Tensor& weight, Setup setup) {
+  auto p = std::make_shared<PreparedDirect>();
+  if (!(p->take = setup(p->c))) return p;
+  const ConvShape& s = p->c.s;
+  Epilogue& e = p->c.e;
+  if (path == Path::vnni && (p->pixels = vnni_pixel_lanes_take(s, residual))) {
+    p->pixel_pack = pixel_pack(ctx, s, weight, seven_bit);
+    for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = u8_zero_point(p->c) * p->pixel_pack->sum[ch];
+    return p;
+  }
+  p->conv_pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
+  if (path == Path::vnni)
+    for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = u8_zero_point(p->c) * p->conv_pack->sum[ch];
+  return p;
+}
+
+// What a prepared call may differ in between runs of one op besides the input's shape.
+int64_t direct_variant(Path path, bool seven_bit, const Tensor& x, const Tensor& residual) {
+  return ((static_cast<int64_t>(path) * 2 + seven_bit) * 2 + residual.defined()) * 64 + static_cast<int64_t>(x.dtype());
+}
+
+}  // namespace
+
 bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
                              const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                              const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
   const Path path = int8_path();
+  if (out.numel() == 0) return false;
   const bool int8_residual = residual.defined() && residual.dtype() != DType::f32;  // not here
-  DirectConv c;
-  if (out.numel() == 0 || !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
-                                        out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
-                                        out.shape()[1], out.shape()[2], c))
-    return false;
+  const auto prepared = memoized<PreparedDirect>(
+      ctx, direct_variant(path, seven_bit, x, residual) * 2 + int8_residual, x.shape(),
+      {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
+        return prepare_direct(ctx, path, seven_bit, residual.defined(), weight, [&](DirectConv& c) {
+          return setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
+                              out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
+                              out.shape()[1], out.shape()[2], c);
+        });
+      });
+  if (!prepared->take) return false;
+  const DirectConv& c = prepared->c;
   const ConvShape& s = c.s;
-  Epilogue& e = c.e;
+  const Epilogue& e = c.e;
   const float* res = residual.defined() ? residual.data<float>() : nullptr;
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
+  if (prepared->pixels)
+    return vnni_conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
+                                 u8_zero_point(c), o, /*pooled=*/false),
+           true;
+  const ConvPack& pack = *prepared->conv_pack;
   if (path == Path::vnni) {
-    if (vnni_pixel_lanes_take(s, res != nullptr))
-      return vnni_conv_pixel_lanes(ctx, s, e, weight, seven_bit, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
-                                   /*pooled=*/false),
-             true;
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
-    for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = zp_u8 * pack->sum[ch];
-    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack->w8.data(), res, o, r / s.OH, r % s.OH); });
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack.w8.data(), res, o, r / s.OH, r % s.OH); });
   } else {
     thread_local std::vector<int16_t> in;
     const int32_t zp = c.zp;
     if (c.u8) fill_padded<int16_t>(s, x.data<uint8_t>(), int16_t{0}, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); }, in);
     else fill_padded<int16_t>(s, x.data<int8_t>(), int16_t{0}, [zp](int8_t v) { return static_cast<int16_t>(v - zp); }, in);
     const int16_t* padded = in.data();
-    const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
-    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row(s, e, padded, pack->w16.data(), res, o, r / s.OH, r % s.OH); });
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row(s, e, padded, pack.w16.data(), res, o, r / s.OH, r % s.OH); });
   }
   return true;
 }
@@ -398,34 +442,39 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
                                      const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
                                      const std::vector<int64_t>& pool_padding, Tensor& out) {
   const Path path = int8_path();  // the AVX2 path: the two kernels in turn
-  const std::vector<int64_t> two = {2, 2};
-  if (path != Path::vnni || pool_kernel_size != two || !(pool_stride.empty() || pool_stride == two) ||
-      pool_padding != std::vector<int64_t>{0, 0} || out.numel() == 0)
-    return false;
-  const int64_t OH = (x.shape()[1] + 2 * padding[0] - weight.shape()[2]) / stride[0] + 1;
-  const int64_t OW = (x.shape()[2] + 2 * padding[1] - weight.shape()[3]) / stride[1] + 1;
+  if (path != Path::vnni || out.numel() == 0) return false;
   const int64_t PH = out.shape()[1], PW = out.shape()[2];
-  DirectConv c;
-  if (2 * PH > OH || 2 * PW > OW ||  // ceil mode's partial windows
-      !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point, stride,
-                    padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, OH, OW, c) ||
-      !monotonic(c.e, c.s.CO))
-    return false;
+  const auto prepared = memoized<PreparedDirect>(
+      ctx, direct_variant(path, seven_bit, x, Tensor()), x.shape(),
+      {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
+        return prepare_direct(ctx, path, seven_bit, /*residual=*/false, weight, [&](DirectConv& c) {
+          const auto two = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 2 && v[1] == 2; };
+          const bool no_padding = pool_padding.size() == 2 && pool_padding[0] == 0 && pool_padding[1] == 0;
+          if (!two(pool_kernel_size) || !(pool_stride.empty() || two(pool_stride)) || !no_padding) return false;
+          const int64_t OH = (x.shape()[1] + 2 * padding[0] - weight.shape()[2]) / stride[0] + 1;
+          const int64_t OW = (x.shape()[2] + 2 * padding[1] - weight.shape()[3]) / stride[1] + 1;
+          if (2 * PH > OH || 2 * PW > OW ||  // ceil mode's partial windows
+              !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point,
+                            stride, padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, OH, OW, c) ||
+              !monotonic(c.e, c.s.CO))
+            return false;
+          return vnni_pixel_lanes_take(c.s, false) || c.s.CO <= kLanes;
+        });
+      });
+  if (!prepared->take) return false;
+  const DirectConv& c = prepared->c;
   const ConvShape& s = c.s;
-  const bool pixels = vnni_pixel_lanes_take(s, false);
-  if (!pixels && s.CO > kLanes) return false;
+  const Epilogue& e = c.e;
   void* o = out.raw_data();
-  if (pixels)
-    return vnni_conv_pixel_lanes(ctx, s, c.e, weight, seven_bit, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
-                                 /*pooled=*/true),
+  if (prepared->pixels)
+    return vnni_conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
+                                 u8_zero_point(c), o, /*pooled=*/true),
            true;
   int32_t zp_u8 = 0;
   const uint8_t* padded = padded_u8(c, x, zp_u8);
-  const auto pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
-  for (int64_t ch = 0; ch < s.CO; ++ch) c.e.offset[ch] = zp_u8 * pack->sum[ch];
-  const Epilogue& e = c.e;
+  const ConvPack& pack = *prepared->conv_pack;
   cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,
-                    [&](int64_t r) { vnni_pool_row(s, e, padded, pack->w8.data(), o, r / PH, r % PH, PH, PW); });
+                    [&](int64_t r) { vnni_pool_row(s, e, padded, pack.w8.data(), o, r / PH, r % PH, PH, PW); });
   return true;
 }
 

@@ -157,8 +157,16 @@ inline int8_t weight_value(int8_t w, bool seven_bit) {
 // first), with output pixels as the vector lanes. `x` is the input's bytes (s8: shifted by 128 here, and
 // `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2
 // windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
+// The weights are packed once (pixel_pack; kept in ctx.packed for a constant weight) and e.offset must
+// hold zero_point * pack.sum.
+struct PixelPack {
+  std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's
+  std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
+  std::vector<int32_t> sum;     // per output channel: the sum of its weights
+};
 bool vnni_pixel_lanes_take(const ConvShape& s, bool residual);
-void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
+std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const ConvShape& s, const Tensor& weight, bool seven_bit);
+void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
                            const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled);
 
 // The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.

@@ -90,7 +90,8 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
   return c;
 }
 
-// The call's LinearCall: kept in ctx.packed when every tensor it is built from is a constant there.
+// The call's LinearCall: kept in the op's memo slot, else in ctx.packed, when every tensor it is built
+// from is a constant.
 std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path path, bool seven_bit, const Tensor& x,
                                               const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight,
                                               const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
@@ -99,15 +100,21 @@ std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path pat
     return std::make_shared<const LinearCall>(make_linear_call(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale,
                                                                bias, out_scale, out_zero_point, act, alpha, out_dtype));
   };
-  if (!ctx.packed) return make();
-  PackedKey key("int8-direct:linear_call");
-  for (const Tensor* t : {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point})
-    if (!key.add_constant(*ctx.packed, *t)) return make();
-  key.add(x.dtype()), key.add(out_dtype), key.add(act), key.add(alpha), key.add(path), key.add(seven_bit);
-  if (std::shared_ptr<void> hit = ctx.packed->find(key.str())) return std::static_pointer_cast<const LinearCall>(hit);
-  auto made = make();
-  ctx.packed->store(key.str(), std::const_pointer_cast<LinearCall>(made));
-  return made;
+  const auto find_or_make = [&]() -> std::shared_ptr<const LinearCall> {
+    if (!ctx.packed) return make();
+    PackedKey key("int8-direct:linear_call");
+    for (const Tensor* t : {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point})
+      if (!key.add_constant(*ctx.packed, *t)) return make();
+    key.add(x.dtype()), key.add(out_dtype), key.add(act), key.add(alpha), key.add(path), key.add(seven_bit);
+    if (std::shared_ptr<void> hit = ctx.packed->find(key.str())) return std::static_pointer_cast<const LinearCall>(hit);
+    auto made = make();
+    ctx.packed->store(key.str(), std::const_pointer_cast<LinearCall>(made));
+    return made;
+  };
+  // The attributes and dtypes are the op's own; the path and the input's dtype are checked.
+  const int64_t variant = (static_cast<int64_t>(path) * 2 + seven_bit) * 64 + static_cast<int64_t>(x.dtype());
+  return memoized<LinearCall>(ctx, variant, {}, {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point},
+                              find_or_make);
 }
 
 // R rows of x (u8, each padded with zeros to K4 * 4, `stride` bytes apart) against V blocks of 16

@@ -28,12 +28,6 @@ namespace {
 
 constexpr int64_t kBlock = 32;  // output pixels per step: two vectors of 16, for enough independent sums
 
-struct PixelPack {
-  std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's
-  std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
-  std::vector<int32_t> sum;     // per output channel: the sum of its weights
-};
-
 PixelPack pack_pixels(const ConvShape& s, const Tensor& weight, bool seven_bit) {
   PixelPack p;
   const int8_t* w = weight.data<int8_t>();  // [CO][1][KH][KW]
@@ -218,10 +212,12 @@ constexpr PixelRowFn kPixelRows[] = {pixel_row<1, Pool>, pixel_row<2, Pool>, pix
 
 bool vnni_pixel_lanes_take(const ConvShape& s, bool residual) { return int8_pixel_lanes_fit(s.C, s.CO, s.sw) && !residual; }
 
-void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogue& e, const Tensor& weight, bool seven_bit,
+std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const ConvShape& s, const Tensor& weight, bool seven_bit) {
+  return packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
+}
+
+void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
                            const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled) {
-  const auto pack = packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
-  for (int64_t c = 0; c < s.CO; ++c) e.offset[c] = zero_point * pack->sum[c];
   // The quad image, with a tail for the last row's reads past its end (weights zero there, or lanes
   // that are not stored).
   const int64_t positions = s.N * s.Hp * s.Wp;
@@ -235,7 +231,7 @@ void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, Epilogu
   const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1) / kProductsPerWork;
   cpu::parallel_for(s.N * rows, work, [&](int64_t r) {
     const int64_t n = r / rows, oh = r % rows;
-    row(s, e, *pack, q + (n * s.Hp + oh * row_step) * s.Wp, out, r * width, width);
+    row(s, e, pack, q + (n * s.Hp + oh * row_step) * s.Wp, out, r * width, width);
   });
 }
 

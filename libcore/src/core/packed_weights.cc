@@ -1,5 +1,7 @@
 #include "pd/core/packed_weights.h"
 
+#include <algorithm>
+
 namespace pd {
 namespace {
 thread_local PackedWeights* current = nullptr;
@@ -7,12 +9,17 @@ thread_local PackedWeights* current = nullptr;
 
 void PackedWeights::declare_constants(const std::vector<Tensor>& constants) {
   for (const Tensor& t : constants) {
-    if (!t.defined() || !constants_.insert(t.storage().get()).second) continue;
+    if (!t.defined()) continue;
+    const auto at = std::lower_bound(constants_.begin(), constants_.end(), t.storage().get());
+    if (at != constants_.end() && *at == t.storage().get()) continue;
+    constants_.insert(at, t.storage().get());
     alive_.push_back(t.storage());
   }
 }
 
-bool PackedWeights::is_constant(const Tensor& t) const { return t.defined() && constants_.count(t.storage().get()) > 0; }
+bool PackedWeights::is_constant(const Tensor& t) const {
+  return t.defined() && std::binary_search(constants_.begin(), constants_.end(), t.storage().get());
+}
 
 std::shared_ptr<void> PackedWeights::find(const std::string& key) const {
   auto it = packed_.find(key);

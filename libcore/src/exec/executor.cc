@@ -25,37 +25,45 @@ bool fits(const ir::ValueType& want, const Tensor& t) {
 }
 
 // Counts the bytes of live intermediate storages; a storage shared by several values (views) is
-// counted once, and storages of inputs and params are never counted.
+// counted once, and storages of inputs and params are never counted. Flat vectors, kept by the
+// executor between runs: a run allocates nothing here (LeNet runs in 10 us at batch 1).
 class LiveBytes {
  public:
-  // `external`: the storages of inputs and params, which are not the run's to count.
-  explicit LiveBytes(std::vector<const Storage*> external) : external_(std::move(external)) {
-    std::sort(external_.begin(), external_.end());
+  // `external`: the storages of inputs and params, which are not the run's to count (sorted here);
+  // `refs`: the buffer of live storages. Both outlive this object.
+  LiveBytes(std::vector<const Storage*>& external, std::vector<std::pair<const Storage*, int>>& refs)
+      : external_(external), refs_(refs) {
+    std::sort(external.begin(), external.end());
+    refs_.clear();
   }
   void add(const Tensor& t) {
     const Storage* s = t.storage().get();
     if (!s || std::binary_search(external_.begin(), external_.end(), s)) return;
-    if (refs_[s]++ == 0) {
-      live_ += static_cast<int64_t>(s->bytes);
-      total_ += static_cast<int64_t>(s->bytes);
-      peak_ = std::max(peak_, live_);
-    }
+    for (auto& [storage, refs] : refs_)
+      if (storage == s) return void(++refs);
+    refs_.emplace_back(s, 1);
+    live_ += static_cast<int64_t>(s->bytes);
+    total_ += static_cast<int64_t>(s->bytes);
+    peak_ = std::max(peak_, live_);
   }
   void remove(const Tensor& t) {
     const Storage* s = t.storage().get();
-    auto it = refs_.find(s);
-    if (it == refs_.end()) return;
-    if (--it->second == 0) {
-      live_ -= static_cast<int64_t>(s->bytes);
-      refs_.erase(it);
+    for (size_t i = 0; i < refs_.size(); ++i) {
+      if (refs_[i].first != s) continue;
+      if (--refs_[i].second == 0) {
+        live_ -= static_cast<int64_t>(s->bytes);
+        refs_[i] = refs_.back();
+        refs_.pop_back();
+      }
+      return;
     }
   }
   int64_t peak() const { return peak_; }
   int64_t total() const { return total_; }
 
  private:
-  std::vector<const Storage*> external_;  // sorted
-  std::unordered_map<const Storage*, int> refs_;
+  const std::vector<const Storage*>& external_;  // sorted
+  std::vector<std::pair<const Storage*, int>>& refs_;  // the live storages (a few at a time), values each
   int64_t live_ = 0, peak_ = 0, total_ = 0;
 };
 
@@ -71,21 +79,22 @@ std::string describe_inputs(const ir::Program& program) {
 }
 
 void check_inputs(const ir::Program& program, const std::map<std::string, Tensor>& inputs) {
-  const std::string expects = "; the model expects " + describe_inputs(program) + " (-1: any extent)";
+  // Built only for a message (a run with good inputs formats nothing).
+  const auto expects = [&] { return "; the model expects " + describe_inputs(program) + " (-1: any extent)"; };
   for (const auto& [name, t] : inputs) {
     const ir::ValueId id = program.find(name);
     PD_CHECK(id != ir::kNoValue && program.value(id).kind == ir::ValueKind::Input, ErrorCode::kInvalidArgument,
-             "unknown input '{}'{}", name, expects);
-    PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "input '{}' is an undefined tensor{}", name, expects);
+             "unknown input '{}'{}", name, expects());
+    PD_CHECK(t.defined(), ErrorCode::kInvalidArgument, "input '{}' is an undefined tensor{}", name, expects());
     const ir::ValueType& want = program.value(id).type;
     PD_CHECK(t.dtype() == want.dtype, ErrorCode::kDType, "input '{}' has dtype {}, but it must be {}{}", name,
-             dtype_name(t.dtype()), want.str(), expects);
+             dtype_name(t.dtype()), want.str(), expects());
     PD_CHECK(fits(want, t), ErrorCode::kShape, "input '{}' has shape {}, but it must be {}{}", name,
-             shape_str(t.shape()), want.str(), expects);
+             shape_str(t.shape()), want.str(), expects());
   }
   for (ir::ValueId id : program.inputs())
     PD_CHECK(inputs.count(program.value(id).name), ErrorCode::kInvalidArgument, "missing input '{}'{}",
-             program.value(id).name, expects);
+             program.value(id).name, expects());
 }
 
 Executor::Executor(const ir::Program& program, ExecOptions options) : Executor(program, nullptr, options) {}
@@ -109,6 +118,8 @@ Executor::Executor(const ir::Program& program, PackedWeights* packed, ExecOption
   for (size_t id = 0; id < program.values().size(); ++id)
     if (program.values()[id].kind == ir::ValueKind::Param) param_ids_.push_back(static_cast<ir::ValueId>(id));
   declared_.assign(param_ids_.size(), nullptr);
+  prepared_.resize(ops.size());
+  memos_.resize(ops.size());
 }
 
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
@@ -116,23 +127,38 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   std::optional<NoGradGuard> no_grad;
   std::optional<PackedWeightsScope> packing;
   const auto& values = program_.values();
-  std::vector<Tensor> slot(values.size());
-  std::vector<const Storage*> external;
-  // Each param looked up once (by name, in the program's map).
-  for (ir::ValueId id : param_ids_) {
-    slot[static_cast<size_t>(id)] = program_.param(id);
-    external.push_back(slot[static_cast<size_t>(id)].storage().get());
+  std::vector<Tensor>& slot = slot_;  // between runs, only the params' slots hold tensors
+  slot.resize(values.size());
+  // Emptied however the run ends, so that no storage of an input or intermediate stays held.
+  struct ClearSlots {
+    std::vector<Tensor>& s;
+    const std::vector<ir::Value>& values;
+    ~ClearSlots() {
+      for (size_t id = 0; id < s.size(); ++id)
+        if (values[id].kind != ir::ValueKind::Param) s[id] = Tensor();
+    }
+  } clear_slots{slot, values};
+  // The params' tensors, found by name once (the program's structure is fixed while an executor
+  // lives; set_param replaces a tensor in place, and the pointers see it).
+  if (param_tensors_.empty())
+    for (ir::ValueId id : param_ids_) param_tensors_.push_back(&program_.param(id));
+  std::vector<const Storage*>& external = external_;
+  external.clear();
+  for (size_t i = 0; i < param_ids_.size(); ++i) {
+    Tensor& held = slot[static_cast<size_t>(param_ids_[i])];
+    if (!held.same(*param_tensors_[i])) held = *param_tensors_[i];  // no reference counting when it is the same
+    external.push_back(held.storage().get());
   }
   if (options_.inference) {
     no_grad.emplace();
-    // Declared again only when a param was replaced (a pointer comparison per param, not set lookups:
-    // LeNet at batch 1 runs in 15 us).
+    // Declared again only when a param was replaced (a pointer comparison per param, not set lookups).
     bool changed = false;
     for (size_t i = 0; i < param_ids_.size(); ++i) {
       changed |= external[i] != declared_[i];
       declared_[i] = external[i];
     }
     if (changed) {
+      for (OpMemo& memo : memos_) memo.clear();  // derived from params that are gone
       std::vector<Tensor> params;
       for (ir::ValueId id : param_ids_) params.push_back(slot[static_cast<size_t>(id)]);
       packed_->declare_constants(params);
@@ -143,7 +169,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     slot[static_cast<size_t>(id)] = inputs.at(values[static_cast<size_t>(id)].name);
     external.push_back(slot[static_cast<size_t>(id)].storage().get());
   }
-  LiveBytes live(std::move(external));
+  LiveBytes live(external, live_refs_);
   auto drop = [&](ir::ValueId v) {
     if (!options_.reuse_memory || values[static_cast<size_t>(v)].kind != ir::ValueKind::OpResult) return;
     live.remove(slot[static_cast<size_t>(v)]);
@@ -169,8 +195,15 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     } release{boxed};
     std::vector<Tensor> outs;
     try {
-      const AnyKernel kernel = kernels_ ? (*kernels_)[k] : nullptr;
-      outs = kernel ? schemas_[k]->call_bound(kernel, boxed, op.attrs) : schemas_[k]->call(boxed, op.attrs);
+      const OpSchema& schema = *schemas_[k];
+      if (schema.call_prepared) {
+        // Parsed on the first run, inside this try, so that a bad attribute is reported as before.
+        if (!prepared_[k]) prepared_[k] = schema.prepare(op.attrs);
+        const BoundCall call{kernels_ ? (*kernels_)[k] : nullptr, options_.inference ? &memos_[k] : nullptr};
+        outs = schema.call_prepared(call, boxed, prepared_[k].get());
+      } else {
+        outs = schema.call(boxed, op.attrs);
+      }
     } catch (const Error& e) {
       raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
             op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());

@@ -74,9 +74,9 @@ double builtin_reduction_scale(const Shape& x, const std::string& reduction) {
 
 namespace detail {
 
-KernelContext kernel_context(Place place) {
+KernelContext kernel_context(Place place, OpMemo* memo) {
   void* stream = place.is_cpu() ? nullptr : allocator_for(place).stream();
-  return {.place = place, .stream = stream, .packed = current_packed_weights(), .threads = num_threads()};
+  return {.place = place, .stream = stream, .packed = current_packed_weights(), .threads = num_threads(), .memo = memo};
 }
 
 void check_tensor(const char* op, const char* arg, const Tensor& t) {

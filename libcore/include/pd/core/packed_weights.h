@@ -9,7 +9,6 @@
 //   if (cache && cache->is_constant(w)) { auto hit = cache->find(key); ... cache->store(key, packed); }
 #pragma once
 #include <memory>
-#include <set>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -33,7 +32,7 @@ class PackedWeights {
   size_t size() const { return packed_.size(); }
 
  private:
-  std::set<const Storage*> constants_;
+  std::vector<const Storage*> constants_;  // sorted: is_constant is a binary search
   std::vector<std::shared_ptr<Storage>> alive_;
   std::unordered_map<std::string, std::shared_ptr<void>> packed_;
 };

@@ -9,6 +9,7 @@
 //   pd::exec::Executor(program).run(...);                     // the program exactly as it is
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,8 @@ class Executor {
   const std::vector<AnyKernel>* kernels_ = nullptr;  // a plan's, bound once per op
   ExecOptions options_;
   std::vector<const OpSchema*> schemas_;  // per op, bound once
+  std::vector<std::shared_ptr<const void>> prepared_;  // per op, its attributes parsed (OpSchema::prepare)
+  std::vector<OpMemo> memos_;  // per op, what its kernel kept between runs (inference mode only)
   // Per op, its input slots as the kernel call takes them, kept between runs so that a run does not
   // allocate them again (11 slots for an int8 convolution); emptied after each call.
   std::vector<std::vector<std::vector<Tensor>>> boxed_;
@@ -80,6 +83,12 @@ class Executor {
   PackedWeights* packed_;
   std::vector<ir::ValueId> param_ids_;
   std::vector<const Storage*> declared_;  // the param storages last declared constant
+  std::vector<const Tensor*> param_tensors_;  // per param_ids_ entry, its tensor in the program (first run)
+  // Buffers of run(), kept so that a run allocates none of them: the value slots (the params only, between
+  // runs), the storages not counted as intermediates, and the live storages with their value counts.
+  std::vector<Tensor> slot_;
+  std::vector<const Storage*> external_;
+  std::vector<std::pair<const Storage*, int>> live_refs_;
 };
 
 }  // namespace pd::exec

@@ -4,6 +4,7 @@
 //   const pd::OpSchema& s = pd::op_schema("conv2d");
 //   auto outs = s.call({{x}, {w}, {}}, {{"stride", pd::AttrValue(std::vector<int64_t>{2, 2})}});
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,13 @@ using MetaFn = std::vector<TensorMeta> (*)(const MetaInputs&, const AttrMap&);
 // The kernel an op would run for inputs of these metas and attributes on `target`, chosen once (an
 // ExecPlan binds one per op); throws pd::Error as the op would. The boxed call then runs that kernel.
 using BindFn = AnyKernel (*)(const MetaInputs&, const AttrMap&, Place target);
-using BoundFn = std::vector<Tensor> (*)(AnyKernel, const BoxedInputs&, const AttrMap&);
+// An op's attributes parsed once into the op's own struct (attribute names checked, defaults filled),
+// and the call that takes them with the boxed inputs, a bound kernel (null: the registry picks per call)
+// and the op's memo slot.
+// The executor prepares each op of a program once, so that a run reads no attribute map.
+using PreparedAttrs = std::shared_ptr<const void>;
+using PrepareFn = PreparedAttrs (*)(const AttrMap&);
+using PreparedFn = std::vector<Tensor> (*)(const BoundCall&, const BoxedInputs&, const void* prepared);
 
 struct OpSchema {
   std::string name, doc, category;
@@ -73,7 +80,8 @@ struct OpSchema {
   FlopsFn flops;                    // null: the op is memory-bound, report bytes
   MetaFn meta;                      // the op's dtype and shape rules without running it
   BindFn bind;                      // null for views (no kernel)
-  BoundFn call_bound;               // null for views
+  PrepareFn prepare;                // null for views
+  PreparedFn call_prepared;         // null for views
 };
 
 const std::vector<OpSchema>& all_op_schemas();

@@ -40,7 +40,7 @@ namespace detail {
 
 // The context every kernel call gets: the place, the packed-weight cache of the enclosing
 // PackedWeightsScope (an Executor's, in inference mode) and the thread count.
-KernelContext kernel_context(Place place);
+KernelContext kernel_context(Place place, OpMemo* memo = nullptr);
 
 void check_tensor(const char* op, const char* arg, const Tensor& t);
 void check_optional_tensor(const char* op, const char* arg, const Tensor& t);
