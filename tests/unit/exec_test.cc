@@ -108,6 +108,42 @@ TEST_CASE("executor: conv weights are packed once per param, and a replaced para
   CHECK(pd::current_packed_weights() == nullptr);
 }
 
+TEST_CASE("executor: an op's prepared call is kept between runs and made anew for a new batch or param", "[exec]") {
+  // The int8 direct kernels keep their prepared call (packed weights, the epilogue of the constant
+  // scales) in the op's memo slot: every run must still equal the eager op on the params of that run.
+  namespace ops = pd::ops;
+  const auto u8 = [](std::vector<int64_t> shape, uint64_t seed) { return ops::cast(ops::uniform(shape, 0, 255, seed), pd::DType::u8); };
+  const auto i8 = [](std::vector<int64_t> shape, uint64_t seed) { return ops::cast(ops::uniform(shape, -64, 64, seed), pd::DType::i8); };
+  const Tensor x_scale = ops::full({}, 0.02), x_zp = ops::cast(ops::full({}, 120), pd::DType::u8);
+  const Tensor conv_w = i8({6, 1, 5, 5}, 1), conv_ws1 = ops::uniform({6}, 0.001, 0.01, 2), conv_ws2 = ops::uniform({6}, 0.001, 0.01, 3);
+  const Tensor fc_w = i8({7, 40}, 4), fc_ws = ops::uniform({7}, 0.001, 0.01, 5), fc_b = ops::uniform({7}, -1, 1, 6);
+  ir::Program p;
+  auto image = p.add_input("image", {pd::DType::u8, {-1, 12, 12, 1}});
+  auto row = p.add_input("row", {pd::DType::u8, {-1, 40}});
+  auto xs = p.add_param("x.scale", x_scale), xz = p.add_param("x.zero_point", x_zp);
+  auto ws = p.add_param("conv.weight_scale", conv_ws1);
+  p.mark_output(p.add_op("quantized_conv2d_maxpool", {{image}, {xs}, {xz}, {p.add_param("conv.weight", conv_w)}, {ws}, {}, {}, {}},
+                         {{"padding", std::vector<int64_t>{2, 2}}, {"activation", std::string("relu")}})[0],
+                "pooled");
+  p.mark_output(p.add_op("quantized_linear", {{row}, {xs}, {xz}, {p.add_param("fc.weight", fc_w)}, {p.add_param("fc.weight_scale", fc_ws)},
+                                              {p.add_param("fc.bias", fc_b)}, {}, {}})[0],
+                "fc");
+  pd::exec::Executor exec(p);
+  const auto check = [&](int64_t batch, const Tensor& weight_scale, uint64_t seed) {
+    const Tensor im = u8({batch, 12, 12, 1}, seed), r = u8({batch, 40}, seed + 1);
+    const auto outs = exec.run({{"image", im}, {"row", r}});
+    const Tensor want = ops::quantized_conv2d_maxpool(im, x_scale, x_zp, conv_w, weight_scale, {}, {}, {}, {1, 1}, {2, 2}, {1, 1}, 1, "relu");
+    CHECK(max_abs_diff(outs[0], want) < 1e-5f);
+    CHECK(max_abs_diff(outs[1], ops::quantized_linear(r, x_scale, x_zp, fc_w, fc_ws, fc_b)) < 1e-5f);
+  };
+  check(2, conv_ws1, 10);
+  check(2, conv_ws1, 20);  // kept
+  check(3, conv_ws1, 30);  // a new batch: made for its shape
+  p.set_param(ws, conv_ws2);  // new storage: the slot is emptied
+  check(3, conv_ws2, 40);
+  check(1, conv_ws2, 50);
+}
+
 TEST_CASE("executor: bad inputs are refused with what the model expects", "[exec]") {
   ir::Program p = chain();
   pd::exec::Executor exec(p);

@@ -128,16 +128,23 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
   return out;
 }
 
+namespace {
+
+// pool2d's rule on an [N, H, W, C] shape.
+Shape pool2d_nhwc_shape(const char* op, const char* x_name, const Shape& xs, const std::vector<int64_t>& kernel_size,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, bool pool_prefix) {
+  PD_CHECK(xs.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C], but received shape {}", op, x_name,
+           shape_str(xs));
+  const Shape o = pool2d_shape(op, x_name, {xs[0], xs[3], xs[1], xs[2]}, kernel_size, stride, padding, ceil_mode, pool_prefix);
+  return {o[0], o[2], o[3], o[1]};
+}
+
+}  // namespace
+
 // max_pool2d_nhwc (the int8 regions' pool): pool2d's rule with the channels last.
 Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode) {
-  PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C], but received shape {}", op,
-           x.name, shape_str(x.t.shape()));
-  const Shape& xs = x.t.shape();
-  const Shape nchw = {xs[0], xs[3], xs[1], xs[2]};
-  const Tensor shaped = Tensor::empty({0}, x.t.dtype()).as_strided(nchw, contiguous_strides(nchw), 0);
-  const Shape o = pool2d(op, In{x.name, shaped}, kernel_size, stride, padding, ceil_mode);
-  return {o[0], o[2], o[3], o[1]};
+  return pool2d_nhwc_shape(op, x.name, x.t.shape(), kernel_size, stride, padding, ceil_mode, /*pool_prefix=*/false);
 }
 
 Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
@@ -150,8 +157,8 @@ Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point,
   const Shape conv = quantized_conv2d(op, x, x_scale, x_zero_point, weight, weight_scale, bias, In{"residual", none},
                                       In{"residual_scale", none}, In{"residual_zero_point", none}, out_scale, out_zero_point,
                                       stride, padding, dilation, groups, /*channels_last=*/true, out_dtype);
-  const Tensor conv_out = Tensor::empty({0}, out_dtype).as_strided(conv, contiguous_strides(conv), 0);
-  return pool2d_nhwc(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode);
+  return pool2d_nhwc_shape(op, "convolution output", conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode,
+                           /*pool_prefix=*/true);
 }
 
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,

@@ -299,18 +299,22 @@ Shape conv2d_grad_weight(const char* op, In grad, In x, const std::vector<int64_
 namespace {
 
 // max/avg pooling's rule; `prefix` names the attributes in messages ("pool_" for fused_conv2d_maxpool).
-Shape pool2d_named(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                   const std::vector<int64_t>& padding, bool ceil_mode, const std::string& prefix) {
-  const std::string k_name = prefix + "kernel_size", s_name = prefix + "stride", p_name = prefix + "padding";
-  check_rank(op, x, 4, "[N, C, H, W]");
-  check_pair(op, k_name.c_str(), kernel_size, 1);
+}  // namespace
+
+Shape pool2d_shape(const char* op, const char* x_name, const Shape& xs, const std::vector<int64_t>& kernel_size,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, bool pool_prefix) {
+  const char* k_name = pool_prefix ? "pool_kernel_size" : "kernel_size";
+  const char* s_name = pool_prefix ? "pool_stride" : "stride";
+  const char* p_name = pool_prefix ? "pool_padding" : "padding";
+  PD_CHECK(xs.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, C, H, W], but received shape {}", op, x_name,
+           shape_str(xs));
+  check_pair(op, k_name, kernel_size, 1);
   const std::vector<int64_t>& s = stride.empty() ? kernel_size : stride;
-  check_pair(op, s_name.c_str(), s, 1);
-  check_pair(op, p_name.c_str(), padding, 0);
+  check_pair(op, s_name, s, 1);
+  check_pair(op, p_name, padding, 0);
   PD_CHECK(padding[0] * 2 <= kernel_size[0] && padding[1] * 2 <= kernel_size[1], ErrorCode::kInvalidArgument,
            "{}: argument '{}' {} must be at most half of {} {}", op, p_name, shape_str(padding), k_name,
            shape_str(kernel_size));
-  const Shape& xs = x.t.shape();
   int64_t oh = pool_out(xs[2], kernel_size[0], s[0], padding[0], ceil_mode);
   int64_t ow = pool_out(xs[3], kernel_size[1], s[1], padding[1], ceil_mode);
   // (pool_out's division truncates toward zero, so a window larger than the input would still give 1.)
@@ -320,11 +324,9 @@ Shape pool2d_named(const char* op, In x, const std::vector<int64_t>& kernel_size
   return {xs[0], xs[1], oh, ow};
 }
 
-}  // namespace
-
 Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, bool ceil_mode) {
-  return pool2d_named(op, x, kernel_size, stride, padding, ceil_mode, "");
+  return pool2d_shape(op, x.name, x.t.shape(), kernel_size, stride, padding, ceil_mode, /*pool_prefix=*/false);
 }
 
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
@@ -333,9 +335,8 @@ Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<
                     const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                     bool pool_ceil_mode) {
   const Shape conv = conv2d(op, x, weight, bias, stride, padding, dilation, groups);
-  const Tensor conv_out = shape_only(conv, x.t.dtype());
-  return pool2d_named(op, In{"convolution output", conv_out}, pool_kernel_size, pool_stride, pool_padding,
-                      pool_ceil_mode, "pool_");
+  return pool2d_shape(op, "convolution output", conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode,
+                      /*pool_prefix=*/true);
 }
 
 Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& kernel_size,

@@ -92,6 +92,11 @@ Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<in
                         const std::vector<int64_t>& dilation, int64_t groups);
 Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, bool ceil_mode);
+// pool2d's rule on the shape `xs` of the input named `x_name`, so that fused ops run it on their
+// convolution's output without making a tensor for it; `pool_prefix`: the attributes are named
+// pool_kernel_size, pool_stride and pool_padding in messages.
+Shape pool2d_shape(const char* op, const char* x_name, const Shape& xs, const std::vector<int64_t>& kernel_size,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, bool pool_prefix);
 // pool2d's rule for [N, H, W, C] input and output (max_pool2d_nhwc).
 Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode);
