@@ -104,7 +104,7 @@ std::string emit_prologue(const OpDef& op, const char* cast_fn) {
       b += fmt::format("  const ::pd::Tensor {0}_ = ::pd::detail::{1}({0}, kdt);\n", a->name, cast_fn);
       continue;
     }
-    b += fmt::format("  const {} {}_ = {};\n", cpp_value_type(*a), a->name, a->name);
+    b += fmt::format("  [[maybe_unused]] const {}& {}_ = {};\n", cpp_value_type(*a), a->name, a->name);  // no copy of the handle
     if (a->dtype_class.empty())
       b += fmt::format("  ::pd::detail::check_dtype(kOp, \"{}\", {}_, kdt, \"{}\");\n", a->name, a->name, dtype_ref);
     else if (a->dtype_class != "any")
@@ -184,7 +184,10 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
       if (!a.is_tensor()) kargs.push_back(a.name);
       else if (mut) kargs.push_back(fmt::format("::pd::detail::require_contiguous(kOp, \"{0}\", {0}_)", a.name));
       else if (a.kind == ArgKind::TensorList) kargs.push_back(fmt::format("::pd::detail::contiguous_list({}_)", a.name));
-      else kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({}_)", a.name));
+      else {
+        b += fmt::format("  ::pd::Tensor {}_dense;\n", a.name);
+        kargs.push_back(fmt::format("::pd::detail::contiguous_or_empty({0}_, {0}_dense)", a.name));
+      }
     }
     for (const auto& o : op.outputs) kargs.push_back(o.name);
     b += fmt::format("  const ::pd::registry::{0}_fn run_kernel = call.kernel ? reinterpret_cast<::pd::registry::{0}_fn>(call.kernel) "

@@ -59,7 +59,7 @@ std::string boxed_fn(const OpDef& op) {
 
 // attrs_NAME holds the op's attributes parsed once (prepare_NAME, which also checks their names);
 // prepared_NAME calls pd::ops::bound::NAME with them, a bound kernel (null: the registry's pick) and
-// the op's memo slot.
+// the op's memo slot (a view: pd::ops::NAME, which runs no kernel).
 // The executor prepares every op once per program, so a run does no map lookups or vector copies.
 std::string prepared_fns(const OpDef& op) {
   std::string fields, parsed;
@@ -69,7 +69,10 @@ std::string prepared_fns(const OpDef& op) {
     parsed += fmt::format("  a->{} = {};\n", a.name, read_attr(a));
   }
   const size_t n_tensors = op.tensor_args().size();
-  std::vector<std::string> call = {"call"};
+  // Views have no kernel: pd::ops::NAME itself.
+  const bool view = !op.view.empty();
+  std::vector<std::string> call;
+  if (!view) call.push_back("call");
   for (auto& arg : boxed_args(op, [](const ArgDef& a) { return "a." + a.name; })) call.push_back(arg);
   return fmt::format(
       "struct attrs_{0} {{\n{1}}};\n\n"
@@ -78,12 +81,13 @@ std::string prepared_fns(const OpDef& op) {
       "  ::pd::detail::check_attr_names(kOp, attrs, {{{2}}});\n"
       "  auto a = std::make_shared<attrs_{0}>();\n{3}"
       "  return a;\n}}\n\n"
-      "std::vector<::pd::Tensor> prepared_{0}(const ::pd::BoundCall& call, const ::pd::BoxedInputs& in, const void* prepared) {{\n"
+      "std::vector<::pd::Tensor> prepared_{0}([[maybe_unused]] const ::pd::BoundCall& call, const ::pd::BoxedInputs& in, "
+      "const void* prepared) {{\n"
       "  static constexpr const char* kOp = \"{0}\";\n"
       "  ::pd::detail::check_boxed_slots(kOp, in, {4});\n"
       "  [[maybe_unused]] const attrs_{0}& a = *static_cast<const attrs_{0}*>(prepared);\n"
-      "  return ::pd::detail::flatten_outputs(::pd::ops::bound::{0}({5}));\n}}\n\n",
-      op.name, fields, fmt::join(arg_names(op), ", "), parsed, n_tensors, fmt::join(call, ", "));
+      "  return ::pd::detail::flatten_outputs(::pd::ops::{6}{0}({5}));\n}}\n\n",
+      op.name, fields, fmt::join(arg_names(op), ", "), parsed, n_tensors, fmt::join(call, ", "), view ? "" : "bound::");
 }
 
 std::string bench_problem(const OpDef& op, const Sample& s) {
@@ -181,7 +185,7 @@ std::string schema_entry(const OpDef& op) {
                      quote(op.doc), quote(op.category), fmt::join(args, ", "), fmt::join(outs, ", "),
                      op.differentiable() ? "true" : "false", has_kernels ? "false" : "true", op.random ? "true" : "false", op.name,
                      fmt::join(problems, ",\n      "), flops_lambda(op), op.name, has_kernels ? "&bind_" + op.name : "nullptr",
-                     has_kernels ? "&prepare_" + op.name : "nullptr", has_kernels ? "&prepared_" + op.name : "nullptr");
+                     "&prepare_" + op.name, "&prepared_" + op.name);
 }
 
 }  // namespace
@@ -191,8 +195,8 @@ void emit_schema(const OpSet& set, const std::string& dir) {
   c += "#include \"pd/ops/op_schema.h\"\n\n#include \"elementwise_ops.h\"\n#include \"op_api.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n#include \"pd/ops/views.h\"\n"
        "#include \"registry.h\"\n\nnamespace pd {\nnamespace {\n\n";
   for (const auto& op : set.ops) {
-    c += boxed_fn(op) + meta_fn(op, false);
-    if (op.view.empty()) c += prepared_fns(op) + meta_fn(op, true);
+    c += boxed_fn(op) + meta_fn(op, false) + prepared_fns(op);
+    if (op.view.empty()) c += meta_fn(op, true);
     c += schema_entry(op);
   }
   c += "}  // namespace\n\nconst std::vector<OpSchema>& all_op_schemas() {\n  static const std::vector<OpSchema> table = [] {\n"

@@ -58,6 +58,9 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
       it->second.pop_back();
       s.stats.cached_bytes -= static_cast<int64_t>(cls);
       ++s.stats.cache_hits;
+      // A hit is counted under the same lock (one lock a call: small ops allocate on every run).
+      s.stats.allocated_bytes += static_cast<int64_t>(cls);
+      s.stats.peak_allocated_bytes = std::max(s.stats.peak_allocated_bytes, s.stats.allocated_bytes);
     }
   }
   if (p == nullptr) {
@@ -69,9 +72,6 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
     PD_CHECK(p != nullptr, ErrorCode::kInternal, "out of memory allocating {} bytes", bytes);
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.stats.system_allocations;
-  }
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
     s.stats.allocated_bytes += static_cast<int64_t>(cls);
     s.stats.peak_allocated_bytes = std::max(s.stats.peak_allocated_bytes, s.stats.allocated_bytes);
   }

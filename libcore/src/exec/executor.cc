@@ -196,14 +196,10 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     std::vector<Tensor> outs;
     try {
       const OpSchema& schema = *schemas_[k];
-      if (schema.call_prepared) {
-        // Parsed on the first run, inside this try, so that a bad attribute is reported as before.
-        if (!prepared_[k]) prepared_[k] = schema.prepare(op.attrs);
-        const BoundCall call{kernels_ ? (*kernels_)[k] : nullptr, options_.inference ? &memos_[k] : nullptr};
-        outs = schema.call_prepared(call, boxed, prepared_[k].get());
-      } else {
-        outs = schema.call(boxed, op.attrs);
-      }
+      // Parsed on the first run, inside this try, so that a bad attribute is reported as before.
+      if (!prepared_[k]) prepared_[k] = schema.prepare(op.attrs);
+      const BoundCall call{kernels_ ? (*kernels_)[k] : nullptr, options_.inference ? &memos_[k] : nullptr};
+      outs = schema.call_prepared(call, boxed, prepared_[k].get());
     } catch (const Error& e) {
       raise(e.code(), "op #{} '{}' (computing %{}): {}", k, op.type,
             op.results.empty() ? "?" : values[static_cast<size_t>(op.results[0])].name, e.what());

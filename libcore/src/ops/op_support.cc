@@ -139,7 +139,11 @@ void check_place(const char* op, const char* arg, const std::vector<Tensor>& ts,
   for (const Tensor& t : ts) check_place(op, arg, t, place, first);
 }
 
-Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+const Tensor& contiguous_or_empty(const Tensor& t, Tensor& dense) {
+  if (!t.defined() || t.is_contiguous()) return t;
+  dense = t.contiguous();
+  return dense;
+}
 
 std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts) {
   std::vector<Tensor> out;
@@ -194,7 +198,10 @@ const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Te
   return slot[0];
 }
 
-Tensor boxed_optional(const std::vector<Tensor>& slot) { return slot.empty() ? Tensor() : slot[0]; }
+const Tensor& boxed_optional(const std::vector<Tensor>& slot) {
+  static const Tensor absent;
+  return slot.empty() ? absent : slot[0];
+}
 
 template <typename T>
 T attr_required(const char* op, const AttrMap& attrs, const char* name) {

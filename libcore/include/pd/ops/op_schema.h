@@ -80,8 +80,8 @@ struct OpSchema {
   FlopsFn flops;                    // null: the op is memory-bound, report bytes
   MetaFn meta;                      // the op's dtype and shape rules without running it
   BindFn bind;                      // null for views (no kernel)
-  PrepareFn prepare;                // null for views
-  PreparedFn call_prepared;         // null for views
+  PrepareFn prepare;                // every op, views too
+  PreparedFn call_prepared;
 };
 
 const std::vector<OpSchema>& all_op_schemas();

@@ -55,7 +55,9 @@ Place place_of(const std::vector<Tensor>& ts);
 // Throws pd::Error naming both places when a (defined) input is not on `place`, the place of `first`.
 void check_place(const char* op, const char* arg, const Tensor& t, Place place, const char* first);
 void check_place(const char* op, const char* arg, const std::vector<Tensor>& ts, Place place, const char* first);
-Tensor contiguous_or_empty(const Tensor& t);
+// `t` itself when it is undefined or contiguous (no copy of the handle), else a contiguous copy kept in
+// `dense`, which the caller declares.
+const Tensor& contiguous_or_empty(const Tensor& t, Tensor& dense);
 std::vector<Tensor> contiguous_list(const std::vector<Tensor>& ts);
 // A tensor an op updates in place: contiguous, and not one autograd tracks while grad mode is on.
 const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& t);
@@ -89,7 +91,7 @@ void check_boxed_call(const char* op, const BoxedInputs& in, size_t n_inputs, co
 void check_attr_names(const char* op, const AttrMap& attrs, std::initializer_list<const char*> arg_names);
 void check_boxed_slots(const char* op, const BoxedInputs& in, size_t n_inputs);
 const Tensor& boxed_tensor(const char* op, const char* arg, const std::vector<Tensor>& slot);
-Tensor boxed_optional(const std::vector<Tensor>& slot);
+const Tensor& boxed_optional(const std::vector<Tensor>& slot);  // an absent optional: an undefined tensor
 template <typename T>
 T attr_required(const char* op, const AttrMap& attrs, const char* name);
 // One lookup when the attribute is there with its own type (every bound call reads all its attributes
