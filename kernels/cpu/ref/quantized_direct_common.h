@@ -128,6 +128,41 @@ PD_AVX2_TARGET inline __m256 avx2_divide(__m256 y, float s, float rcp) {
   return _mm256_blendv_ps(q0, q1, _mm256_cmp_ps(q1, q1, _CMP_ORD_Q));
 }
 
+// 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
+// values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
+PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
+                                      void* out, int64_t at) {
+  const int64_t n = std::min<int64_t>(lanes, 8);
+  __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
+  if (residual) {
+    alignas(32) float r[8] = {};
+    std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
+    y = _mm256_add_ps(y, _mm256_load_ps(r));
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: y = _mm256_max_ps(zero, y); break;
+    case Activation::leaky_relu:
+      y = _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
+      break;
+    case Activation::relu6: y = _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y)); break;
+    default: break;
+  }
+  if (e.out_dtype == DType::f32) {
+    if (n == 8) return _mm256_storeu_ps(static_cast<float*>(out) + at, y);
+    alignas(32) float t[8];
+    _mm256_store_ps(t, y);
+    std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  __m256 q = avx2_divide(y, e.out_scale, e.out_rcp);
+  q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
+  alignas(32) int32_t v[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp)));
+  char* dst = static_cast<char*>(out) + at;
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<char>(v[i]);  // in range after the clamp: u8 or i8 alike
+}
+
 // 16 f32 results requantized to out_dtype's integers (in int32 lanes, in range).
 PD_VNNI_TARGET inline __m512i vnni_requantize(const Epilogue& e, __m512 y) {
   __m512 q = vnni_divide(y, e.out_scale, e.out_rcp);

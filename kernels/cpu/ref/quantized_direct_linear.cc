@@ -1,5 +1,6 @@
-// quantized_direct.h's linear kernel: up to 4 rows, each output a dot product of a row of x with a row of
-// the weight (AVX-512 VNNI on u8 in 64-byte masked chunks, or AVX2 on int16 values), so nothing is packed.
+// quantized_direct.h's linear kernel for few rows: the weight packed once with outputs as the vector
+// lanes (AVX-512 VNNI: u8 x s8 in groups of 4 inputs, 16 outputs a vector; AVX2: int16 pairs, 8 outputs
+// a vector), each row's inputs broadcast against it, the epilogue on whole vectors.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -23,30 +24,11 @@ namespace {
 
 using namespace int8_direct;
 
-// One output value from its sum, for the linear kernels' few outputs.
-void store_one(const Epilogue& e, int32_t acc, int64_t c, void* out, int64_t i) {
-  float y = static_cast<float>(acc - e.offset[c]) * e.scale[c] + e.bias[c];
-  switch (e.act) {
-    case Activation::relu: y = y < 0.0f ? 0.0f : y; break;
-    case Activation::leaky_relu: y = y < 0.0f ? y * e.alpha : y; break;
-    case Activation::relu6: y = y < 0.0f ? 0.0f : (y > 6.0f ? 6.0f : y); break;
-    default: break;
-  }
-  if (e.out_dtype == DType::f32) {
-    static_cast<float*>(out)[i] = y;
-    return;
-  }
-  const float q = std::clamp(y / e.out_scale, e.lo, e.hi);
-  const int32_t v = static_cast<int32_t>(std::nearbyint(q)) + e.out_zp;
-  if (e.out_dtype == DType::u8) static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-  else static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-}
-
-
 // ---- linear --------------------------------------------------------------------------------------
 
 constexpr int64_t kLinearRows = 4;  // AVX2: rows taken directly (oneDNN's matmul wins from about here on)
-constexpr int64_t kBlocksAtOnce = 4;  // VNNI: blocks of 16 outputs per tile (times 4 rows: 16 accumulators)
+constexpr int64_t kBlocksAtOnce = 4;  // blocks of outputs per tile (VNNI: 16 outputs each, times 4 rows: 16
+                                      // accumulators; AVX2: 8 outputs each, one row)
 // VNNI: rows taken in tiles of 4 that share each weight load, where the weight is small enough to be
 // read again per tile from cache (LeNet's linears at batch 64: 36 -> 13 us on 2 threads, where
 // oneDNN's matmul spent most of its time in the threads' barriers).
@@ -55,11 +37,15 @@ constexpr int64_t kVnniMostRows = 256, kVnniMostWeightBytes = int64_t{1} << 20;
 // Everything a call derives from its constant inputs: the epilogue (VNNI: with the zero point's offset)
 // and the weight as multiplied. VNNI packs it [block of 16 outputs][K / 4][16][4], outputs as lanes, so
 // 16 sums grow in one vector and none needs a horizontal add; AVX2 reads rows (halved for 7 bits).
+// AVX2 packs it as int16 (halved for 7 bits) [block of 8 outputs][K2 = K / 2 rounded up][8][2]: one
+// vpmaddwd per 2 products x 8 outputs against a broadcast pair of x, and the epilogue on whole vectors.
 struct LinearCall {
   Epilogue e;
-  int64_t O = 0, K = 0, K4 = 0, blocks = 0;
-  std::vector<int8_t> w;  // VNNI: packed as above; AVX2: [O][K]
-  int32_t zp = 0;         // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
+  int64_t O = 0, K = 0, K4 = 0, blocks = 0;  // VNNI: K4 groups of 4 inputs, blocks of 16 outputs
+  int64_t K2 = 0, blocks8 = 0;               // AVX2: K2 pairs of inputs, blocks of 8 outputs
+  std::vector<int8_t> w;     // VNNI, packed as above
+  std::vector<int16_t> w16;  // AVX2, packed as above
+  int32_t zp = 0;            // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
 };
 
 LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
@@ -72,8 +58,10 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
   c.zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
   const int8_t* w = weight.data<int8_t>();
   if (path == Path::avx2) {
-    c.w.resize(static_cast<size_t>(c.O * c.K));
-    for (int64_t i = 0; i < c.O * c.K; ++i) c.w[i] = weight_value(w[i], seven_bit);
+    c.K2 = (c.K + 1) / 2, c.blocks8 = (c.O + 7) / 8;
+    c.w16.assign(static_cast<size_t>(c.blocks8 * c.K2 * 16), 0);
+    for (int64_t o = 0; o < c.O; ++o)
+      for (int64_t k = 0; k < c.K; ++k) c.w16[((o / 8 * c.K2 + k / 2) * 8 + o % 8) * 2 + k % 2] = weight_value(w[o * c.K + k], seven_bit);
     return c;
   }
   if (!u8) c.zp += 128;
@@ -158,24 +146,29 @@ PD_VNNI_TARGET void vnni_linear_rows(const LinearCall& c, const uint8_t* x, int6
   kByRows[rows - 1][v - 1](c, x, stride, b, out, row_at);
 }
 
-PD_AVX2_TARGET void avx2_dot_rows(const int16_t* x, int64_t M, int64_t K, const int8_t* w, int32_t* sums) {
-  __m256i acc[kLinearRows];
-  for (int64_t m = 0; m < M; ++m) acc[m] = _mm256_setzero_si256();
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k)));
-    for (int64_t m = 0; m < M; ++m)
-      acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * K + k)), wv));
+// AVX2: one row of x (int16, minus its zero point, zero-padded to K2 pairs) against V blocks of 8
+// outputs from block b.
+template <int V>
+PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int64_t b, void* out, int64_t row_at) {
+  __m256i acc[V];
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) acc[v] = _mm256_setzero_si256();
+  const int16_t* w = c.w16.data() + b * c.K2 * 16;
+  for (int64_t k2 = 0; k2 < c.K2; ++k2) {
+    const __m256i xv = _mm256_set1_epi32(load_u32(x + 2 * k2));
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+      acc[v] = _mm256_add_epi32(acc[v], _mm256_madd_epi16(xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (v * c.K2 + k2) * 16))));
   }
-  for (int64_t m = 0; m < M; ++m) {
-    alignas(32) int32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[m]);
-    int32_t s = 0;
-    for (int32_t l : lanes) s += l;
-    for (int64_t kk = k; kk < K; ++kk) s += int32_t{x[m * K + kk]} * w[kk];
-    sums[m] = s;
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) {
+    const int64_t o = (b + v) * 8;
+    avx2_store(c.e, acc[v], o, c.O - o, nullptr, out, row_at + o);
   }
 }
+
+using Avx2TileFn = void (*)(const LinearCall&, const int16_t*, int64_t, void*, int64_t);
+constexpr Avx2TileFn kAvx2Tiles[] = {avx2_linear_tile<1>, avx2_linear_tile<2>, avx2_linear_tile<3>, avx2_linear_tile<4>};
 
 }  // namespace
 
@@ -211,16 +204,20 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
       vnni_linear_rows(c, xr + m * stride, stride, std::min<int64_t>(4, M - m), b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
     });
   } else {
-    thread_local std::vector<int16_t> wide;  // x minus its zero point
-    wide.resize(static_cast<size_t>(M * K));
+    thread_local std::vector<int16_t> wide;  // x minus its zero point, each row zero-padded to K2 pairs
+    const int64_t stride = c.K2 * 2;
+    wide.assign(static_cast<size_t>(M * stride), 0);
     const int32_t zp = c.zp;
-    if (u8) std::transform(x.data<uint8_t>(), x.data<uint8_t>() + M * K, wide.begin(), [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
-    else std::transform(x.data<int8_t>(), x.data<int8_t>() + M * K, wide.begin(), [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
-    const int16_t* xw = wide.data();
-    cpu::parallel_for(O, M * K / kProductsPerWork, [&](int64_t r) {
-      int32_t s[kLinearRows];
-      avx2_dot_rows(xw, M, K, c.w.data() + r * K, s);
-      for (int64_t m = 0; m < M; ++m) store_one(c.e, s[m], r, o, m * O + r);
+    for (int64_t m = 0; m < M; ++m) {
+      int16_t* row = wide.data() + m * stride;
+      if (u8) std::transform(x.data<uint8_t>() + m * K, x.data<uint8_t>() + (m + 1) * K, row, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
+      else std::transform(x.data<int8_t>() + m * K, x.data<int8_t>() + (m + 1) * K, row, [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
+    }
+    const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
+    const int64_t groups = (c.blocks8 + kBlocksAtOnce - 1) / kBlocksAtOnce;
+    cpu::parallel_for(M * groups, kBlocksAtOnce * 8 * K / kProductsPerWork, [&](int64_t t) {
+      const int64_t m = t / groups, b = t % groups * kBlocksAtOnce;
+      kAvx2Tiles[std::min(kBlocksAtOnce, c.blocks8 - b) - 1](c, xw + m * stride, b, o, m * O);
     });
   }
   return true;
