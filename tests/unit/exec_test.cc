@@ -128,6 +128,12 @@ TEST_CASE("executor: an op's prepared call is kept between runs and made anew fo
   p.mark_output(p.add_op("quantized_linear", {{row}, {xs}, {xz}, {p.add_param("fc.weight", fc_w)}, {p.add_param("fc.weight_scale", fc_ws)},
                                               {p.add_param("fc.bias", fc_b)}, {}, {}})[0],
                 "fc");
+  // A 3 x 3 pool: the direct kernel declines, and the op runs quantized_conv2d's kernel (whose own
+  // direct path must not take the op's slot for its call) and then the pool.
+  p.mark_output(p.add_op("quantized_conv2d_maxpool", {{image}, {xs}, {xz}, {p.find("conv.weight")}, {ws}, {}, {}, {}},
+                         {{"padding", std::vector<int64_t>{2, 2}}, {"pool_kernel_size", std::vector<int64_t>{3, 3}},
+                          {"pool_stride", std::vector<int64_t>{2, 2}}})[0],
+                "pooled3");
   pd::exec::Executor exec(p);
   const auto check = [&](int64_t batch, const Tensor& weight_scale, uint64_t seed) {
     const Tensor im = u8({batch, 12, 12, 1}, seed), r = u8({batch, 40}, seed + 1);
@@ -135,6 +141,8 @@ TEST_CASE("executor: an op's prepared call is kept between runs and made anew fo
     const Tensor want = ops::quantized_conv2d_maxpool(im, x_scale, x_zp, conv_w, weight_scale, {}, {}, {}, {1, 1}, {2, 2}, {1, 1}, 1, "relu");
     CHECK(max_abs_diff(outs[0], want) < 1e-5f);
     CHECK(max_abs_diff(outs[1], ops::quantized_linear(r, x_scale, x_zp, fc_w, fc_ws, fc_b)) < 1e-5f);
+    CHECK(max_abs_diff(outs[2], ops::quantized_conv2d_maxpool(im, x_scale, x_zp, conv_w, weight_scale, {}, {}, {}, {1, 1}, {2, 2}, {1, 1}, 1,
+                                                              "none", 0.0, pd::DType::f32, {3, 3}, {2, 2})) < 1e-5f);
   };
   check(2, conv_ws1, 10);
   check(2, conv_ws1, 20);  // kept

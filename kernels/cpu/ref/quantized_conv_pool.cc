@@ -22,7 +22,9 @@ void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const T
   auto extent = [&](int64_t in, int64_t d) { return (in + 2 * padding[d] - dilation[d] * (ws[2 + d] - 1) - 1) / stride[d] + 1; };
   Tensor conv = Tensor::empty({xs[0], extent(xs[1], 0), extent(xs[2], 1), ws[0]}, out_dtype);
   const Tensor none;
-  quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, none, none, none, out_scale, out_zero_point, stride,
+  KernelContext conv_ctx = ctx;
+  conv_ctx.memo = nullptr;  // the op's slot keeps the direct kernel's decision above
+  quantized_conv2d<T>(conv_ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, none, none, none, out_scale, out_zero_point, stride,
                       padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, conv);
   switch (out_dtype) {
     case DType::u8: return max_pool2d_nhwc<uint8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);

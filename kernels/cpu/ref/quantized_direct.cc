@@ -366,7 +366,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   if (out.numel() == 0) return false;
   const bool int8_residual = residual.defined() && residual.dtype() != DType::f32;  // not here
   const auto prepared = memoized<PreparedDirect>(
-      ctx, direct_variant(path, seven_bit, x, residual) * 2 + int8_residual, x.shape(),
+      ctx, "quantized_conv2d_direct", direct_variant(path, seven_bit, x, residual) * 2 + int8_residual, x.shape(),
       {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
         return prepare_direct(ctx, path, seven_bit, residual.defined(), weight, [&](DirectConv& c) {
           return setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
@@ -412,7 +412,7 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   if (path != Path::vnni || out.numel() == 0) return false;
   const int64_t PH = out.shape()[1], PW = out.shape()[2];
   const auto prepared = memoized<PreparedDirect>(
-      ctx, direct_variant(path, seven_bit, x, Tensor()), x.shape(),
+      ctx, "quantized_conv2d_maxpool_direct", direct_variant(path, seven_bit, x, Tensor()), x.shape(),
       {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
         return prepare_direct(ctx, path, seven_bit, /*residual=*/false, weight, [&](DirectConv& c) {
           const auto two = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 2 && v[1] == 2; };

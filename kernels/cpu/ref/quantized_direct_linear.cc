@@ -101,7 +101,7 @@ std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path pat
   };
   // The attributes and dtypes are the op's own; the path and the input's dtype are checked.
   const int64_t variant = (static_cast<int64_t>(path) * 2 + seven_bit) * 64 + static_cast<int64_t>(x.dtype());
-  return memoized<LinearCall>(ctx, variant, {}, {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point},
+  return memoized<LinearCall>(ctx, "quantized_linear_direct", variant, {}, {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point},
                               find_or_make);
 }
 

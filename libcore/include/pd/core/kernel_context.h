@@ -53,10 +53,12 @@ struct KernelContext;
 
 // The prepared call of a kernel (what `make` derives from the call's tensors), kept in the op's memo
 // slot when every tensor of `constants` is undefined or a constant of ctx.packed, and reused while the
-// call's `variant` (a path, an ISA) and `shape` (the input extents it depends on) stay the same.
-// Without a slot, or with inputs that are not constants, `make` runs on every call.
+// call site (`kind`, a string literal naming it), the call's `variant` (a path, an ISA) and `shape`
+// (the input extents it depends on) stay the same, so that a kernel calling another kernel with its
+// context never reads the other's call as its own. Without a slot, or with inputs that are not
+// constants, `make` runs on every call.
 template <typename T, typename Make>
-std::shared_ptr<const T> memoized(const KernelContext& ctx, int64_t variant, const Shape& shape,
+std::shared_ptr<const T> memoized(const KernelContext& ctx, const char* kind, int64_t variant, const Shape& shape,
                                   std::initializer_list<const Tensor*> constants, Make make);
 
 struct KernelContext {
@@ -69,20 +71,22 @@ struct KernelContext {
 };
 
 template <typename T, typename Make>
-std::shared_ptr<const T> memoized(const KernelContext& ctx, int64_t variant, const Shape& shape,
+std::shared_ptr<const T> memoized(const KernelContext& ctx, const char* kind, int64_t variant, const Shape& shape,
                                   std::initializer_list<const Tensor*> constants, Make make) {
   struct Kept {
     std::shared_ptr<const T> call;
+    const char* kind;
     int64_t variant;
     Shape shape;
   };
   if (ctx.memo)
-    if (const Kept* kept = ctx.memo->get<Kept>(); kept && kept->variant == variant && kept->shape == shape) return kept->call;
+    if (const Kept* kept = ctx.memo->get<Kept>(); kept && kept->kind == kind && kept->variant == variant && kept->shape == shape)
+      return kept->call;
   std::shared_ptr<const T> call = make();
   if (!ctx.memo || !ctx.packed) return call;
   for (const Tensor* t : constants)
     if (t->defined() && !ctx.packed->is_constant(*t)) return call;
-  ctx.memo->set(std::make_shared<Kept>(Kept{call, variant, shape}));
+  ctx.memo->set(std::make_shared<Kept>(Kept{call, kind, variant, shape}));
   return call;
 }
 
