@@ -101,8 +101,8 @@ std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path pat
   };
   // The attributes and dtypes are the op's own; the path and the input's dtype are checked.
   const int64_t variant = (static_cast<int64_t>(path) * 2 + seven_bit) * 64 + static_cast<int64_t>(x.dtype());
-  return memoized<LinearCall>(ctx, "quantized_linear_direct", variant, {}, {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point},
-                              find_or_make);
+  return memoized<LinearCall>(ctx, "quantized_linear_direct", variant, {},
+                              {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, find_or_make);
 }
 
 // R rows of x (u8, each padded with zeros to K4 * 4, `stride` bytes apart) against V blocks of 16
@@ -157,8 +157,10 @@ PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int6
   for (int64_t k2 = 0; k2 < c.K2; ++k2) {
     const __m256i xv = _mm256_set1_epi32(load_u32(x + 2 * k2));
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v)
-      acc[v] = _mm256_add_epi32(acc[v], _mm256_madd_epi16(xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (v * c.K2 + k2) * 16))));
+    for (int v = 0; v < V; ++v) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (v * c.K2 + k2) * 16));
+      acc[v] = _mm256_add_epi32(acc[v], _mm256_madd_epi16(xv, wv));
+    }
   }
 #pragma GCC unroll 8
   for (int v = 0; v < V; ++v) {
@@ -208,11 +210,12 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
     const int64_t stride = c.K2 * 2;
     wide.assign(static_cast<size_t>(M * stride), 0);
     const int32_t zp = c.zp;
-    for (int64_t m = 0; m < M; ++m) {
-      int16_t* row = wide.data() + m * stride;
-      if (u8) std::transform(x.data<uint8_t>() + m * K, x.data<uint8_t>() + (m + 1) * K, row, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); });
-      else std::transform(x.data<int8_t>() + m * K, x.data<int8_t>() + (m + 1) * K, row, [zp](int8_t v) { return static_cast<int16_t>(v - zp); });
-    }
+    const auto widen = [&]<typename Q>(const Q* src) {
+      for (int64_t m = 0; m < M; ++m)
+        std::transform(src + m * K, src + (m + 1) * K, wide.data() + m * stride, [zp](Q v) { return static_cast<int16_t>(v - zp); });
+    };
+    if (u8) widen(x.data<uint8_t>());
+    else widen(x.data<int8_t>());
     const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
     const int64_t groups = (c.blocks8 + kBlocksAtOnce - 1) / kBlocksAtOnce;
     cpu::parallel_for(M * groups, kBlocksAtOnce * 8 * K / kProductsPerWork, [&](int64_t t) {
