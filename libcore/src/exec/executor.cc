@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
-#include <set>
-#include <unordered_map>
 
 #include "pd/autograd/autograd.h"
 #include "pd/ops/op_schema.h"
