@@ -1,6 +1,9 @@
-// Splitting a kernel's independent items across the OpenMP threads (the same pool oneDNN uses).
+// Splitting a kernel's independent items across threads (pd/core/thread_pool.h: the kernels' own pool,
+// which a busy machine slows in proportion; oneDNN's primitives run on OpenMP's threads).
 #pragma once
 #include <cstdint>
+
+#include "pd/core/thread_pool.h"
 
 namespace pd::kernels::cpu {
 
@@ -9,8 +12,7 @@ namespace pd::kernels::cpu {
 template <typename F>
 void parallel_for(int64_t n, int64_t work_per_item, F&& f) {
   if (n > 1 && n * work_per_item >= (int64_t{1} << 15)) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) f(i);
+    pd::parallel_items(n, f);
   } else {
     for (int64_t i = 0; i < n; ++i) f(i);
   }

@@ -7,12 +7,15 @@
 #include <unordered_map>
 
 #include "cpu/onednn/onednn_common.h"
+#include "pd/core/allocator.h"
+#include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
 
 struct MatmulEntry {
   dnnl::memory::desc src, wei, bias, dst;
   dnnl::matmul prim;
+  dnnl::memory::desc scratchpad;  // empty unless the attributes ask for a user scratchpad
 };
 
 // Descriptor of a contiguous tensor stored as `stored` (already padded to the output rank),
@@ -34,9 +37,11 @@ inline std::shared_ptr<MatmulEntry> matmul_entry(const std::string& key, const d
                                                  const dnnl::memory::desc& dst,
                                                  const dnnl::primitive_attr& attr = dnnl::primitive_attr()) {
   return cached<MatmulEntry>(key, [&] {
-    MatmulEntry e{src, wei, bias ? *bias : dnnl::memory::desc(), dst, {}};
+    MatmulEntry e{src, wei, bias ? *bias : dnnl::memory::desc(), dst, {}, {}};
     auto desc = bias ? dnnl::matmul::desc(src, wei, *bias, dst) : dnnl::matmul::desc(src, wei, dst);
-    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine()));
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    e.prim = dnnl::matmul(pd);
+    if (attr.get_scratchpad_mode() == dnnl::scratchpad_mode::user) e.scratchpad = pd.scratchpad_desc();
     return e;
   });
 }
@@ -48,6 +53,14 @@ inline bool single_row(const Tensor& weight, const Tensor& out) {
   return weight.shape()[0] > 0 && out.numel() == weight.shape()[0];
 }
 
+// A linear of at least 8 rows a thread runs as row blocks, one per thread of the kernels' pool, each
+// block a primitive made for one thread (so is one below this many FLOPs, as conv_forward's small
+// convolutions). OpenMP's team is then not woken for it (two spinning teams on the same cores take
+// turns by the OS's time slice: pd/core/thread_pool.h), and a thread the OS does not run leaves its
+// block to the caller instead of holding everyone at a barrier. Fewer, wider rows go to oneDNN's team.
+inline constexpr int64_t kSingleThreadLinearFlops = int64_t{1} << 18;
+inline constexpr int64_t kMinRowsPerBlock = 8;
+
 // linear as a matmul of x [M, in] by weight^T, cached under `key` (which must identify `attr` too).
 // The inner dimension must be non-empty. A residual is the source of `attr`'s first post-op, a binary add.
 inline void linear_forward(const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
@@ -55,16 +68,50 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
   const int64_t in = weight.shape()[1];
   const int64_t out_f = weight.shape()[0];
   const int64_t m = out.numel() / out_f;
+  const bool small = 2 * m * in * out_f < kSingleThreadLinearFlops;
+  const int64_t blocks = small ? 1 : std::min<int64_t>(m / kMinRowsPerBlock, parallel_threads());
   // weight [out_f, in] read as its transpose [in, out_f].
   const auto wei = matrix_desc({out_f, in}, true);
   const auto bmd = plain_desc(dims{1, out_f});
-  auto e = matmul_entry(key, plain_desc(dims{m, in}), wei, bias.defined() ? &bmd : nullptr, plain_desc(dims{m, out_f}),
-                        attr);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, wrap(e->src, x)}, {DNNL_ARG_WEIGHTS, wrap(e->wei, weight)}, {DNNL_ARG_DST, wrap(e->dst, out)}};
-  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(e->bias, bias));
-  if (residual.defined()) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, wrap(e->dst, residual));
-  e->prim.execute(cpu_stream(), args);
+  const dnnl::memory::desc* bias_md = bias.defined() ? &bmd : nullptr;
+  if (blocks < 1 || (blocks == 1 && !small)) {
+    auto e = matmul_entry(key, plain_desc(dims{m, in}), wei, bias_md, plain_desc(dims{m, out_f}), attr);
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, wrap(e->src, x)}, {DNNL_ARG_WEIGHTS, wrap(e->wei, weight)}, {DNNL_ARG_DST, wrap(e->dst, out)}};
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(e->bias, bias));
+    if (residual.defined()) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, wrap(e->dst, residual));
+    return e->prim.execute(cpu_stream(), args);
+  }
+  const int64_t rows = (m + blocks - 1) / blocks;  // every block's but the last
+  dnnl::primitive_attr block_attr = attr;
+  block_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the library's is not to be shared by threads
+  const auto entry = [&](int64_t r) {
+    OneThreadIf one_thread(true);  // oneDNN splits the work by the thread count it sees when the primitive is made
+    return matmul_entry(fmt::format("{}:rows{}:t1", key, r), plain_desc(dims{r, in}), wei, bias_md, plain_desc(dims{r, out_f}),
+                        block_attr);
+  };
+  const auto full = entry(rows);
+  const auto last = m - (blocks - 1) * rows == rows ? full : entry(m - (blocks - 1) * rows);
+  float* const xs = const_cast<float*>(x.data<float>());
+  float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
+  float* const os = out.data<float>();
+  parallel_items(blocks, [&](int64_t b) {
+    OneThreadIf one_thread(true);  // and when it runs
+    const MatmulEntry& e = b + 1 == blocks ? *last : *full;
+    const int64_t r0 = b * rows;
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(e.src, cpu_engine(), xs + r0 * in)},
+                                               {DNNL_ARG_WEIGHTS, wrap(e.wei, weight)},
+                                               {DNNL_ARG_DST, dnnl::memory(e.dst, cpu_engine(), os + r0 * out_f)}};
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(e.bias, bias));
+    if (rs) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(e.dst, cpu_engine(), rs + r0 * out_f));
+    std::shared_ptr<void> scratch;
+    if (e.scratchpad.get_size() > 0) {
+      scratch = cpu_allocator().allocate(e.scratchpad.get_size());
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratchpad, cpu_engine(), scratch.get()));
+    }
+    e.prim.execute(cpu_stream(), args);
+    wait_for_primitives();
+  });
 }
 
 }  // namespace pd::kernels::onednn

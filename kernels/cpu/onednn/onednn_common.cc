@@ -8,6 +8,7 @@
 
 #include "pd/core/allocator.h"
 #include "pd/core/packed_weights.h"
+#include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
 
@@ -33,10 +34,20 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
-dnnl::stream& cpu_stream() {
+namespace {
+dnnl::stream& thread_stream() {
   thread_local dnnl::stream stream(cpu_engine());
   return stream;
 }
+}  // namespace
+
+dnnl::stream& cpu_stream() {
+  // Every primitive runs on this stream; one that runs on more than one thread wakes OpenMP's team.
+  if (omp_get_max_threads() > 1 && !omp_in_parallel()) note_openmp_team_used();
+  return thread_stream();
+}
+
+void wait_for_primitives() { thread_stream().wait(); }
 
 dims to_dims(const Shape& shape) {
   if (shape.empty()) return {1};

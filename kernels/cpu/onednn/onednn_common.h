@@ -26,7 +26,10 @@ using dims = dnnl::memory::dims;
 
 dnnl::engine& cpu_engine();
 // oneDNN streams are not thread-safe; one per thread avoids locking around execute().
+// The thread's stream, for running a primitive (notes that OpenMP's team may wake: pd/core/thread_pool.h).
 dnnl::stream& cpu_stream();
+// Waits for what the thread's stream runs.
+void wait_for_primitives();
 
 // Shape -> oneDNN dims; a 0-D shape becomes {1} because oneDNN has no 0-D memory.
 dims to_dims(const Shape& shape);
@@ -139,7 +142,7 @@ void guarded(const char* op, F&& body) {
   } release;
   try {
     body();
-    cpu_stream().wait();  // results must be visible when the kernel returns, whatever the runtime
+    wait_for_primitives();  // results must be visible when the kernel returns, whatever the runtime
   } catch (const dnnl::error& e) {
     ::pd::raise(ErrorCode::kInternal, "{} (onednn): {}", op, e.what());
   }

@@ -79,11 +79,12 @@ void run_concurrently(std::vector<Launch>& launches) {
   if (launches.size() == 1) return launches[0].first.execute(cpu_stream(), launches[0].second);
   std::exception_ptr failure;
   const int n = static_cast<int>(launches.size());
+  note_openmp_team_used();
 #pragma omp parallel for num_threads(n) schedule(static, 1)
   for (int i = 0; i < n; ++i) {
     try {
       launches[i].first.execute(cpu_stream(), launches[i].second);
-      cpu_stream().wait();
+      wait_for_primitives();
     } catch (...) {
 #pragma omp critical(pd_quantized_conv2d_bands)
       failure = std::current_exception();

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "pd/core/thread_pool.h"
+
 namespace pd::detail {
 namespace {
 
@@ -46,12 +48,11 @@ Offsets odometer(int64_t index, const Shape& extent, const Shape& src_stride, co
   return o;
 }
 
-// Runs f(item) for item in [0, n), over the OpenMP threads when the copy is large enough to pay.
+// Runs f(item) for item in [0, n), over the pool's threads when the copy is large enough to pay.
 template <typename F>
 void for_items(int64_t n, int64_t bytes, F&& f) {
   if (n > 1 && bytes >= (int64_t{1} << 18)) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) f(i);
+    parallel_items(n, f);
   } else {
     for (int64_t i = 0; i < n; ++i) f(i);
   }

@@ -1,25 +1,37 @@
 #include "pd/core/threads.h"
 
+#include <atomic>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 namespace pd {
+namespace {
+// The setting, kept apart from OpenMP's: a oneDNN kernel narrows OpenMP's team to one thread around a
+// small primitive (OneThreadIf), which must not narrow the kernels' pool.
+std::atomic<int> g_threads{0};
+}  // namespace
 
 void set_num_threads(int n) {
+  if (n <= 0) return;
+  g_threads.store(n, std::memory_order_relaxed);
 #ifdef _OPENMP
-  if (n > 0) omp_set_num_threads(n);
-#else
-  (void)n;
+  omp_set_num_threads(n);
 #endif
 }
 
 int num_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n > 0) return n;
 #ifdef _OPENMP
-  return omp_get_max_threads();
+  n = omp_get_max_threads();  // OMP_NUM_THREADS, or the CPUs this process may use
 #else
-  return 1;
+  n = 1;
 #endif
+  int unset = 0;
+  g_threads.compare_exchange_strong(unset, n, std::memory_order_relaxed);
+  return g_threads.load(std::memory_order_relaxed);
 }
 
 }  // namespace pd

@@ -15,7 +15,7 @@
 #include "pd/autograd/autograd.h"
 #include "pd/core/error.h"
 #include "pd/core/tensor_inl.h"
-#include "pd/core/threads.h"
+#include "pd/core/thread_pool.h"
 
 namespace pd::model {
 namespace {
@@ -24,8 +24,7 @@ namespace {
 // fixed order, so results do not depend on the thread count).
 template <typename Fn>
 void for_channels(int64_t c, Fn&& fn) {
-#pragma omp parallel for schedule(static) num_threads(pd::num_threads()) if (c > 1)
-  for (int64_t ch = 0; ch < c; ++ch) fn(ch);
+  parallel_items(c, fn);
 }
 
 // Per-row sums in T (a few hundred values; vectorised), rows added up in double.

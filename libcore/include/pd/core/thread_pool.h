@@ -1,0 +1,47 @@
+// The kernels' own thread pool: a parallel loop whose caller never waits for a thread that has not
+// started. OpenMP's fork-join barrier makes every thread of a region arrive before the caller goes on,
+// so when another process holds a core, each region waits out that process's time slice (pd-infer ran
+// 5x slower under a competing load, onnxruntime 1.7x). Here the items are claimed in chunks from a
+// shared counter by the caller and the workers that are awake; a worker that has not picked the loop
+// up when the caller runs out of chunks is taken off it, and the caller has done its share. Idle
+// workers spin briefly (yielding the core to anything else runnable), then sleep on a futex.
+//
+// oneDNN's primitives run on OpenMP's threads (Debian's libdnnl is built for its OpenMP runtime), which
+// spin for a while after each primitive. Two spinning teams on the same cores take turns by the OS's
+// time slice, so a loop that starts while OpenMP's team is awake runs on that team instead (the
+// linears, the most frequent primitives, run as row blocks on this pool: cpu/onednn/matmul_common.h).
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+namespace pd {
+
+// Runs fn(ctx, begin, end) over chunks covering [0, n), on the calling thread and the pool's workers.
+// Each chunk runs on one thread; which thread runs which chunk varies. Runs inline when called from
+// inside a parallel loop (ours or an OpenMP region) or while another thread is using the pool. The
+// first exception a chunk throws stops the chunks not yet started and is rethrown to the caller once
+// every started chunk has finished.
+using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
+void parallel_ranges(int64_t n, RangeFn fn, void* ctx);
+
+// Says that OpenMP's team has just been given work (oneDNN's CPU stream calls it for each primitive
+// that runs on more than one thread): loops started in the next millisecond run on that team.
+void note_openmp_team_used();
+
+// Threads a parallel loop can use, the caller included (pd::num_threads()).
+int parallel_threads();
+
+// f(i) for i in [0, n) through parallel_ranges.
+template <typename F>
+void parallel_items(int64_t n, F&& f) {
+  using Body = std::remove_reference_t<F>;
+  parallel_ranges(
+      n,
+      [](void* ctx, int64_t begin, int64_t end) {
+        Body& body = *static_cast<Body*>(ctx);
+        for (int64_t i = begin; i < end; ++i) body(i);
+      },
+      const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+}  // namespace pd
