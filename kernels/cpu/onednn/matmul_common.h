@@ -57,7 +57,8 @@ inline bool single_row(const Tensor& weight, const Tensor& out) {
 // block a primitive made for one thread (so is one below this many FLOPs, as conv_forward's small
 // convolutions). OpenMP's team is then not woken for it (two spinning teams on the same cores take
 // turns by the OS's time slice: pd/core/thread_pool.h), and a thread the OS does not run leaves its
-// block to the caller instead of holding everyone at a barrier. Fewer, wider rows go to oneDNN's team.
+// block to the caller instead of holding everyone at a barrier. Fewer, wider rows go to oneDNN's team,
+// and so does every linear while that team is awake anyway (a training step's backward matmuls).
 inline constexpr int64_t kSingleThreadLinearFlops = int64_t{1} << 18;
 inline constexpr int64_t kMinRowsPerBlock = 8;
 
@@ -69,7 +70,7 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
   const int64_t out_f = weight.shape()[0];
   const int64_t m = out.numel() / out_f;
   const bool small = 2 * m * in * out_f < kSingleThreadLinearFlops;
-  const int64_t blocks = small ? 1 : std::min<int64_t>(m / kMinRowsPerBlock, parallel_threads());
+  const int64_t blocks = small ? 1 : openmp_team_awake() ? 0 : std::min<int64_t>(m / kMinRowsPerBlock, parallel_threads());
   // weight [out_f, in] read as its transpose [in, out_f].
   const auto wei = matrix_desc({out_f, in}, true);
   const auto bmd = plain_desc(dims{1, out_f});

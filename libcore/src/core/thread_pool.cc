@@ -192,10 +192,14 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+}  // namespace
+
 bool openmp_team_awake() {
   return now_ns() - g_openmp_used_ns.load(std::memory_order_relaxed) <
          std::chrono::duration_cast<std::chrono::nanoseconds>(kOpenMPAwake).count();
 }
+
+namespace {
 
 // The loop on OpenMP's team, its threads claiming chunks as the pool's would.
 void run_on_openmp_team(Loop& loop, int threads) {

@@ -28,6 +28,9 @@ void parallel_ranges(int64_t n, RangeFn fn, void* ctx);
 // that runs on more than one thread): loops started in the next millisecond run on that team.
 void note_openmp_team_used();
 
+// Whether OpenMP's team was given work in the last millisecond (its threads are still spinning).
+bool openmp_team_awake();
+
 // Threads a parallel loop can use, the caller included (pd::num_threads()).
 int parallel_threads();
 
