@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
 # pd-infer and onnxruntime on a quiet machine and under a competing 2-thread load (a pd-train of the MLP
-# example on 2 threads, started for the measurement), LeNet at batch 64 and the ViT at batch 1, 2 threads
-# each. Under load pd-infer runs twice: both processes as the tools start by default (GOMP_SPINCOUNT=10000,
+# example on 2 threads, started for the measurement), LeNet at batch 64, the ViT at batch 1 and, given its
+# run directory, the residual example at batch 1 and 64; 2 threads each. Under load pd-infer runs twice: both processes as the tools start by default (GOMP_SPINCOUNT=10000,
 # tools/common/openmp_spin.h), and both with libgomp's own default spin (GOMP_SPINCOUNT=300000, how the
 # tools ran before). p50 in ms, the median over ROUNDS alternating rounds.
-#   usage: PEER_PY=PYTHON bench/contention.sh LENET_RUN_DIR VIT_RUN_DIR [ROUNDS]   (PYTHON with onnx, onnxruntime)
+#   usage: PEER_PY=PYTHON bench/contention.sh LENET_RUN_DIR VIT_RUN_DIR [ROUNDS] [RESNET_RUN_DIR]
+#   (PYTHON with onnx, onnxruntime)
 set -euo pipefail
 LENET=$(cd "$1" && pwd)
 VIT=$(cd "$2" && pwd)
 ROUNDS=${3:-3}
+RESNET=""
+[ -n "${4:-}" ] && RESNET=$(cd "$4" && pwd)
 cd "$(dirname "$0")/.."
 PEER_PY=${PEER_PY:-python3}
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 median() { python3 -c "import statistics,sys; print('%.3g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 [ -f "$LENET/model_O2.pdmodel" ] || build/tools/pd-opt "$LENET/model.pdmodel" "$LENET/model_O2.pdmodel" -O2 > /dev/null
 [ -f "$VIT/model_O2.pdmodel" ] || build/tools/pd-opt "$VIT/model.pdmodel" "$VIT/model_O2.pdmodel" -O2 > /dev/null
+[ -z "$RESNET" ] || [ -f "$RESNET/model_O2.pdmodel" ] || build/tools/pd-opt "$RESNET/model.pdmodel" "$RESNET/model_O2.pdmodel" -O2 > /dev/null
 [ -f "$VIT/model.onnx" ] || build/tools/pd-convert "$VIT/model.pdmodel" "$VIT/model.onnx" --opset 17 > /dev/null
 pd() {  # MODEL BATCH [ENV...]: pd-infer's p50
   local model=$1 batch=$2; shift 2
   env "$@" timeout 60 build/tools/pd-infer "$model" --batch "$batch" --threads 2 --warmup 5 --repeat 50 --json | field 'd["latency_ms"]["p50"]'
 }
-ort() {  # lenet|vit BATCH: onnxruntime's p50
-  local what=(--arch lenet)
+ort() {  # lenet|vit|resnet BATCH: onnxruntime's p50
+  local what=(--arch "$1")
   [ "$1" = vit ] && what=(--onnx "$VIT/model.onnx")
   timeout 60 "$PEER_PY" bench/peer_infer.py "${what[@]}" --batch "$2" --threads 2 --warmup 5 --repeat 50 --runtime ort | field 'd["p50_ms"]'
 }
@@ -35,7 +39,9 @@ stop_load() { kill "$load_pid" 2> /dev/null || true; wait "$load_pid" 2> /dev/nu
 trap stop_load EXIT
 echo "| model | batch | pd-infer quiet | onnxruntime quiet | pd-infer loaded | pd-infer loaded, both at libgomp's spin | onnxruntime loaded | slowdown pd / ORT |"
 echo "|---|---|---|---|---|---|---|---|"
-for job in "lenet 64 $LENET/model_O2.pdmodel" "vit 1 $VIT/model_O2.pdmodel"; do
+jobs=("lenet 64 $LENET/model_O2.pdmodel" "vit 1 $VIT/model_O2.pdmodel")
+[ -n "$RESNET" ] && jobs+=("resnet 1 $RESNET/model_O2.pdmodel" "resnet 64 $RESNET/model_O2.pdmodel")
+for job in "${jobs[@]}"; do
   read -r name batch model <<< "$job"
   declare -A t=([pq]="" [oq]="" [pl]="" [pg]="" [ol]="")
   for ((r = 0; r < ROUNDS; ++r)); do

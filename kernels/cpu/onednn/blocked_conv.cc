@@ -4,10 +4,13 @@
 // path of fused_conv2d reorders its input in and its output out on every call); the residual is read
 // in place by a binary-add post-op.
 #include <optional>
+#include <vector>
 
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/post_ops.h"
 #include "kernels.h"
+#include "pd/core/allocator.h"
+#include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
 namespace {
@@ -22,17 +25,34 @@ std::optional<tag> block_tag(int64_t block) {
   }
 }
 
+// Below this many elements a reorder runs on one thread; above it, with at least an image a thread,
+// the images are split across the kernels' pool (one-thread reorders, as the convolutions' parts below).
+constexpr int64_t kSingleThreadReorder = int64_t{1} << 16;
+
 // A cached reorder between plain [N, C, H, W] and its blocked form; C a whole number of blocks, so that
 // no padding lanes are involved.
 void reorder_blocks(const char* op, const Tensor& from, Tensor& to, const dims& nchw, tag blocked, bool to_blocked) {
+  const int64_t n = nchw[0], threads = parallel_threads(), image = from.numel() / std::max<int64_t>(n, 1);
+  const bool small = from.numel() < kSingleThreadReorder;
+  const int64_t parts = small || n < threads ? 1 : threads;
+  const bool one_thread = small || parts > 1;
   guarded(op, [&] {
-    const dnnl::memory::desc plain(nchw, dt::f32, tag::nchw), block(nchw, dt::f32, blocked);
-    const dnnl::memory::desc& src = to_blocked ? plain : block;
-    const dnnl::memory::desc& dst = to_blocked ? block : plain;
-    auto r = cached<dnnl::reorder>(fmt::format("{}:{}:{}", op, dims_key(nchw), static_cast<int>(blocked)),
-                                   [&] { return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst)); });
-    dnnl::memory in = wrap(src, from), result = wrap(dst, to);
-    r->execute(cpu_stream(), in, result);
+    float* const src_data = const_cast<float*>(from.data<float>());
+    float* const dst_data = to.data<float>();
+    parallel_items(parts, [&](int64_t t) {
+      const int64_t n0 = n * t / parts, n1 = n * (t + 1) / parts;
+      dims part = nchw;
+      part[0] = n1 - n0;
+      const dnnl::memory::desc plain(part, dt::f32, tag::nchw), block(part, dt::f32, blocked);
+      const dnnl::memory::desc& src = to_blocked ? plain : block;
+      const dnnl::memory::desc& dst = to_blocked ? block : plain;
+      OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
+      auto r = cached<dnnl::reorder>(fmt::format("{}:{}:{}:{}", op, dims_key(part), static_cast<int>(blocked), one_thread ? "t1" : ""),
+                                     [&] { return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst)); });
+      dnnl::memory in(src, cpu_engine(), src_data + n0 * image), result(dst, cpu_engine(), dst_data + n0 * image);
+      r->execute(cpu_stream(), in, result);
+      wait_for_primitives();
+    });
   });
 }
 
@@ -57,45 +77,84 @@ struct BlockedConv {
   bool activation_after;
 };
 
-// What a call needs beyond its tensors: the primitive, the weights in its layout and the descriptors.
-// Kept in ctx.packed across an executor's runs when the weight and bias are constants, so that a call
-// skips the geometry, the cache keys and the weight lookup (several microseconds a convolution at batch 1).
-struct BlockedConvCall {
+// One primitive of a call with the weights in its layout and the descriptors of its part of the
+// tensors (offsets in floats): the whole convolution, or the images or output channels one thread runs.
+struct BlockedConvPart {
   dnnl::primitive prim;
   dnnl::memory weights;
   dnnl::memory::desc src, dst, bias, scratchpad;
-  bool activation_after;
+  int64_t src_offset = 0, dst_offset = 0, bias_offset = 0;
 };
 
-std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
+// What a call needs beyond its tensors. Kept in ctx.packed across an executor's runs when the weight and
+// bias are constants, so that a call skips the geometry, the cache keys and the weight lookup (several
+// microseconds a convolution at batch 1). With more than one part, each part's primitive is made for one
+// thread and the parts run on the kernels' pool (as a linear's row blocks: cpu/onednn/matmul_common.h),
+// so that OpenMP's team is not woken and a thread the OS does not run holds nobody at a barrier.
+struct BlockedConvCall {
+  std::vector<BlockedConvPart> parts;
+  bool activation_after = false;
+};
+
+// The part of `op` that reads images [n0, n0 + n) and writes output channels [c0, c0 + c).
+BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int64_t n0, int64_t n, int64_t c0, int64_t c,
+                          bool one_thread, bool& activation_after) {
   const Shape& xs = op.x.shape();
-  const Shape x_nchw = op.x.dim() == 5 ? Shape{xs[0], xs[1] * xs[4], xs[2], xs[3]} : xs;
-  ConvGeometry g(x_nchw, op.weight.shape(), {op.out[0], op.out[1] * op.block, op.out[2], op.out[3]}, op.stride, op.padding,
-                 op.dilation, 1);
-  auto call = std::make_shared<BlockedConvCall>();
-  call->src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
-  call->dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
-  call->bias = plain_desc(dims{g.dst[1]});
-  // Both threads even for small problems: at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one.
-  const std::string key = fmt::format("{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), op.x.dim(), op.block,
-                                      op.residual.defined(), op.activation, op.alpha);
+  const Shape& ws = op.weight.shape();
+  const int64_t channels = op.x.dim() == 5 ? xs[1] * xs[4] : xs[1];
+  const int64_t out_h = op.out[2], out_w = op.out[3];
+  ConvGeometry g({n, channels, xs[2], xs[3]}, {c, ws[1], ws[2], ws[3]}, {n, c, out_h, out_w}, op.stride, op.padding, op.dilation, 1);
+  BlockedConvPart part;
+  part.src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
+  part.dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
+  part.bias = plain_desc(dims{c});
+  part.src_offset = n0 * channels * xs[2] * xs[3];
+  part.dst_offset = n0 * op.out[1] * op.block * out_h * out_w + c0 * out_h * out_w;  // whole blocks of c0 channels
+  part.bias_offset = c0;
+  const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), op.x.dim(), op.block,
+                                      op.residual.defined(), op.activation, op.alpha, one_thread ? "t1" : "");
+  OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
   auto e = cached<BlockedConv>(key, [&] {
     // The residual as a binary add read in place (it has the destination's layout): the sum post-op would
     // need it copied into the destination first, 0.46 ms of 3.3 for a 32-channel 28x28 conv at batch 64.
-    const ResidualPostOp residual{false, op.residual.defined() ? &call->dst : nullptr};
+    const ResidualPostOp residual{false, op.residual.defined() ? &part.dst : nullptr};
     const auto [post, apply_later] = with_activation(user_scratchpad(), residual, op.act, op.alpha);
     const dnnl::prop_kind prop = dnnl::prop_kind::forward_inference;
-    const auto d = op.bias.defined() ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, call->src, g.any(g.wei), call->bias,
-                                                      call->dst, g.strides, g.dilates, g.pad_l, g.pad_r)
-                                     : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, call->src, g.any(g.wei), call->dst,
+    const auto d = op.bias.defined() ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, part.src, g.any(g.wei), part.bias,
+                                                      part.dst, g.strides, g.dilates, g.pad_l, g.pad_r)
+                                     : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, part.src, g.any(g.wei), part.dst,
                                                       g.strides, g.dilates, g.pad_l, g.pad_r);
     conv_fwd::primitive_desc pd(d, post, cpu_engine());
     return BlockedConv{conv_fwd(pd), OptionalReorder::make(g.plain_wei(), pd.weights_desc()), pd.scratchpad_desc(), apply_later};
   });
-  call->prim = e->prim;
-  call->weights = weights_in(ctx.packed, e->weights, op.weight, [&] { return wrap(g.plain_wei(), op.weight); }, key);
-  call->scratchpad = e->scratchpad;
-  call->activation_after = e->activation_after;
+  part.prim = e->prim;
+  // The weights of output channels [c0, c0 + c) are contiguous in the plain [Cout, C, kH, kW] tensor.
+  float* const w = const_cast<float*>(op.weight.data<float>()) + c0 * ws[1] * ws[2] * ws[3];
+  part.weights = weights_in(ctx.packed, e->weights, op.weight, [&] { return dnnl::memory(g.plain_wei(), cpu_engine(), w); },
+                            fmt::format("{}:from{}", key, c0));
+  part.scratchpad = e->scratchpad;
+  activation_after = e->activation_after;
+  return part;
+}
+
+// One part a thread where the work divides: the images when there are several, else the output channels
+// in whole blocks. Otherwise, or on one thread, the whole call on OpenMP's team, as before: both threads
+// even for small problems (at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one).
+std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
+  auto call = std::make_shared<BlockedConvCall>();
+  const int64_t n = op.out[0], c = op.out[1] * op.block, threads = ctx.threads;
+  const int64_t blocks = op.out[1];
+  if (threads > 1 && n >= threads) {
+    for (int64_t t = 0; t < threads; ++t) {
+      const int64_t n0 = n * t / threads, n1 = n * (t + 1) / threads;
+      call->parts.push_back(make_part(ctx, op, n0, n1 - n0, 0, c, true, call->activation_after));
+    }
+  } else if (threads > 1 && n == 1 && blocks % threads == 0) {
+    const int64_t per = blocks / threads * op.block;
+    for (int64_t t = 0; t < threads; ++t) call->parts.push_back(make_part(ctx, op, 0, 1, t * per, per, true, call->activation_after));
+  } else {
+    call->parts.push_back(make_part(ctx, op, 0, n, 0, c, false, call->activation_after));
+  }
   return call;
 }
 
@@ -154,13 +213,24 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   guarded("blocked_conv2d", [&] {
     const std::shared_ptr<const BlockedConvCall> call = blocked_conv_call(ctx, op);
     after = call->activation_after;
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(call->src, x)},
-                                               {DNNL_ARG_WEIGHTS, call->weights},
-                                               {DNNL_ARG_DST, wrap(call->dst, out)},
-                                               {DNNL_ARG_SCRATCHPAD, scratch_memory(call->scratchpad)}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(call->bias, bias));
-    if (residual.defined()) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, wrap(call->dst, residual));
-    call->prim.execute(cpu_stream(), args);
+    float* const xs = const_cast<float*>(x.data<float>());
+    float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
+    float* const bs = bias.defined() ? const_cast<float*>(bias.data<float>()) : nullptr;
+    const bool on_pool = call->parts.size() > 1;
+    parallel_items(static_cast<int64_t>(call->parts.size()), [&](int64_t i) {
+      const BlockedConvPart& part = call->parts[static_cast<size_t>(i)];
+      OneThreadIf single(on_pool);  // a part's primitive runs on the thread the pool gives it
+      const size_t scratch_bytes = part.scratchpad.get_size();
+      std::shared_ptr<void> scratch = scratch_bytes > 0 ? cpu_allocator().allocate(scratch_bytes) : nullptr;
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(part.src, cpu_engine(), xs + part.src_offset)},
+                                                 {DNNL_ARG_WEIGHTS, part.weights},
+                                                 {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), out.data<float>() + part.dst_offset)},
+                                                 {DNNL_ARG_SCRATCHPAD, dnnl::memory(part.scratchpad, cpu_engine(), scratch.get())}};
+      if (bs) args.emplace(DNNL_ARG_BIAS, dnnl::memory(part.bias, cpu_engine(), bs + part.bias_offset));
+      if (rs) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(part.dst, cpu_engine(), rs + part.dst_offset));
+      part.prim.execute(cpu_stream(), args);
+      wait_for_primitives();
+    });
   });
   if (after) apply_after(out, act, alpha);
 }
