@@ -1,15 +1,16 @@
 // The kernels' own thread pool: a parallel loop whose caller never waits for a thread that has not
 // started. OpenMP's fork-join barrier makes every thread of a region arrive before the caller goes on,
 // so when another process holds a core, each region waits out that process's time slice (pd-infer ran
-// 5x slower under a competing load, onnxruntime 1.7x). Here the items are claimed in chunks from a
+// 5-15x slower beside a 2-thread pd-train, onnxruntime 1-2.4x). Here the items are claimed in chunks from a
 // shared counter by the caller and the workers that are awake; a worker that has not picked the loop
 // up when the caller runs out of chunks is taken off it, and the caller has done its share. Idle
 // workers spin briefly (yielding the core to anything else runnable), then sleep on a futex.
 //
 // oneDNN's primitives run on OpenMP's threads (Debian's libdnnl is built for its OpenMP runtime), which
 // spin for a while after each primitive. Two spinning teams on the same cores take turns by the OS's
-// time slice, so a loop that starts while OpenMP's team is awake runs on that team instead (the
-// linears, the most frequent primitives, run as row blocks on this pool: cpu/onednn/matmul_common.h).
+// time slice, so a loop that starts while OpenMP's team is awake runs on that team instead. The
+// primitives inference runs most (linears, channel-blocked convolutions and their reorders) are given
+// to this pool as one-thread primitives over parts of the work, so that team mostly sleeps.
 #pragma once
 #include <cstdint>
 #include <type_traits>
