@@ -5,12 +5,44 @@
 
 #include "cpu/onednn/conv_geometry.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 
 namespace pd::kernels::onednn {
 namespace {
 
 using conv_bwd_data = dnnl::convolution_backward_data;
 using conv_bwd_weights = dnnl::convolution_backward_weights;
+
+// A training step's 3x3 stride-1 convolutions go to winograd_conv2d's kernel, with the filter transform
+// made on every call (the weights change every step; it costs 36 x C_in x C_out multiply-adds a point,
+// nothing next to the convolution): forward, and the input gradient, which is the same convolution of
+// the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p).
+// Against oneDNN's direct convolution on plain NCHW tensors at batch 64 (host C, AVX-512, 2 threads):
+// 32 channels at 28x28 2.99 against 5.37 ms forward; 64 at 14x14 2.67 against 3.70 ms. The same bounds
+// as the conv_winograd pass (at least 16 channels each way, AVX2 and FMA) and at least 16 output tiles
+// of 4x4 in the batch, below which the transformed filter is read for too few of them.
+constexpr int64_t kMinWinogradChannels = 16;
+constexpr int64_t kMinWinogradTiles = 16;
+
+bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                   const std::vector<int64_t>& dilation, int64_t groups) {
+  if (w.size() != 4 || w[2] != 3 || w[3] != 3 || groups != 1 || stride != std::vector<int64_t>{1, 1} ||
+      dilation != std::vector<int64_t>{1, 1} || !cpu_has_avx2_fma())
+    return false;
+  for (int64_t p : padding)
+    if (p < 0 || p > 2) return false;  // the input gradient's padding, 2 - p, must be one too
+  return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels &&
+         out[0] * ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
+}
+
+// x [N, C_in, H, W] * weight [C_out, C_in, 3, 3] -> out, by Winograd.
+void winograd_forward(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const std::vector<int64_t>& padding, Tensor& out) {
+  const Shape& w = weight.shape();
+  Tensor transformed = Tensor::empty({36, w[1], w[0]}, DType::f32);
+  reference::winograd_weight<float>(ctx, weight, transformed);
+  reference::winograd_conv2d<float>(ctx, x, transformed, bias, Tensor(), padding, "none", 0.0, 0, out);
+}
 
 }  // namespace
 
@@ -20,6 +52,8 @@ void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   if (out.numel() == 0) return;
   if (use_direct_conv(x, weight, stride, padding, dilation, groups))
     return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, "none", 0.0, out);
+  if (winograd_fits(weight.shape(), out.shape(), stride, padding, dilation, groups))
+    return winograd_forward(ctx, x, weight, bias, padding, out);
   guarded("conv2d", [&] {
     ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
     conv_forward(ctx, g, g.key("conv2d", bias.defined()), user_scratchpad(), x, weight, bias, out);
@@ -31,6 +65,17 @@ void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tenso
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
   if (dx.numel() == 0) return;
+  if (grad.numel() > 0 && winograd_fits(weight.shape(), grad.shape(), stride, padding, dilation, groups)) {
+    // Each filter turned by 180 degrees, input and output channels swapped: [C_in, C_out, 3, 3].
+    const Shape& w = weight.shape();
+    Tensor turned = Tensor::empty({w[1], w[0], 3, 3}, DType::f32);
+    const float* src = weight.data<float>();
+    float* dst = turned.data<float>();
+    for (int64_t o = 0; o < w[0]; ++o)
+      for (int64_t i = 0; i < w[1]; ++i)
+        for (int64_t k = 0; k < 9; ++k) dst[(i * w[0] + o) * 9 + 8 - k] = src[(o * w[1] + i) * 9 + k];
+    return winograd_forward(ctx, grad, turned, Tensor(), {2 - padding[0], 2 - padding[1]}, dx);
+  }
   guarded("conv2d_grad_input", [&] {
     ConvGeometry g(input_shape, weight.shape(), grad.shape(), stride, padding, dilation, groups);
     // An empty output means no window touches the input: the gradient is zero.
