@@ -18,11 +18,12 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 // nothing next to the convolution): forward, and the input gradient, which is the same convolution of
 // the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p).
 // Against oneDNN's direct convolution on plain NCHW tensors at batch 64 (host C, AVX-512, 2 threads):
-// 32 channels at 28x28 2.99 against 5.37 ms forward; 64 at 14x14 2.67 against 3.70 ms. The same bounds
-// as the conv_winograd pass (at least 16 channels each way, AVX2 and FMA) and at least 16 output tiles
-// of 4x4 in the batch, below which the transformed filter is read for too few of them.
+// 32 channels at 28x28 2.9 against 5.4 ms forward, but 64 at 14x14 4.1 against 3.7 ms and 128 at 7x7
+// 8.5 against about 3.7: on small maps the 4x4 output tiles overhang the image (16x16 computed for 14x14)
+// and the transforms weigh more. So the conv_winograd pass's bounds (at least 16 channels each way, AVX2
+// and FMA) and at least 36 output tiles an image (maps of 21x21 and up).
 constexpr int64_t kMinWinogradChannels = 16;
-constexpr int64_t kMinWinogradTiles = 16;
+constexpr int64_t kMinWinogradTiles = 36;
 
 bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                    const std::vector<int64_t>& dilation, int64_t groups) {
@@ -31,8 +32,7 @@ bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>&
     return false;
   for (int64_t p : padding)
     if (p < 0 || p > 2) return false;  // the input gradient's padding, 2 - p, must be one too
-  return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels &&
-         out[0] * ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
+  return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels && ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
 }
 
 // x [N, C_in, H, W] * weight [C_out, C_in, 3, 3] -> out, by Winograd.
