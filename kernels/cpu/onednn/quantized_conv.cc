@@ -6,7 +6,6 @@
 // end to end. Shapes oneDNN serves badly go to the direct kernels (cpu/ref/quantized_direct.h).
 #include <algorithm>
 #include <cstring>
-#include <exception>
 
 #include "cpu/common/parallel.h"
 #include "cpu/onednn/conv_geometry.h"
@@ -73,24 +72,16 @@ std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, c
 
 using Launch = std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>;
 
-// Runs the primitives, one per thread when there are several: inside an OpenMP parallel region oneDNN
-// runs each on its calling thread alone.
+// Runs the primitives, one per thread of the kernels' pool when there are several (each band's primitive
+// is then made for one thread: see make_conv_call).
 void run_concurrently(std::vector<Launch>& launches) {
   if (launches.size() == 1) return launches[0].first.execute(cpu_stream(), launches[0].second);
-  std::exception_ptr failure;
-  const int n = static_cast<int>(launches.size());
-  note_openmp_team_used();
-#pragma omp parallel for num_threads(n) schedule(static, 1)
-  for (int i = 0; i < n; ++i) {
-    try {
-      launches[i].first.execute(cpu_stream(), launches[i].second);
-      wait_for_primitives();
-    } catch (...) {
-#pragma omp critical(pd_quantized_conv2d_bands)
-      failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  parallel_items(static_cast<int64_t>(launches.size()), [&](int64_t i) {
+    OneThreadIf single(true);
+    Launch& launch = launches[static_cast<size_t>(i)];
+    launch.first.execute(cpu_stream(), launch.second);
+    wait_for_primitives();
+  });
 }
 
 // Everything a call derives from its weights, scales, zero points and shapes: the parameters in oneDNN's
@@ -141,14 +132,20 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
   c.x_row = xs[1] * xs[3];
   c.out_row = ys[1] * ys[3];
   c.batch = ys[0];
-  // One primitive per band of output rows (one band but at batch 1: see row_bands).
-  for (const RowBand& b : row_bands(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads)) {
+  // One primitive per band of output rows (one band but at batch 1: see row_bands). Several run on the
+  // kernels' pool, one a thread, so each is made for one thread (oneDNN splits the work by the thread
+  // count it sees when the primitive is made).
+  const std::vector<RowBand> rows = row_bands(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads);
+  const bool one_thread = rows.size() > 1;
+  for (const RowBand& b : rows) {
     const ConvGeometry g({xs[0], xs[1], b.in1 - b.in0, xs[3]}, op.weight.shape(), {ys[0], ys[1], b.r1 - b.r0, ys[3]},
                          op.stride, {b.pad_top, op.padding[1]}, op.dilation, op.groups);
     const dnnl::memory::desc plain_wei(g.wei, dt::s8, op.groups > 1 ? tag::goihw : tag::oihw);
     const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", op.bias.defined()),
                                         static_cast<int>(src_dt), static_cast<int>(dst_dt), p.residual, op.activation,
-                                        op.alpha, p.x_zero_point != 0, p.out_zero_point != 0, op.channels_last, p.hash);
+                                        op.alpha, p.x_zero_point != 0, p.out_zero_point != 0, op.channels_last, p.hash) +
+                            (one_thread ? ":t1" : "");
+    OneThreadIf single(one_thread);
     auto e = cached<ConvEntry>(key, [&] {
       // channels_last asks for the user's NHWC itself (every int8 implementation reads it): no reorders.
       // An int8 residual goes into the destination byte for byte, so that must be the user's layout too.
