@@ -9,7 +9,6 @@
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/post_ops.h"
 #include "kernels.h"
-#include "pd/core/allocator.h"
 #include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
@@ -46,12 +45,13 @@ void reorder_blocks(const char* op, const Tensor& from, Tensor& to, const dims& 
       const dnnl::memory::desc plain(part, dt::f32, tag::nchw), block(part, dt::f32, blocked);
       const dnnl::memory::desc& src = to_blocked ? plain : block;
       const dnnl::memory::desc& dst = to_blocked ? block : plain;
-      OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
-      auto r = cached<dnnl::reorder>(fmt::format("{}:{}:{}:{}", op, dims_key(part), static_cast<int>(blocked), one_thread ? "t1" : ""),
-                                     [&] { return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst)); });
-      dnnl::memory in(src, cpu_engine(), src_data + n0 * image), result(dst, cpu_engine(), dst_data + n0 * image);
-      r->execute(cpu_stream(), in, result);
-      wait_for_primitives();
+      auto r = cached<dnnl::reorder>(fmt::format("{}:{}:{}:{}", op, dims_key(part), static_cast<int>(blocked), one_thread ? "t1" : ""), [&] {
+        OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
+        return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst));
+      });
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, dnnl::memory(src, cpu_engine(), src_data + n0 * image)},
+                                                 {DNNL_ARG_TO, dnnl::memory(dst, cpu_engine(), dst_data + n0 * image)}};
+      run_primitive(*r, args, {}, one_thread);
     });
   });
 }
@@ -219,17 +219,12 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     const bool on_pool = call->parts.size() > 1;
     parallel_items(static_cast<int64_t>(call->parts.size()), [&](int64_t i) {
       const BlockedConvPart& part = call->parts[static_cast<size_t>(i)];
-      OneThreadIf single(on_pool);  // a part's primitive runs on the thread the pool gives it
-      const size_t scratch_bytes = part.scratchpad.get_size();
-      std::shared_ptr<void> scratch = scratch_bytes > 0 ? cpu_allocator().allocate(scratch_bytes) : nullptr;
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(part.src, cpu_engine(), xs + part.src_offset)},
                                                  {DNNL_ARG_WEIGHTS, part.weights},
-                                                 {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), out.data<float>() + part.dst_offset)},
-                                                 {DNNL_ARG_SCRATCHPAD, dnnl::memory(part.scratchpad, cpu_engine(), scratch.get())}};
+                                                 {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), out.data<float>() + part.dst_offset)}};
       if (bs) args.emplace(DNNL_ARG_BIAS, dnnl::memory(part.bias, cpu_engine(), bs + part.bias_offset));
       if (rs) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(part.dst, cpu_engine(), rs + part.dst_offset));
-      part.prim.execute(cpu_stream(), args);
-      wait_for_primitives();
+      run_primitive(part.prim, args, part.scratchpad, on_pool);  // one part a thread, or the whole call on OpenMP's team
     });
   });
   if (after) apply_after(out, act, alpha);

@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "cpu/onednn/onednn_common.h"
-#include "pd/core/allocator.h"
 #include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
@@ -97,7 +96,6 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
   float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
   float* const os = out.data<float>();
   parallel_items(blocks, [&](int64_t b) {
-    OneThreadIf one_thread(true);  // and when it runs
     const MatmulEntry& e = b + 1 == blocks ? *last : *full;
     const int64_t r0 = b * rows;
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(e.src, cpu_engine(), xs + r0 * in)},
@@ -105,13 +103,7 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
                                                {DNNL_ARG_DST, dnnl::memory(e.dst, cpu_engine(), os + r0 * out_f)}};
     if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(e.bias, bias));
     if (rs) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(e.dst, cpu_engine(), rs + r0 * out_f));
-    std::shared_ptr<void> scratch;
-    if (e.scratchpad.get_size() > 0) {
-      scratch = cpu_allocator().allocate(e.scratchpad.get_size());
-      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratchpad, cpu_engine(), scratch.get()));
-    }
-    e.prim.execute(cpu_stream(), args);
-    wait_for_primitives();
+    run_primitive(e.prim, args, e.scratchpad);
   });
 }
 

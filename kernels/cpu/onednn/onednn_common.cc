@@ -120,6 +120,18 @@ dnnl::memory scratch_memory(const dnnl::memory::desc& md) {
 
 void release_scratch() { g_scratch.clear(); }
 
+void run_primitive(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory>& args, const dnnl::memory::desc& scratchpad,
+                   bool one_thread) {
+  OneThreadIf single(one_thread);
+  std::shared_ptr<void> buffer;
+  if (scratchpad.get_size() > 0) {
+    buffer = cpu_allocator().allocate(scratchpad.get_size());
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, cpu_engine(), buffer.get()));
+  }
+  prim.execute(cpu_stream(), args);
+  wait_for_primitives();
+}
+
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -134,6 +134,13 @@ class OneThreadIf {
   int saved_ = 0;  // the thread count to restore; 0 when nothing was changed
 };
 
+// Runs `prim` with `args` and waits for it, on the calling thread alone when `one_thread` (a part of a
+// kernel's work on the kernels' pool; the primitive must have been made for one thread too). A non-empty
+// `scratchpad` (user scratchpad mode) gets a buffer of its own from the caching allocator for this call:
+// scratch_memory's buffers belong to the thread that runs guarded(), not to the pool's workers.
+void run_primitive(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory>& args,
+                   const dnnl::memory::desc& scratchpad = {}, bool one_thread = true);
+
 // Runs `body`, turning oneDNN failures into pd::Error naming the op.
 template <typename F>
 void guarded(const char* op, F&& body) {

@@ -77,10 +77,8 @@ using Launch = std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>
 void run_concurrently(std::vector<Launch>& launches) {
   if (launches.size() == 1) return launches[0].first.execute(cpu_stream(), launches[0].second);
   parallel_items(static_cast<int64_t>(launches.size()), [&](int64_t i) {
-    OneThreadIf single(true);
     Launch& launch = launches[static_cast<size_t>(i)];
-    launch.first.execute(cpu_stream(), launch.second);
-    wait_for_primitives();
+    run_primitive(launch.first, launch.second);  // its scratchpad is among the arguments
   });
 }
 
