@@ -809,7 +809,8 @@ TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quan
   REQUIRE(count_ops(nchw, "quantized_linear") == 1);
   CHECK(count_ops(nhwc, "max_pool2d_nhwc") == 1);
   CHECK(count_ops(nhwc, "max_pool2d") == 0);
-  CHECK(count_ops(nhwc, "transpose") == 1);  // into the first conv only
+  CHECK(count_ops(nhwc, "transpose") == 0);  // the first conv reads the f32 image itself (quantize_x)
+  CHECK(count_ops(nhwc, "quantize_linear") == 0);
   for (const auto& op : nhwc.ops())
     if (op.type == "flatten") CHECK(nhwc.ops()[nhwc.value(op.inputs[0][0]).producer].type == "max_pool2d_nhwc");
   check_same_outputs(nchw, nhwc, 1e-6);
@@ -922,8 +923,47 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
     if (op.type == "quantized_conv2d") CHECK(std::get<bool>(op.attrs.at("channels_last")));
   // x goes to NHWC after its quantize (u8); y1 goes back to NCHW for the per-channel quantize, whose result goes to NHWC for the next conv;
   // y2 is an output (NCHW) and read by a conv (NHWC: taken before the transpose); softmax reads NCHW.
-  CHECK(count_ops(q, "transpose") == 5);  // x, y1, per_channel, y2, y3
+  CHECK(count_ops(q, "transpose") == 4);  // y1, per_channel, y2, y3 (x's quantize is read by its conv)
   check_same_outputs(p, q, 1e-6);
+}
+
+// The region's entry: quantize_linear -> transpose to NHWC -> quantized_conv2d becomes one
+// quantized_conv2d{quantize_x} reading the f32 NCHW input, only when nothing else reads the quantized
+// value and the conv dequantizes with the quantize's own scale and zero point.
+TEST_CASE("pass: the int8 region's entry quantize is read by the first convolution", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
+    return;
+  }
+  enum class Case { plain, quantized_is_output, other_scale };
+  for (Case c : {Case::plain, Case::quantized_is_output, Case::other_scale}) {
+    INFO("case " << static_cast<int>(c));
+    Program p;
+    auto s = p.add_param("s", pd::Tensor::scalar<float>(0.02f));
+    auto z = p.add_param("z", pd::Tensor::scalar<uint8_t>(100));
+    auto s2 = p.add_param("s2", pd::Tensor::scalar<float>(0.03f));
+    auto x = p.add_op("quantize_linear", {{p.add_input("x", {DType::f32, {-1, 3, 6, 7}})}, {s}, {z}}, {{"dtype", pd::AttrValue(DType::u8)}})[0];
+    if (c == Case::quantized_is_output) p.mark_output(x, "xq");
+    auto w = p.add_param("w", pd::ops::cast(rnd({4, 3, 3, 3}, 11, -60, 60), DType::i8));
+    auto ws = p.add_param("ws", rnd({4}, 12, 0.01, 0.02));
+    auto y = p.add_op("quantized_conv2d", {{x}, {c == Case::other_scale ? s2 : s}, {z}, {w}, {ws}, {}, {}, {}, {}, {}, {}},
+                      {{"padding", std::vector<int64_t>{1, 1}}, {"activation", pd::AttrValue(std::string("relu"))}})[0];
+    p.mark_output(y, "y");
+    Program q = p;
+    pd::ir::PassOptions opt;
+    opt.passes = {"int8_channels_last", "dce"};
+    pd::ir::PassManager(opt).run(q);
+    const bool fused = c == Case::plain;
+    CHECK(count_ops(q, "quantize_linear") == (fused ? 0 : 1));
+    CHECK(count_ops(q, "transpose") == (fused ? 1 : 2));  // the result back to NCHW; the input's unless fused
+    for (const auto& op : q.ops())
+      if (op.type == "quantized_conv2d") {
+        CHECK(std::get<bool>(op.attrs.at("channels_last")));
+        CHECK(op.attrs.count("quantize_x") == (fused ? 1u : 0u));
+        if (fused) CHECK(q.value(op.inputs[0][0]).type.dtype == DType::f32);
+      }
+    check_same_outputs(p, q, 1e-6);
+  }
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "cpu/common/parallel.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/quantized_common.h"
+#include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
@@ -270,8 +271,12 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
                       const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                       const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
-                      bool channels_last, DType out_dtype, Tensor& out) {
+                      bool channels_last, DType out_dtype, bool quantize_x, Tensor& out) {
   parse_activation("quantized_conv2d", activation);
+  if (quantize_x)
+    return quantized_conv2d<T>(ctx, reference::quantize_to_nhwc("quantized_conv2d", x, x_scale, x_zero_point), x_scale, x_zero_point,
+                               weight, weight_scale, bias, residual, residual_scale, residual_zero_point, out_scale, out_zero_point,
+                               stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, false, out);
   if (out.numel() == 0) return;
   if (reference::quantized_conv2d_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point,
                                          weight, weight_scale, bias, residual, out_scale, out_zero_point, stride, padding,
@@ -288,7 +293,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   if (on_reference)
     reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
                                    residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups,
-                                   activation, alpha, channels_last, out_dtype, out);
+                                   activation, alpha, channels_last, out_dtype, /*quantize_x=*/false, out);
 }
 
 }  // namespace pd::kernels::onednn

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "cpu/common/parallel.h"
 #include "cpu/common/widest.h"
+#include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantize_run.h"
 #include "kernels.h"
 
@@ -86,7 +88,37 @@ void dequantize_rows(const ChannelGeom& g, const Q* x, const float* scale, const
   });
 }
 
+// Each image's channel planes quantized in turn into a row buffer, then interleaved into NHWC; one
+// channel is already NHWC, so it is one run.
+template <typename Q>
+void quantize_planes_to_nhwc(const float* x, Q* out, int64_t N, int64_t C, int64_t HW, float s, Q zp) {
+  if (C == 1) return quantize_rows<float, Q>(ChannelGeom{1, 1, N * HW}, x, &s, &zp, out);
+  static const RunFn<float, Q> run = quantize_run_for<float, Q>();
+  cpu::parallel_for(N, C * HW, [&](int64_t n) {
+    thread_local std::vector<Q> plane;
+    plane.resize(static_cast<size_t>(HW));
+    for (int64_t c = 0; c < C; ++c) {
+      run(x + (n * C + c) * HW, plane.data(), HW, s, static_cast<float>(zp));
+      Q* o = out + n * HW * C + c;
+      for (int64_t i = 0; i < HW; ++i) o[i * C] = plane[static_cast<size_t>(i)];
+    }
+  });
+}
+
 }  // namespace
+
+Tensor quantize_to_nhwc(const char* op, const Tensor& x, const Tensor& scale, const Tensor& zero_point) {
+  const float s = *scale.data<float>();
+  check_scales(op, &s, 1);
+  const Shape& xs = x.shape();  // [N, C, H, W]
+  const DType dt = zero_point.dtype();
+  Tensor out = Tensor::empty({xs[0], xs[2], xs[3], xs[1]}, dt);
+  if (dt == DType::u8)
+    quantize_planes_to_nhwc(x.data<float>(), out.data<uint8_t>(), xs[0], xs[1], xs[2] * xs[3], s, *zero_point.data<uint8_t>());
+  else
+    quantize_planes_to_nhwc(x.data<float>(), out.data<int8_t>(), xs[0], xs[1], xs[2] * xs[3], s, *zero_point.data<int8_t>());
+  return out;
+}
 
 template <typename T>
 void quantize_linear(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis,

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cpu/common/parallel.h"
+#include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
@@ -108,7 +109,11 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                       const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
                       const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                       const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
-                      bool channels_last, DType out_dtype, Tensor& out) {
+                      bool channels_last, DType out_dtype, bool quantize_x, Tensor& out) {
+  if (quantize_x)
+    return quantized_conv2d<T>(ctx, quantize_to_nhwc("quantized_conv2d", x, x_scale, x_zero_point), x_scale, x_zero_point, weight,
+                               weight_scale, bias, residual, residual_scale, residual_zero_point, out_scale, out_zero_point, stride,
+                               padding, dilation, groups, activation, alpha, channels_last, out_dtype, false, out);
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
   if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale, out_zero_point,

@@ -1,5 +1,6 @@
 // quantized_conv2d_maxpool: the direct kernels pool 2 x 2 windows on the int32 sums (quantized_direct.h);
 // anything else is quantized_conv2d's kernel into a scratch tensor, then max_pool2d_nhwc's.
+#include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
 #include "kernels.h"
 
@@ -11,7 +12,12 @@ void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const T
                               const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                               const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                               DType out_dtype, const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
-                              const std::vector<int64_t>& pool_padding, bool pool_ceil_mode, Tensor& out) {
+                              const std::vector<int64_t>& pool_padding, bool pool_ceil_mode, bool quantize_x, Tensor& out) {
+  if (quantize_x)
+    return quantized_conv2d_maxpool<T>(ctx, quantize_to_nhwc("quantized_conv2d_maxpool", x, x_scale, x_zero_point), x_scale,
+                                       x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, stride, padding, dilation,
+                                       groups, activation, alpha, out_dtype, pool_kernel_size, pool_stride, pool_padding,
+                                       pool_ceil_mode, false, out);
   if (out.numel() == 0) return;
   if (quantized_conv2d_maxpool_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
                                       out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype, pool_kernel_size,
@@ -25,7 +31,7 @@ void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const T
   KernelContext conv_ctx = ctx;
   conv_ctx.memo = nullptr;  // the op's slot keeps the direct kernel's decision above
   quantized_conv2d<T>(conv_ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, none, none, none, out_scale, out_zero_point, stride,
-                      padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, conv);
+                      padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, /*quantize_x=*/false, conv);
   switch (out_dtype) {
     case DType::u8: return max_pool2d_nhwc<uint8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
     case DType::i8: return max_pool2d_nhwc<int8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);

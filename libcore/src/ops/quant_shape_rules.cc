@@ -47,13 +47,21 @@ void check_int8_weight(const char* op, In weight, In weight_scale, In bias) {
 
 // The int8 operands every quantized op shares: x with its 0-D parameters, the i8 weight with per-output
 // (axis 0) or per-tensor scales, an f32 bias, and the requantized output's parameters.
+// quantize_x: x is f32, to be quantized into x_zero_point's dtype.
 void check_int8_operands(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
-                         In out_scale, In out_zero_point, DType out_dtype) {
-  PD_CHECK(int8_dtype(x.t.dtype()), ErrorCode::kDType, "{}: argument '{}' must be u8 or i8, but received {}", op, x.name,
-           dtype_name(x.t.dtype()));
+                         In out_scale, In out_zero_point, DType out_dtype, bool quantize_x = false) {
+  if (quantize_x) {
+    check_dtype_is(op, x, DType::f32, " (quantize_x: the input it quantizes)");
+    PD_CHECK(int8_dtype(x_zero_point.t.dtype()), ErrorCode::kDType,
+             "{}: argument '{}' must be u8 or i8 (the dtype x is quantized into), but received {}", op, x_zero_point.name,
+             dtype_name(x_zero_point.t.dtype()));
+  } else {
+    PD_CHECK(int8_dtype(x.t.dtype()), ErrorCode::kDType, "{}: argument '{}' must be u8 or i8, but received {}", op, x.name,
+             dtype_name(x.t.dtype()));
+    check_dtype_is(op, x_zero_point, x.t.dtype(), " (the dtype of 'x')");
+  }
   check_dtype_is(op, x_scale, DType::f32, "");
   check_scalar(op, x_scale);
-  check_dtype_is(op, x_zero_point, x.t.dtype(), " (the dtype of 'x')");
   check_scalar(op, x_zero_point);
   check_int8_weight(op, weight, weight_scale, bias);
   if (out_dtype == DType::f32) return;
@@ -93,8 +101,11 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis) 
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
                        In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype) {
-  check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype);
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype,
+                       bool quantize_x) {
+  check_int8_operands(op, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, out_dtype, quantize_x);
+  PD_CHECK(!quantize_x || channels_last, ErrorCode::kInvalidArgument,
+           "{}: quantize_x reads the f32 [N, C, H, W] input into the NHWC int8 layout, so channels_last must be set", op);
   const bool int8_residual = residual.t.defined() && int8_dtype(residual.t.dtype());
   if (int8_residual) {
     PD_CHECK(residual_scale.t.defined() && residual_zero_point.t.defined(), ErrorCode::kInvalidArgument,
@@ -115,10 +126,11 @@ Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In wei
              "but received {}", op, residual.name, dtype_name(out_dtype));
     check_dtype_is(op, residual, DType::f32, " or u8 / i8 with 'residual_scale'");
   }
+  const bool nhwc_x = channels_last && !quantize_x;
   PD_CHECK(x.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D {}, but received shape {}", op, x.name,
-           channels_last ? "[N, H, W, C]" : "[N, C, H, W]", shape_str(x.t.shape()));
+           nhwc_x ? "[N, H, W, C]" : "[N, C, H, W]", shape_str(x.t.shape()));
   const Shape& xs = x.t.shape();
-  const Shape nchw = channels_last ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
+  const Shape nchw = nhwc_x ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
   Shape out = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, groups);
   if (channels_last) out = {out[0], out[2], out[3], out[1]};
   if (residual.t.defined())
@@ -152,11 +164,11 @@ Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point,
                               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                               DType out_dtype, const std::vector<int64_t>& pool_kernel_size,
                               const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
-                              bool pool_ceil_mode) {
+                              bool pool_ceil_mode, bool quantize_x) {
   const Tensor none;
   const Shape conv = quantized_conv2d(op, x, x_scale, x_zero_point, weight, weight_scale, bias, In{"residual", none},
                                       In{"residual_scale", none}, In{"residual_zero_point", none}, out_scale, out_zero_point,
-                                      stride, padding, dilation, groups, /*channels_last=*/true, out_dtype);
+                                      stride, padding, dilation, groups, /*channels_last=*/true, out_dtype, quantize_x);
   return pool2d_nhwc_shape(op, "convolution output", conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode,
                            /*pool_prefix=*/true);
 }

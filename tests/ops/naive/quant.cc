@@ -82,12 +82,16 @@ pd::Tensor permuted(const pd::Tensor& t, bool to_nchw) {
   return make(out, to_nchw ? Ints{N, C, A, B} : Ints{N, B, C, A});
 }
 
+// With quantize_x, x is f32 NCHW: quantized first (naive quantize_linear into the zero point's dtype).
 std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, const pd::AttrMap& attrs, bool has_residual) {
-  const bool nhwc = get<bool>(attrs, "channels_last", false);
-  const pd::Tensor x = dequantized(in[0][0], in[1][0], in[2][0], 1);
+  const bool nhwc = get<bool>(attrs, "channels_last", false), quantize_x = get<bool>(attrs, "quantize_x", false);
+  const pd::Tensor xq = quantize_x ? (*pd::test::find_naive("quantize_linear"))(
+                                         {in[0], in[1], in[2]}, {{"dtype", pd::AttrValue(in[2][0].dtype())}})[0]
+                                   : in[0][0];
+  const pd::Tensor x = dequantized(xq, in[1][0], in[2][0], 1);
   const pd::Tensor& ws = in[4][0];
   const pd::Tensor w = dequantized(in[3][0], ws, make(Reals(static_cast<size_t>(numel_of(ws.shape())), 0.0), ws.shape()), 0);
-  pd::BoxedInputs f = {{nhwc ? permuted(x, true) : x}, {w}, in[5]};
+  pd::BoxedInputs f = {{nhwc && !quantize_x ? permuted(x, true) : x}, {w}, in[5]};
   if (has_residual) {
     pd::Tensor r = in[6].empty() ? pd::Tensor() : in[6][0];
     if (r.defined() && r.dtype() != pd::DType::f32) r = dequantized(r, in[7][0], in[8][0], 1);

@@ -153,11 +153,13 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis);
 // zero point of x's dtype) and weight (i8 with f32 scales per output channel or per tensor); bias f32;
 // residual f32, or u8 / i8 with a 0-D residual_scale and residual_zero_point; out_dtype f32, or u8 / i8
 // with a 0-D out_scale and out_zero_point (and then no f32 residual).
-// channels_last: x, residual and the result are [N, H, W, C].
+// channels_last: x, residual and the result are [N, H, W, C]. quantize_x: x is the f32 [N, C, H, W]
+// input the kernel quantizes (x_zero_point u8 / i8), with channels_last for the result.
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
                        In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype);
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, DType out_dtype,
+                       bool quantize_x);
 // quantized_conv2d_maxpool: quantized_conv2d's rule with channels_last and no residual, then
 // pool2d_nhwc's on its result.
 Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,
@@ -165,7 +167,7 @@ Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point,
                               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                               DType out_dtype, const std::vector<int64_t>& pool_kernel_size,
                               const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
-                              bool pool_ceil_mode);
+                              bool pool_ceil_mode, bool quantize_x);
 Shape quantized_linear(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In out_scale,
                        In out_zero_point, DType out_dtype);
 // weight_only_linear: linear's rule on f32 x and an i8 weight with 0-D or per-output scales.

@@ -17,8 +17,10 @@
 //                 transpose moves past the pool, which leaves it a quarter of the data (LeNet)
 //      - flatten: quantized_linear(flatten(transpose_nchw(v)), W) -> quantized_linear(flatten(v), W') with
 //                 W's columns permuted from (c, h, w) order to (h, w, c): no transpose at all
-//   What is left are the transposes at the region's edges (into the first int8 convolution, out of
-//   the last one to an f32 op), each a tiled copy.
+//      - entry:   quantized_conv2d{channels_last}(transpose_nhwc(quantize_linear(x f32))) with the same
+//                 scale and zero point -> quantized_conv2d{quantize_x}(x): the convolution quantizes its
+//                 f32 NCHW input on the way in (one pass over the data and two ops fewer)
+//   What is left are the transposes out of the region's last convolution to an f32 op, each a tiled copy.
 #include <algorithm>
 #include <set>
 
@@ -79,7 +81,8 @@ class Int8ChannelsLast final : public Pass {
   bool supports(const Target& t) const override { return t.has_backend(Backend::onednn); }
   std::string doc() const override {
     return "quantized_conv2d in NHWC, with the transposes between int8 ops cancelled (moved through per-tensor "
-           "quantize / dequantize, activations and same-shape elementwise ops)";
+           "quantize / dequantize, activations and same-shape elementwise ops) and the region's entry quantize read by "
+           "the first convolution";
   }
   std::vector<std::string> targets() const override {
     return {"quantized_conv2d", "transpose", "max_pool2d", "flatten"};
@@ -95,7 +98,7 @@ class Int8ChannelsLast final : public Pass {
 
   bool match(const Program& p, int32_t i) const override {
     const Operation& op = p.ops()[i];
-    if (op.type == "quantized_conv2d") return !attr_bool(op, "channels_last");
+    if (op.type == "quantized_conv2d") return !attr_bool(op, "channels_last") || entry_quantize(p, i) >= 0;
     if (op.type == "max_pool2d") return pools_transposed_int8(p, op);
     if (op.type == "flatten") return flattens_into_linears(p, op);
     return cancels(p, i) || duplicate_of(p, i) >= 0 || sink_target(p, i) >= 0 || lifts(p, i);
@@ -103,7 +106,8 @@ class Int8ChannelsLast final : public Pass {
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation& op = p.ops()[i];
-    if (op.type == "quantized_conv2d") return to_channels_last(p, i, stats);
+    if (op.type == "quantized_conv2d")
+      return attr_bool(op, "channels_last") ? quantize_on_entry(p, i, stats) : to_channels_last(p, i, stats);
     if (op.type == "max_pool2d") return pool_channels_last(p, i, stats);
     if (op.type == "flatten") return flatten_channels_last(p, i, stats);
     if (cancels(p, i)) {
@@ -247,6 +251,42 @@ class Int8ChannelsLast final : public Pass {
     }
     p.replace_uses(op.results[0], flat);
     p.remove_ops({i + 1});
+    ++stats.fused;
+  }
+
+  // For an NHWC quantized_conv2d i without quantize_x: the per-tensor quantize_linear of an f32 4-D value
+  // (not itself a transpose's result) that, transposed to NHWC, is i's x, with i's scale and zero point,
+  // and read by nothing else. -1 if there is none.
+  static int32_t entry_quantize(const Program& p, int32_t i) {
+    const Operation& conv = p.ops()[i];
+    if (attr_bool(conv, "quantize_x")) return -1;
+    const ValueId xt = conv.inputs[0][0];
+    const int32_t t = transpose_producing(p, xt, kToNhwc);
+    if (t < 0 || p.is_output(xt) || p.users(xt).size() != 1) return -1;
+    const ValueId q = p.ops()[t].inputs[0][0];
+    const Value& qv = p.value(q);
+    if (qv.kind != ValueKind::OpResult || qv.producer < 0 || p.is_output(q) || p.users(q).size() != 1) return -1;
+    const Operation& quant = p.ops()[qv.producer];
+    if (quant.type != "quantize_linear" || !unary_elementwise(p, quant)) return -1;
+    if (quant.inputs[1] != conv.inputs[1] || quant.inputs[2] != conv.inputs[2]) return -1;
+    const ValueId x = quant.inputs[0][0];
+    const ValueType& xtype = p.value(x).type;
+    if (xtype.dtype != DType::f32 || xtype.shape.size() != 4 || transpose_producing(p, x, kToNchw) >= 0) return -1;
+    return qv.producer;
+  }
+
+  // quantized_conv2d{channels_last}(transpose_nhwc(quantize_linear(x))) -> quantized_conv2d{quantize_x}(x).
+  static void quantize_on_entry(Program& p, int32_t i, PassStats& stats) {
+    const Operation op = p.ops()[i];
+    const int32_t q = entry_quantize(p, i), t = p.value(op.inputs[0][0]).producer;
+    std::vector<std::vector<ValueId>> inputs = op.inputs;
+    inputs[0] = p.ops()[q].inputs[0];
+    AttrMap attrs = op.attrs;
+    attrs["quantize_x"] = AttrValue(true);
+    const ValueId y = p.insert_op(i, op.type, inputs, attrs)[0];
+    p.replace_uses(op.results[0], y);
+    p.remove_ops({q, t, i + 1});
+    stats.removed += 2;
     ++stats.fused;
   }
 

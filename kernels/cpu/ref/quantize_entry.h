@@ -1,0 +1,13 @@
+// An int8 region's entry: quantized_conv2d / quantized_conv2d_maxpool with quantize_x take the f32
+// [N, C, H, W] input itself and read it through this, instead of a quantize_linear and a transpose to
+// NHWC before them (two ops, two passes over the data, and at batch 1 most of the time is per op).
+#pragma once
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+// x f32 [N, C, H, W] quantized as quantize_linear does with the 0-D scale and zero point (into the
+// zero point's dtype, u8 or i8), written [N, H, W, C].
+Tensor quantize_to_nhwc(const char* op, const Tensor& x, const Tensor& scale, const Tensor& zero_point);
+
+}  // namespace pd::kernels::reference
