@@ -40,6 +40,8 @@ void check_cudnn(cudnnStatus_t status, const char* what, const char* file, int l
 #define PD_CUDA_CHECK_LAUNCH(op) ::pd::kernels::cuda::check_cuda(cudaGetLastError(), op " kernel launch", __FILE__, __LINE__)
 
 inline cudaStream_t stream_of(const KernelContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
+// Loads cuBLAS (cublas_library.cu) if it is not yet; a clear pd::Error when it cannot be.
+void load_cublas();
 // Per device, bound to the context's stream; created on first use and kept for the process.
 cublasHandle_t cublas_handle(const KernelContext& ctx);
 cublasLtHandle_t cublaslt_handle(const KernelContext& ctx);

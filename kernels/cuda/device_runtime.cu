@@ -216,6 +216,7 @@ DeviceGuard::~DeviceGuard() {
 cublasHandle_t cublas_handle(const KernelContext& ctx) {
   Handles& h = handles(ctx);
   if (h.cublas == nullptr) {
+    load_cublas();
     PD_CUBLAS_CHECK(cublasCreate(&h.cublas));
     PD_CUBLAS_CHECK(cublasSetStream(h.cublas, stream_of(ctx)));
   }
@@ -224,7 +225,10 @@ cublasHandle_t cublas_handle(const KernelContext& ctx) {
 
 cublasLtHandle_t cublaslt_handle(const KernelContext& ctx) {
   Handles& h = handles(ctx);
-  if (h.cublaslt == nullptr) PD_CUBLAS_CHECK(cublasLtCreate(&h.cublaslt));
+  if (h.cublaslt == nullptr) {
+    load_cublas();
+    PD_CUBLAS_CHECK(cublasLtCreate(&h.cublaslt));
+  }
   return h.cublaslt;
 }
 

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "pd/core/allocator.h"
 #include "pd/pd.h"
@@ -12,6 +15,12 @@
 using pd::Place;
 using pd::Tensor;
 using pd::test::error_of;
+
+#ifdef PD_WITH_CUDA
+namespace pd::kernels::cuda {
+void load_cublas();  // kernels/cuda/cublas_library.cu
+}
+#endif
 
 namespace {
 
@@ -83,5 +92,21 @@ TEST_CASE("place: tensors move to a device and back; ops refuse mixed places", "
 #ifndef PD_WITH_CUDA
   // No kernels for the device in this build: the op says so.
   CHECK_THAT(error_of([&] { pd::ops::relu(on_device); }), Catch::Contains("relu: no kernel for dtype f32 on cuda:0"));
+#endif
+}
+
+// A tool that never touches a GPU (pd-infer --version, pd-train on the CPU) must not pay for cuBLAS,
+// whose start-up costs about 210 MB of resident memory: the first CUDA kernel that needs it loads it.
+TEST_CASE("place: cuBLAS is loaded only when a CUDA kernel needs it", "[place]") {
+  const auto cublas_mapped = [] {
+    std::ifstream maps("/proc/self/maps");
+    const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    return all.find("libcublas") != std::string::npos;
+  };
+  CHECK(pd::ops::matmul(pd::ops::ones({4, 4}), pd::ops::ones({4, 4})).to_vector<float>()[0] == 4.0f);
+  CHECK(!cublas_mapped());
+#ifdef PD_WITH_CUDA
+  pd::kernels::cuda::load_cublas();  // the toolkit is installed where this was built; no GPU is needed to load it
+  CHECK(cublas_mapped());
 #endif
 }
