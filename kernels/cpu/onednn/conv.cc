@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cpu/onednn/conv_geometry.h"
+#include "cpu/ref/conv_grad_weight_direct.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -107,6 +108,7 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   if (dw.numel() == 0) return;
+  if (reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw)) return;
   guarded("conv2d_grad_weight", [&] {
     ConvGeometry g(x.shape(), weight_shape, grad.shape(), stride, padding, dilation, groups);
     // No samples (or no output positions): nothing contributes to the weight gradient.
