@@ -31,21 +31,26 @@ void norm_split(const Shape& s, int64_t begin_norm_axis, int64_t& outer, int64_t
   for (int64_t i = 0; i < nd; ++i) (i < begin ? outer : inner) *= s[i];
 }
 
-// The sum loops of sum_run.h, in the widest vector code the CPU has for floats.
+// The loops of sum_run.h, in the widest vector code the CPU has for floats.
 template <typename T>
-double sum_of(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) return sum_run_widest(x, n);
-  else return sum_run<T>(x, n);
+void shifted_sums_of(const T* x, int64_t n, double shift, double* sum, double* sum_sq) {
+  if constexpr (std::is_same_v<T, float>) shifted_sums_run_widest(x, n, shift, sum, sum_sq);
+  else shifted_sums_run<T>(x, n, shift, sum, sum_sq);
 }
 template <typename T>
-double sum_sq_dev_of(const T* x, int64_t n, double mean) {
-  if constexpr (std::is_same_v<T, float>) return sum_sq_dev_run_widest(x, n, mean);
-  else return sum_sq_dev_run<T>(x, n, mean);
+void affine_of(const T* x, int64_t n, T mul, T add, T* y) {
+  if constexpr (std::is_same_v<T, float>) affine_run_widest(x, n, mul, add, y);
+  else affine_run<T>(x, n, mul, add, y);
 }
 template <typename T>
 void grad_sums_of(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
   if constexpr (std::is_same_v<T, float>) grad_sums_run_widest(g, x, n, mean, sum_g, sum_gd);
   else grad_sums_run<T>(g, x, n, mean, sum_g, sum_gd);
+}
+template <typename T>
+void bn_dx_of(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, T* dx) {
+  if constexpr (std::is_same_v<T, float>) bn_dx_run_widest(g, x, n, ka, kx, mean, k0, dx);
+  else bn_dx_run<T>(g, x, n, ka, kx, mean, k0, dx);
 }
 
 }  // namespace
@@ -69,11 +74,12 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
     double mean, var;
     if (training && n > 0) {
-      double sum = 0;
-      for (int64_t b = 0; b < v.N; ++b) sum += sum_of(run(b, c), v.inner);
-      mean = sum / static_cast<double>(n);
-      double sq = 0;  // two-pass variance: no cancellation
-      for (int64_t b = 0; b < v.N; ++b) sq += sum_sq_dev_of(run(b, c), v.inner, mean);
+      // One pass: sums of x - x[0] and their squares (see shifted_sums_run), in double.
+      const double shift = static_cast<double>(run(0, c)[0]);
+      double sum = 0, sum_sq = 0;
+      for (int64_t b = 0; b < v.N; ++b) shifted_sums_of(run(b, c), v.inner, shift, &sum, &sum_sq);
+      const double sq = std::max(0.0, sum_sq - sum * sum / static_cast<double>(n));  // sum of (x - mean)^2
+      mean = shift + sum / static_cast<double>(n);
       var = sq / static_cast<double>(n);
       const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
       rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
@@ -92,11 +98,7 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
     // out = (x - mean) * invstd * scale + bias, as one multiply-add per element.
     const double k = invstd * (sc ? static_cast<double>(sc[c]) : 1.0);
     const T mul = static_cast<T>(k), add = static_cast<T>((bs ? static_cast<double>(bs[c]) : 0.0) - mean * k);
-    for (int64_t b = 0; b < v.N; ++b) {
-      const T* __restrict xr = run(b, c);
-      T* __restrict orow = od + (b * v.C + c) * v.inner;
-      for (int64_t i = 0; i < v.inner; ++i) orow[i] = xr[i] * mul + add;
-    }
+    for (int64_t b = 0; b < v.N; ++b) affine_of(run(b, c), v.inner, mul, add, od + (b * v.C + c) * v.inner);
   });
 }
 
@@ -137,10 +139,7 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
     const T k0 = training ? static_cast<T>(-a * sum_g / nn) : T(0);
     for (int64_t b = 0; b < v.N; ++b) {
       const int64_t base = (b * v.C + c) * v.inner;
-      const T* __restrict xr = xd + base;
-      const T* __restrict gr = gd + base;
-      T* __restrict dr = dxd + base;
-      for (int64_t i = 0; i < v.inner; ++i) dr[i] = ka * gr[i] + kx * (xr[i] - mean) + k0;
+      bn_dx_of(gd + base, xd + base, v.inner, ka, kx, mean, k0, dxd + base);
     }
   });
 }

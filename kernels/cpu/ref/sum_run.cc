@@ -11,9 +11,19 @@ double sum_run_widest(const float* x, int64_t n) {
   return run(x, n);
 }
 
-double sum_sq_dev_run_widest(const float* x, int64_t n, double mean) {
-  static const auto run = widest(&sum_sq_dev_run<float>, &sum_sq_dev_run_avx2, &sum_sq_dev_run_avx512);
-  return run(x, n, mean);
+void shifted_sums_run_widest(const float* x, int64_t n, double shift, double* sum, double* sum_sq) {
+  static const auto run = widest(&shifted_sums_run<float>, &shifted_sums_run_avx2, &shifted_sums_run_avx512);
+  run(x, n, shift, sum, sum_sq);
+}
+
+void affine_run_widest(const float* x, int64_t n, float mul, float add, float* y) {
+  static const auto run = widest(&affine_run<float>, &affine_run_avx2, &affine_run_avx512);
+  run(x, n, mul, add, y);
+}
+
+void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx) {
+  static const auto run = widest(&bn_dx_run<float>, &bn_dx_run_avx2, &bn_dx_run_avx512);
+  run(g, x, n, ka, kx, mean, k0, dx);
 }
 
 void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {

@@ -58,6 +58,43 @@ static inline double sum_sq_dev_run(const T* x, int64_t n, double mean) {
   return acc;
 }
 
+// sums of d = x - shift and of d * d, added to *sum and *sum_sq: batch_norm's mean and variance in one
+// pass over the data instead of two. The shift, a value of the data, keeps the variance
+// (sum_sq - sum * sum / n) / n clear of the cancellation that |mean| >> std would cause.
+template <typename T>
+static inline void shifted_sums_run(const T* x, int64_t n, double shift, double* sum, double* sum_sq) {
+  double ps[kSumChains] = {}, pq[kSumChains] = {};
+  int64_t k = 0;
+  for (; k + kSumChains <= n; k += kSumChains)
+    for (int j = 0; j < kSumChains; ++j) {
+      const double d = static_cast<double>(x[k + j]) - shift;
+      ps[j] += d;
+      pq[j] += d * d;
+    }
+  double as = combine_chains(ps), aq = combine_chains(pq);
+  for (; k < n; ++k) {
+    const double d = static_cast<double>(x[k]) - shift;
+    as += d;
+    aq += d * d;
+  }
+  *sum += as;
+  *sum_sq += aq;
+}
+
+// y = x * mul + add: batch_norm's normalisation with its per-channel constants folded.
+template <typename T>
+static inline void affine_run(const T* __restrict x, int64_t n, T mul, T add, T* __restrict y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * mul + add;
+}
+
+// dx = ka * g + kx * (x - mean) + k0: batch_norm_grad's elementwise pass.
+template <typename T>
+static inline void bn_dx_run(const T* __restrict g, const T* __restrict x, int64_t n, T ka, T kx, T mean, T k0, T* __restrict dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = ka * g[i] + kx * (x[i] - mean) + k0;
+}
+
 // sum of g and of g * (x - mean), added to *sum_g and *sum_gd (batch_norm_grad's dbias and dscale)
 template <typename T>
 static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
@@ -154,8 +191,12 @@ static inline void layer_norm_grad_row(const T* x, const T* g, const T* scale, i
 // The float forms for wider instruction sets; call only after the CPU check.
 double sum_run_avx2(const float* x, int64_t n);
 double sum_run_avx512(const float* x, int64_t n);
-double sum_sq_dev_run_avx2(const float* x, int64_t n, double mean);
-double sum_sq_dev_run_avx512(const float* x, int64_t n, double mean);
+void shifted_sums_run_avx2(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
+void shifted_sums_run_avx512(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
+void affine_run_avx2(const float* x, int64_t n, float mul, float add, float* y);
+void affine_run_avx512(const float* x, int64_t n, float mul, float add, float* y);
+void bn_dx_run_avx2(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
+void bn_dx_run_avx512(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
 void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 void layer_norm_row_avx2(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
@@ -169,7 +210,9 @@ void layer_norm_grad_row_avx512(const float* x, const float* g, const float* sca
 
 // The widest float form this CPU runs (sum_run.cc); other types call the templates.
 double sum_run_widest(const float* x, int64_t n);
-double sum_sq_dev_run_widest(const float* x, int64_t n, double mean);
+void shifted_sums_run_widest(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
+void affine_run_widest(const float* x, int64_t n, float mul, float add, float* y);
+void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
 void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
 void layer_norm_row_widest(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
                            double* invstd);

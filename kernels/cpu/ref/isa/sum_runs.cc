@@ -13,7 +13,13 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 
 namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float* x, int64_t n) { return sum_run(x, n); }
-double PD_ISA_FN(sum_sq_dev_run)(const float* x, int64_t n, double mean) { return sum_sq_dev_run(x, n, mean); }
+void PD_ISA_FN(shifted_sums_run)(const float* x, int64_t n, double shift, double* sum, double* sum_sq) {
+  shifted_sums_run(x, n, shift, sum, sum_sq);
+}
+void PD_ISA_FN(affine_run)(const float* x, int64_t n, float mul, float add, float* y) { affine_run(x, n, mul, add, y); }
+void PD_ISA_FN(bn_dx_run)(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx) {
+  bn_dx_run(g, x, n, ka, kx, mean, k0, dx);
+}
 void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
   grad_sums_run(g, x, n, mean, sum_g, sum_gd);
 }
@@ -33,7 +39,9 @@ PD_TARGET_POP
 
 namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float*, int64_t) { return 0; }
-double PD_ISA_FN(sum_sq_dev_run)(const float*, int64_t, double) { return 0; }
+void PD_ISA_FN(shifted_sums_run)(const float*, int64_t, double, double*, double*) {}
+void PD_ISA_FN(affine_run)(const float*, int64_t, float, float, float*) {}
+void PD_ISA_FN(bn_dx_run)(const float*, const float*, int64_t, float, float, float, float, float*) {}
 void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, double*, double*) {}
 void PD_ISA_FN(layer_norm_row)(const float*, const float*, const float*, int64_t, double, float*, double*, double*) {}
 void PD_ISA_FN(layer_norm_grad_row)(const float*, const float*, const float*, int64_t, double, double, double*, double*, float*) {}
