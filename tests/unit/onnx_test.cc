@@ -37,6 +37,9 @@ Program every_op_program() {
                         {param("bn.mean", randn({4}, 5))}, {param("bn.var", ops::add(ops::abs(randn({4}, 6)), ops::full({}, 0.5)))}},
          {{"training", false}});
   x = op("hardswish", {{op("relu", {{x}})}});
+  x = op("batch_norm", {{x}, {param("bn2.weight", randn({4}, 14))}, {param("bn2.bias", randn({4}, 15))}, {param("bn2.mean", randn({4}, 16))},
+                        {param("bn2.var", ops::add(ops::abs(randn({4}, 17)), ops::full({}, 0.5)))}},
+         {{"training", false}, {"fuse_relu", true}});  // BatchNormalization, then Relu
   x = op("max_pool2d", {{x}}, {{"kernel_size", Ints{2, 2}}});
   x = op("avg_pool2d", {{x}}, {{"kernel_size", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}, {"exclusive", false}});
   x = op("leaky_relu", {{op("hardsigmoid", {{x}}, {{"alpha", 0.3}, {"beta", 0.4}})}}, {{"alpha", 0.1}});

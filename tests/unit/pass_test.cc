@@ -65,7 +65,7 @@ pd::quant::QdqOptions minmax() {
 
 // x -> conv2d(w, bias?) -> [bn] -> act, with knobs for the negative cases.
 struct ConvNet {
-  bool bias = true, bn = true, bn_training = false, extra_user = false, pre_act_output = false;
+  bool bias = true, bn = true, bn_training = false, bn_relu = false, extra_user = false, pre_act_output = false;
   std::string act = "relu";
   Program build() const {
     Program p;
@@ -78,7 +78,7 @@ struct ConvNet {
     if (bn) {
       auto s = p.add_param("bn.scale", rnd({4}, 3, 0.5, 1.5)), sh = p.add_param("bn.bias", rnd({4}, 4));
       auto m = p.add_param("bn.mean", rnd({4}, 5)), v = p.add_param("bn.var", rnd({4}, 6, 0.5, 2));
-      y = p.add_op("batch_norm", {{y}, {s}, {sh}, {m}, {v}}, {{"training", bn_training}})[0];
+      y = p.add_op("batch_norm", {{y}, {s}, {sh}, {m}, {v}}, {{"training", bn_training}, {"fuse_relu", bn_relu}})[0];
     }
     if (pre_act_output) p.mark_output(y, "pre");
     AttrMap attrs;
@@ -238,7 +238,9 @@ TEST_CASE("pass: batch_norm folding refuses unsafe cases", "[pass]") {
   two_users.extra_user = true;
   ConvNet training;
   training.bn_training = true;
-  for (const ConvNet& n : {two_users, training}) {
+  ConvNet fused_relu;  // the relu would need an op of its own
+  fused_relu.bn_relu = true;
+  for (const ConvNet& n : {two_users, training, fused_relu}) {
     Program p = n.build();
     Program q = run_pass(p, "bn_fold");
     CHECK(pd::ir::print(q) == pd::ir::print(p));

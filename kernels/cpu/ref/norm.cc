@@ -38,19 +38,28 @@ void shifted_sums_of(const T* x, int64_t n, double shift, double* sum, double* s
   else shifted_sums_run<T>(x, n, shift, sum, sum_sq);
 }
 template <typename T>
-void affine_of(const T* x, int64_t n, T mul, T add, T* y) {
-  if constexpr (std::is_same_v<T, float>) affine_run_widest(x, n, mul, add, y);
-  else affine_run<T>(x, n, mul, add, y);
+void affine_of(const T* x, int64_t n, BnAffine<T> a, T* y) {
+  if constexpr (std::is_same_v<T, float>) affine_run_widest(x, n, a, y);
+  else affine_run<T>(x, n, a, y);
 }
 template <typename T>
-void grad_sums_of(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
-  if constexpr (std::is_same_v<T, float>) grad_sums_run_widest(g, x, n, mean, sum_g, sum_gd);
-  else grad_sums_run<T>(g, x, n, mean, sum_g, sum_gd);
+void grad_sums_of(const T* g, const T* x, int64_t n, T mean, BnAffine<T> a, double* sum_g, double* sum_gd) {
+  if constexpr (std::is_same_v<T, float>) grad_sums_run_widest(g, x, n, mean, a, sum_g, sum_gd);
+  else grad_sums_run<T>(g, x, n, mean, a, sum_g, sum_gd);
 }
 template <typename T>
-void bn_dx_of(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, T* dx) {
-  if constexpr (std::is_same_v<T, float>) bn_dx_run_widest(g, x, n, ka, kx, mean, k0, dx);
-  else bn_dx_run<T>(g, x, n, ka, kx, mean, k0, dx);
+void bn_dx_of(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, BnAffine<T> a, T* dx) {
+  if constexpr (std::is_same_v<T, float>) bn_dx_run_widest(g, x, n, ka, kx, mean, k0, a, dx);
+  else bn_dx_run<T>(g, x, n, ka, kx, mean, k0, a, dx);
+}
+
+// Channel c's out = (x - mean) * invstd * scale + bias as one multiply-add, the constants made in
+// double from the saved (rounded) statistics: batch_norm and batch_norm_grad both make them here, so
+// that a fused relu's mask in the gradient is the forward's.
+template <typename T>
+BnAffine<T> bn_affine(T mean, T invstd, const T* scale, const T* bias, int64_t c, bool relu) {
+  const double k = static_cast<double>(invstd) * (scale ? static_cast<double>(scale[c]) : 1.0);
+  return {static_cast<T>(k), static_cast<T>((bias ? static_cast<double>(bias[c]) : 0.0) - static_cast<double>(mean) * k), relu};
 }
 
 }  // namespace
@@ -58,7 +67,7 @@ void bn_dx_of(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, T* dx
 // Channels across threads, each walking its N runs of `inner` contiguous values (as batch_norm_grad).
 template <typename T>
 void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
-                const Tensor& running_var, double momentum, double epsilon, bool training, Tensor& out,
+                const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, Tensor& out,
                 Tensor& saved_mean, Tensor& saved_invstd) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
@@ -95,10 +104,8 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
     const double invstd = 1.0 / std::sqrt(var + epsilon);
     sm[c] = static_cast<T>(mean);
     si[c] = static_cast<T>(invstd);
-    // out = (x - mean) * invstd * scale + bias, as one multiply-add per element.
-    const double k = invstd * (sc ? static_cast<double>(sc[c]) : 1.0);
-    const T mul = static_cast<T>(k), add = static_cast<T>((bs ? static_cast<double>(bs[c]) : 0.0) - mean * k);
-    for (int64_t b = 0; b < v.N; ++b) affine_of(run(b, c), v.inner, mul, add, od + (b * v.C + c) * v.inner);
+    const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
+    for (int64_t b = 0; b < v.N; ++b) affine_of(run(b, c), v.inner, a, od + (b * v.C + c) * v.inner);
   });
 }
 
@@ -108,13 +115,15 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
 // rearranged into per-channel constants.
 template <typename T>
 void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean, const Tensor& saved_invstd,
-                     const Tensor& grad, bool training, Tensor& dx, Tensor& dscale, Tensor& dbias) {
+                     const Tensor& grad, const Tensor& bias, bool training, bool fuse_relu, Tensor& dx, Tensor& dscale,
+                     Tensor& dbias) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   const T* sm = saved_mean.data<T>();
   const T* si = saved_invstd.data<T>();
   const T* sc = scale.defined() ? scale.data<T>() : nullptr;
+  const T* bs = bias.defined() ? bias.data<T>() : nullptr;
   T* dxd = dx.data<T>();
   T* dsd = dscale.defined() ? dscale.data<T>() : nullptr;
   T* dbd = dbias.defined() ? dbias.data<T>() : nullptr;
@@ -122,24 +131,25 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
     const T mean = sm[c];
     const double invstd = si[c];
+    const BnAffine<T> relu_mask = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);  // where a fused relu passed the gradient
     double sum_g = 0, sum_gd = 0;  // dbias, and dscale / invstd
     for (int64_t b = 0; b < v.N; ++b) {
       const int64_t base = (b * v.C + c) * v.inner;
-      grad_sums_of(gd + base, xd + base, v.inner, mean, &sum_g, &sum_gd);
+      grad_sums_of(gd + base, xd + base, v.inner, mean, relu_mask, &sum_g, &sum_gd);
     }
     const double sum_gx = sum_gd * invstd;
     if (dsd) dsd[c] = static_cast<T>(sum_gx);
     if (dbd) dbd[c] = static_cast<T>(sum_g);
     const double a = (sc ? static_cast<double>(sc[c]) : 1.0) * invstd;
     // training: dx = a * (g - sum(g)/n - xhat * sum(g*xhat)/n), xhat = (x - mean) * invstd (batch
-    // statistics depend on x); eval: dx = a * g.
+    // statistics depend on x); eval: dx = a * g. With fuse_relu, g is zero where the relu clipped.
     const double nn = n > 0 ? static_cast<double>(n) : 1.0;
     const T ka = static_cast<T>(a);
     const T kx = training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0);
     const T k0 = training ? static_cast<T>(-a * sum_g / nn) : T(0);
     for (int64_t b = 0; b < v.N; ++b) {
       const int64_t base = (b * v.C + c) * v.inner;
-      bn_dx_of(gd + base, xd + base, v.inner, ka, kx, mean, k0, dxd + base);
+      bn_dx_of(gd + base, xd + base, v.inner, ka, kx, mean, k0, relu_mask, dxd + base);
     }
   });
 }

@@ -16,19 +16,21 @@ void shifted_sums_run_widest(const float* x, int64_t n, double shift, double* su
   run(x, n, shift, sum, sum_sq);
 }
 
-void affine_run_widest(const float* x, int64_t n, float mul, float add, float* y) {
+void affine_run_widest(const float* x, int64_t n, BnAffine<float> a, float* y) {
   static const auto run = widest(&affine_run<float>, &affine_run_avx2, &affine_run_avx512);
-  run(x, n, mul, add, y);
+  run(x, n, a, y);
 }
 
-void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx) {
+void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, BnAffine<float> a,
+                      float* dx) {
   static const auto run = widest(&bn_dx_run<float>, &bn_dx_run_avx2, &bn_dx_run_avx512);
-  run(g, x, n, ka, kx, mean, k0, dx);
+  run(g, x, n, ka, kx, mean, k0, a, dx);
 }
 
-void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
+void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, BnAffine<float> a, double* sum_g,
+                          double* sum_gd) {
   static const auto run = widest(&grad_sums_run<float>, &grad_sums_run_avx2, &grad_sums_run_avx512);
-  run(g, x, n, mean, sum_g, sum_gd);
+  run(g, x, n, mean, a, sum_g, sum_gd);
 }
 
 void layer_norm_row_widest(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,

@@ -7,6 +7,7 @@
 // the vector forms may fuse it into an FMA, so those differ from the baseline build in the last bits.
 // The *_widest functions (sum_run.cc) pick the form the CPU runs.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -81,37 +82,80 @@ static inline void shifted_sums_run(const T* x, int64_t n, double shift, double*
   *sum_sq += aq;
 }
 
-// y = x * mul + add: batch_norm's normalisation with its per-channel constants folded.
+// batch_norm's value y = x * mul + add (its per-channel constants folded), and with fuse_relu (relu
+// set) relu of it. The gradient loops below recompute y with the same expression to find where relu
+// passed the gradient, so they agree with the forward pass bit for bit.
 template <typename T>
-static inline void affine_run(const T* __restrict x, int64_t n, T mul, T add, T* __restrict y) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * mul + add;
+struct BnAffine {
+  T mul, add;
+  bool relu;
+};
+
+template <typename T>
+static inline T bn_value(T x, const BnAffine<T>& a) {
+  return x * a.mul + a.add;
 }
 
-// dx = ka * g + kx * (x - mean) + k0: batch_norm_grad's elementwise pass.
+// y = bn_value(x), relu'd with a.relu.
 template <typename T>
-static inline void bn_dx_run(const T* __restrict g, const T* __restrict x, int64_t n, T ka, T kx, T mean, T k0, T* __restrict dx) {
+static inline void affine_run(const T* __restrict x, int64_t n, BnAffine<T> a, T* __restrict y) {
+  if (a.relu) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dx[i] = ka * g[i] + kx * (x[i] - mean) + k0;
+    for (int64_t i = 0; i < n; ++i) y[i] = std::max(bn_value(x[i], a), T(0));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = bn_value(x[i], a);
+  }
 }
 
-// sum of g and of g * (x - mean), added to *sum_g and *sum_gd (batch_norm_grad's dbias and dscale)
+// The gradient that reaches batch_norm's value: g, or 0 where a fused relu clipped it.
+template <bool kRelu, typename T>
+static inline T bn_passed(T g, T x, const BnAffine<T>& a) {
+  return !kRelu || bn_value(x, a) > T(0) ? g : T(0);
+}
+
+template <bool kRelu, typename T>
+static inline void bn_dx_run_as(const T* __restrict g, const T* __restrict x, int64_t n, T ka, T kx, T mean, T k0,
+                                const BnAffine<T>& a, T* __restrict dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = ka * bn_passed<kRelu>(g[i], x[i], a) + kx * (x[i] - mean) + k0;
+}
+
+// dx = ka * g' + kx * (x - mean) + k0, g' the gradient passed by the fused relu (if any): batch_norm_grad's
+// elementwise pass.
 template <typename T>
-static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, double* sum_g, double* sum_gd) {
+static inline void bn_dx_run(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, BnAffine<T> a, T* dx) {
+  if (a.relu) bn_dx_run_as<true>(g, x, n, ka, kx, mean, k0, a, dx);
+  else bn_dx_run_as<false>(g, x, n, ka, kx, mean, k0, a, dx);
+}
+
+template <bool kRelu, typename T>
+static inline void grad_sums_run_as(const T* g, const T* x, int64_t n, T mean, const BnAffine<T>& a, double* sum_g,
+                                    double* sum_gd) {
   double pg[kSumChains] = {}, pd[kSumChains] = {};
   int64_t k = 0;
   for (; k + kSumChains <= n; k += kSumChains)
     for (int j = 0; j < kSumChains; ++j) {
-      pg[j] += static_cast<double>(g[k + j]);
-      pd[j] += static_cast<double>(g[k + j]) * static_cast<double>(x[k + j] - mean);
+      const double gv = static_cast<double>(bn_passed<kRelu>(g[k + j], x[k + j], a));
+      pg[j] += gv;
+      pd[j] += gv * static_cast<double>(x[k + j] - mean);
     }
   double ag = combine_chains(pg), ad = combine_chains(pd);
   for (; k < n; ++k) {
-    ag += static_cast<double>(g[k]);
-    ad += static_cast<double>(g[k]) * static_cast<double>(x[k] - mean);
+    const double gv = static_cast<double>(bn_passed<kRelu>(g[k], x[k], a));
+    ag += gv;
+    ad += gv * static_cast<double>(x[k] - mean);
   }
   *sum_g += ag;
   *sum_gd += ad;
+}
+
+// sum of g' and of g' * (x - mean), g' as in bn_dx_run, added to *sum_g and *sum_gd (batch_norm_grad's
+// dbias and dscale)
+template <typename T>
+static inline void grad_sums_run(const T* g, const T* x, int64_t n, T mean, BnAffine<T> a, double* sum_g, double* sum_gd) {
+  if (a.relu) grad_sums_run_as<true>(g, x, n, mean, a, sum_g, sum_gd);
+  else grad_sums_run_as<false>(g, x, n, mean, a, sum_g, sum_gd);
 }
 
 // One row of layer_norm: mean and variance in two passes of 8 chains (sum_run, sum_sq_dev_run), then
@@ -193,12 +237,14 @@ double sum_run_avx2(const float* x, int64_t n);
 double sum_run_avx512(const float* x, int64_t n);
 void shifted_sums_run_avx2(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
 void shifted_sums_run_avx512(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
-void affine_run_avx2(const float* x, int64_t n, float mul, float add, float* y);
-void affine_run_avx512(const float* x, int64_t n, float mul, float add, float* y);
-void bn_dx_run_avx2(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
-void bn_dx_run_avx512(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
-void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
-void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void affine_run_avx2(const float* x, int64_t n, BnAffine<float> a, float* y);
+void affine_run_avx512(const float* x, int64_t n, BnAffine<float> a, float* y);
+void bn_dx_run_avx2(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, BnAffine<float> a, float* dx);
+void bn_dx_run_avx512(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, BnAffine<float> a,
+                      float* dx);
+void grad_sums_run_avx2(const float* g, const float* x, int64_t n, float mean, BnAffine<float> a, double* sum_g, double* sum_gd);
+void grad_sums_run_avx512(const float* g, const float* x, int64_t n, float mean, BnAffine<float> a, double* sum_g,
+                          double* sum_gd);
 void layer_norm_row_avx2(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
                          double* invstd);
 void layer_norm_row_avx512(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
@@ -211,9 +257,11 @@ void layer_norm_grad_row_avx512(const float* x, const float* g, const float* sca
 // The widest float form this CPU runs (sum_run.cc); other types call the templates.
 double sum_run_widest(const float* x, int64_t n);
 void shifted_sums_run_widest(const float* x, int64_t n, double shift, double* sum, double* sum_sq);
-void affine_run_widest(const float* x, int64_t n, float mul, float add, float* y);
-void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx);
-void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd);
+void affine_run_widest(const float* x, int64_t n, BnAffine<float> a, float* y);
+void bn_dx_run_widest(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, BnAffine<float> a,
+                      float* dx);
+void grad_sums_run_widest(const float* g, const float* x, int64_t n, float mean, BnAffine<float> a, double* sum_g,
+                          double* sum_gd);
 void layer_norm_row_widest(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y, double* mean,
                            double* invstd);
 void layer_norm_grad_row_widest(const float* x, const float* g, const float* scale, int64_t n, double mu, double is,

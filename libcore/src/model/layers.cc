@@ -112,6 +112,10 @@ class BatchNorm : public Layer {
       return sync_batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, *ctx.cross_rank_sum, spec_.name);
     return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training));
   }
+  Tensor forward_relu(const std::vector<Tensor>& in, const ForwardCtx& ctx) override {
+    if (ctx.training && ctx.cross_rank_sum) return Tensor();  // sync_batch_norm has no fused form
+    return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training, /*fuse_relu=*/true));
+  }
 
  private:
   Tensor scale_, bias_, mean_, var_;

@@ -70,6 +70,16 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
     for (const auto& name : l.inputs) last_reader_[name] = layers_.size();
     layers_.push_back(std::move(layer));
   }
+  std::map<std::string, int> readers;
+  for (const auto& l : spec.layers)
+    for (const auto& name : l.inputs) ++readers[name];
+  relu_next_.assign(layers_.size(), false);
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    const LayerSpec& next = layers_[i + 1]->spec();
+    const std::string& name = layers_[i]->spec().name;
+    relu_next_[i] = next.type == "relu" && next.inputs == std::vector<std::string>{name} && readers[name] == 1 &&
+                    name != spec.loss_input;
+  }
 }
 
 Network::~Network() = default;
@@ -89,11 +99,16 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     for (const auto& name : l.inputs) in.push_back(values.at(name));
     const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
     ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i), cross_rank_sum_ ? &cross_rank_sum_ : nullptr};
-    values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
+    // A relu that alone reads this layer's value, which nobody asked for: one op where the layer can.
+    const size_t self = i;
+    Tensor fused;
+    if (relu_next_[i] && !keep.empty() && !keep.count(l.name)) fused = at_layer(l, [&] { return layers_[i]->forward_relu(in, ctx); });
+    if (fused.defined()) values[layers_[++i]->spec().name] = fused;  // the relu's value; the relu is done
+    else values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
     if (keep.empty()) continue;
     in.clear();
     for (const auto& name : l.inputs)
-      if (last_reader_.at(name) == i && !keep.count(name)) values.erase(name);
+      if (last_reader_.at(name) == self && !keep.count(name)) values.erase(name);
   }
   if (!keep.empty()) std::erase_if(values, [&](const auto& kv) { return !keep.count(kv.first); });
   return values;

@@ -383,6 +383,16 @@ Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In ru
   return x.t.shape();
 }
 
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu) {
+  if (fuse_relu) {
+    PD_CHECK(bias.t.defined(), ErrorCode::kInvalidArgument,
+             "{}: with fuse_relu, argument '{}' is required (the relu mask is recomputed from it)", op, bias.name);
+    PD_CHECK(bias.t.shape() == scale.t.shape(), ErrorCode::kShape, "{}: argument '{}' must have the shape of '{}' {}, but received {}",
+             op, bias.name, scale.name, shape_str(scale.t.shape()), shape_str(bias.t.shape()));
+  }
+  return same_shapes(op, x, grad);
+}
+
 Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis) {
   int64_t b = normalize_axis(begin_norm_axis, x.t.dim(), op);
   Shape normalized(x.t.shape().begin() + b, x.t.shape().end());

@@ -39,7 +39,7 @@ PD_NAIVE_REF(batch_norm) {
   Reals xv = vals(x), sc = vals(in[1][0]), bi = vals(in[2][0]);
   Reals rm = vals(in[3][0]), rv = vals(in[4][0]);
   double eps = get<double>(attrs, "epsilon", 1e-5);
-  bool training = get<bool>(attrs, "training", true);
+  bool training = get<bool>(attrs, "training", true), fuse_relu = get<bool>(attrs, "fuse_relu", false);
   int64_t N = s[0], C = s[1], inner = 1;
   for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
   Reals mean(static_cast<size_t>(C), 0.0), invstd(static_cast<size_t>(C), 0.0);
@@ -68,6 +68,7 @@ PD_NAIVE_REF(batch_norm) {
       for (int64_t k = 0; k < inner; ++k) {
         int64_t f = (n * C + c) * inner + k;
         out[f] = (xv[f] - mean[c]) * invstd[c] * sc[c] + bi[c];
+        if (fuse_relu && out[f] < 0) out[f] = 0;
       }
   return {make(out, s), make(mean, {C}), make(invstd, {C})};
 }

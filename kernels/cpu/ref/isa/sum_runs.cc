@@ -1,5 +1,6 @@
 // The float sum loops of sum_run.h compiled for one instruction set (libcore/CMakeLists.txt,
 // pd_add_isa_variants); sum_run.cc calls them after the CPU check.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -16,12 +17,14 @@ double PD_ISA_FN(sum_run)(const float* x, int64_t n) { return sum_run(x, n); }
 void PD_ISA_FN(shifted_sums_run)(const float* x, int64_t n, double shift, double* sum, double* sum_sq) {
   shifted_sums_run(x, n, shift, sum, sum_sq);
 }
-void PD_ISA_FN(affine_run)(const float* x, int64_t n, float mul, float add, float* y) { affine_run(x, n, mul, add, y); }
-void PD_ISA_FN(bn_dx_run)(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, float* dx) {
-  bn_dx_run(g, x, n, ka, kx, mean, k0, dx);
+void PD_ISA_FN(affine_run)(const float* x, int64_t n, BnAffine<float> a, float* y) { affine_run(x, n, a, y); }
+void PD_ISA_FN(bn_dx_run)(const float* g, const float* x, int64_t n, float ka, float kx, float mean, float k0, BnAffine<float> a,
+                          float* dx) {
+  bn_dx_run(g, x, n, ka, kx, mean, k0, a, dx);
 }
-void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, double* sum_g, double* sum_gd) {
-  grad_sums_run(g, x, n, mean, sum_g, sum_gd);
+void PD_ISA_FN(grad_sums_run)(const float* g, const float* x, int64_t n, float mean, BnAffine<float> a, double* sum_g,
+                              double* sum_gd) {
+  grad_sums_run(g, x, n, mean, a, sum_g, sum_gd);
 }
 void PD_ISA_FN(layer_norm_row)(const float* x, const float* scale, const float* bias, int64_t n, double eps, float* y,
                                double* mean, double* invstd) {
@@ -40,9 +43,9 @@ PD_TARGET_POP
 namespace pd::kernels::reference {
 double PD_ISA_FN(sum_run)(const float*, int64_t) { return 0; }
 void PD_ISA_FN(shifted_sums_run)(const float*, int64_t, double, double*, double*) {}
-void PD_ISA_FN(affine_run)(const float*, int64_t, float, float, float*) {}
-void PD_ISA_FN(bn_dx_run)(const float*, const float*, int64_t, float, float, float, float, float*) {}
-void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, double*, double*) {}
+void PD_ISA_FN(affine_run)(const float*, int64_t, BnAffine<float>, float*) {}
+void PD_ISA_FN(bn_dx_run)(const float*, const float*, int64_t, float, float, float, float, BnAffine<float>, float*) {}
+void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, BnAffine<float>, double*, double*) {}
 void PD_ISA_FN(layer_norm_row)(const float*, const float*, const float*, int64_t, double, float*, double*, double*) {}
 void PD_ISA_FN(layer_norm_grad_row)(const float*, const float*, const float*, int64_t, double, double, double*, double*, float*) {}
 }  // namespace pd::kernels::reference

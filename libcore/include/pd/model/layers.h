@@ -37,6 +37,9 @@ class Layer {
   virtual ~Layer() = default;
   virtual void build(const std::vector<Shape>& in_shapes, ParamFactory& params) {}
   virtual Tensor forward(const std::vector<Tensor>& in, const ForwardCtx& ctx) = 0;
+  // relu(forward(in)) in one op, for a layer whose kernel can apply the relu in the same pass
+  // (batch_norm's fuse_relu); undefined where it cannot, and the network runs the two layers in turn.
+  virtual Tensor forward_relu(const std::vector<Tensor>& in, const ForwardCtx& ctx) { return Tensor(); }
   const LayerSpec& spec() const { return spec_; }
   int64_t param_count() const { return param_count_; }
 

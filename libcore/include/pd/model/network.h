@@ -152,6 +152,9 @@ class Network {
   ModelSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::map<std::string, size_t> last_reader_;  // value name -> index of the last layer that reads it
+  // relu_next_[i]: layer i + 1 is a relu and the only reader of layer i's value, so the two may run as
+  // one op (Layer::forward_relu) when that value is not asked for.
+  std::vector<bool> relu_next_;
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
   uint64_t rng_stream_ = 0;

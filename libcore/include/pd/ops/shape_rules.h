@@ -107,6 +107,9 @@ Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_s
 Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
 Shape channel(const char* op, In x);
 Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var);
+// batch_norm_grad's dx: grad has x's shape; with fuse_relu, bias (which the relu mask is recomputed
+// with) is there and has scale's shape.
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu);
 Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis);
 Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
 Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);

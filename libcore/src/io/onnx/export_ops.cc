@@ -126,9 +126,12 @@ void adaptive_avg_pool2d(ExportContext& c) {
 
 void batch_norm(ExportContext& c) {
   if (c.attr_bool("training")) c.refuse("training-mode batch_norm (export the inference model)");
-  auto* n = c.node("BatchNormalization", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {c.out()});
+  const bool relu = c.attr_bool("fuse_relu");
+  const std::string normalised = relu ? c.tmp("normalised") : c.out();
+  auto* n = c.node("BatchNormalization", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {normalised});
   set_attr(n, "epsilon", c.attr_float("epsilon"));
   set_attr(n, "momentum", c.attr_float("momentum"));
+  if (relu) c.node("Relu", {normalised}, {c.out()});
 }
 
 // LayerNormalization is opset 17; before it, the mean/variance arithmetic torch.onnx writes.

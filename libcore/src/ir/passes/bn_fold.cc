@@ -23,7 +23,7 @@ class BatchNormFolding final : public Pass {
 
   bool match(const Program& p, int32_t i) const override {
     const Operation& bn = p.ops()[i];
-    if (attr_bool(bn, "training")) return false;
+    if (attr_bool(bn, "training") || attr_bool(bn, "fuse_relu")) return false;  // a fused relu would need an op of its own
     for (size_t k = 1; k < bn.results.size(); ++k)
       if (p.is_output(bn.results[k]) || !p.users(bn.results[k]).empty()) return false;
     const ValueId x = input_of(p, i, 0);

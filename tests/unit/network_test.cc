@@ -1,0 +1,72 @@
+// The network runner: a batch_norm layer that only a relu layer reads runs as one op (batch_norm with
+// fuse_relu) when its own value is not asked for, with the values and gradients of the two layers.
+#include <algorithm>
+
+#include "op_api.h"
+#include "pd/autograd/autograd.h"
+#include "pd/model/network.h"
+#include "pd/ops/op_profiler.h"
+#include "test_util.h"
+
+using pd::Tensor;
+namespace ops = pd::ops;
+
+namespace {
+
+// conv -> bn -> relu (fusable), then conv -> bn2 read by a relu and by the add (not fusable).
+const char* kYaml = R"(
+inputs:
+  image: {shape: [3, 6, 6], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: conv, type: conv2d, input: image, out_channels: 4, kernel_size: 3, padding: 1}
+  - {name: bn, type: batch_norm}
+  - {name: act, type: relu}
+  - {name: conv2, type: conv2d, out_channels: 4, kernel_size: 3, padding: 1}
+  - {name: bn2, type: batch_norm}
+  - {name: act2, type: relu}
+  - {name: sum, type: add, inputs: [act2, bn2]}
+  - {name: gap, type: adaptive_avg_pool2d, output_size: 1}
+  - {type: flatten}
+  - {name: logits, type: linear, out_features: 5}
+)";
+
+struct Run {
+  Tensor logits;
+  std::vector<Tensor> grads;
+  int64_t relu_calls = 0;
+};
+
+Run run(pd::model::Network& net, const Tensor& x, bool training, const std::set<std::string>& keep) {
+  for (auto& p : net.trainable()) p.value.set_grad(Tensor());
+  pd::profiler::profile_reset();
+  pd::profiler::set_profiling(true);
+  Run r;
+  r.logits = net.forward({{"image", x}}, training, 0, keep).at("logits");
+  pd::profiler::set_profiling(false);
+  for (const auto& s : pd::profiler::profile_snapshot())
+    if (s.name == "relu") r.relu_calls = s.calls;
+  pd::backward(ops::sum(ops::mul(r.logits, r.logits)));
+  for (auto& p : net.trainable()) r.grads.push_back(p.value.grad().clone());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("network: batch_norm read only by a relu runs fused, with the two layers' values and gradients", "[network]") {
+  pd::model::Network net(pd::model::parse_model_yaml(kYaml, "net.yaml"));
+  const Tensor x = ops::normal({5, 3, 6, 6}, 0, 1, 7);
+  for (bool training : {true, false}) {
+    CAPTURE(training);
+    const Run plain = run(net, x, training, {});  // every value asked for: nothing fused
+    const Run fused = run(net, x, training, {"logits"});
+    CHECK(plain.relu_calls == 2);
+    CHECK(fused.relu_calls == 1);  // bn2 is read by the add too: its relu stays
+    CHECK(pd::test::max_abs_diff(plain.logits, fused.logits) == 0.0f);
+    REQUIRE(plain.grads.size() == fused.grads.size());
+    for (size_t i = 0; i < plain.grads.size(); ++i) CHECK(pd::test::max_abs_diff(plain.grads[i], fused.grads[i]) <= 1e-6f);
+  }
+  // Asked for by name, the batch_norm's own value is there, so it is not fused.
+  const Run kept = run(net, x, true, {"logits", "bn"});
+  CHECK(kept.relu_calls == 2);
+}
