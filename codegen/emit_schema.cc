@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "emitters.h"
@@ -172,8 +173,9 @@ std::string meta_fn(const OpDef& op, bool bind) {
 std::string schema_entry(const OpDef& op) {
   std::vector<std::string> args, outs;
   for (const auto& a : op.args)
-    args.push_back(fmt::format("{{{}, {}, {}, {}, {}}}", quote(a.name), quote(attr_kind_name(a.kind)), quote(a.dtype_class),
-                               a.default_cpp ? "true" : "false", quote(a.default_text)));
+    args.push_back(fmt::format("{{{}, {}, {}, {}, {}, {}}}", quote(a.name), quote(attr_kind_name(a.kind)), quote(a.dtype_class),
+                               a.default_cpp ? "true" : "false", quote(a.default_text),
+                               std::count(op.nondiff.begin(), op.nondiff.end(), a.name) ? "true" : "false"));
   for (const auto& o : op.outputs)
     outs.push_back(fmt::format("{{{}, {}, {}}}", quote(o.name), o.is_list ? "true" : "false", o.differentiable ? "true" : "false"));
   std::vector<std::string> problems;

@@ -13,6 +13,10 @@ out=$("$PD_BENCH" add --shape s64x1024 $FAST 2>&1); rc=$?
 echo "$out" | grep -E '^add +onednn|^add +reference' | grep -q 'GB/s' || fail "add: no GB/s row: $out"
 [ -s "$WORK/cache/paddle-cpp/peak.json" ] || fail "the peak probe was not cached"
 
+# 1b. The backward of an op with inputs it updates in place (batch_norm's running statistics, no gradient).
+out=$("$PD_BENCH" batch_norm $FAST 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -qE '^batch_norm +reference +f32 +bwd' || fail "batch_norm fwd + bwd: exit $rc: $out"
+
 # 2. Check mode: every backend against the reference kernel.
 if [ "${PD_TEST_ONEDNN:-1}" = 0 ]; then  # a build without oneDNN: nothing to check against the reference
   out=$("$PD_BENCH" matmul --shape m64n48k96 --mode check 2>&1); rc=$?

@@ -31,16 +31,22 @@ std::vector<Tensor> flat(const BoxedInputs& in) {
   return out;
 }
 
-// Fresh leaves that require grad for every floating input; the rest are shared as they are.
-BoxedInputs grad_leaves(const BoxedInputs& in, std::vector<Tensor>& leaves) {
+// Fresh leaves that require grad for every floating input the op differentiates; the rest (integer
+// inputs, and nondiff ones such as batch_norm's running statistics, which it updates in place) are
+// shared as they are.
+BoxedInputs grad_leaves(const OpSchema& op, const BoxedInputs& in, std::vector<Tensor>& leaves) {
   BoxedInputs out = in;
-  for (auto& l : out)
-    for (auto& t : l)
-      if (t.defined() && is_floating(t.dtype())) {
+  size_t slot = 0;
+  for (const auto& a : op.args) {
+    if (!a.is_tensor()) continue;
+    if (slot >= out.size()) break;
+    for (auto& t : out[slot++])
+      if (!a.nondiff && t.defined() && is_floating(t.dtype())) {
         t = t.detach();
         t.set_requires_grad(true);
         leaves.push_back(t);
       }
+  }
   return out;
 }
 std::vector<Tensor> needing_grad(const std::vector<Tensor>& outs) {
@@ -158,7 +164,7 @@ std::vector<Result> bench_op(const OpSchema& op, const BenchProblem& p, const st
   }
   if (!o.bwd || !op.differentiable || !is_floating(o.dtype)) return rows;
   std::vector<Tensor> leaves;
-  BoxedInputs gin = grad_leaves(in, leaves);
+  BoxedInputs gin = grad_leaves(op, in, leaves);
   std::vector<Tensor> outs = needing_grad(op.call(gin, p.attrs));
   if (outs.empty() || leaves.empty()) return rows;
   std::vector<Tensor> cots = cotangents(outs), grads;
@@ -222,7 +228,7 @@ std::vector<CheckResult> check_op(const OpSchema& op, const BenchProblem& p, con
       return op.call(in, p.attrs);
     }
     std::vector<Tensor> leaves;
-    BoxedInputs gin = grad_leaves(in, leaves);
+    BoxedInputs gin = grad_leaves(op, in, leaves);
     std::vector<Tensor> outs = needing_grad(op.call(gin, p.attrs));
     if (outs.empty()) return std::vector<Tensor>{};
     std::vector<Tensor> cots = cotangents(outs);

@@ -24,6 +24,7 @@ struct ArgSchema {
   std::string dtype_class;  // tensors: "", "int", "bool", "any"
   bool has_default;
   std::string default_text;
+  bool nondiff = false;  // a tensor that never gets a gradient (ops.yaml `nondiff`: batch_norm's running statistics)
   bool is_tensor() const { return type.rfind("Tensor", 0) == 0; }
 };
 
