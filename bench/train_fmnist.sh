@@ -45,7 +45,7 @@ for arch in $ARCHS; do
     vit) yaml=examples/vit_fmnist.yaml limit=(--limit 12800) ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
   esac
-  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --quiet --json > "$OUT/pd.jsonl"
+  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --overwrite --quiet --json > "$OUT/pd.jsonl"
   pd_sps=$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")
   pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
   pd_rss=$(( $(cat "$OUT/rss") / 1024 ))

@@ -5,7 +5,8 @@
 // where the 8 chains become the lanes of one or two vectors: the same additions in the same order.
 // Plain sums give the same bits on every instruction set; where a product is added (d * d, g * xhat)
 // the vector forms may fuse it into an FMA, so those differ from the baseline build in the last bits.
-// The *_widest functions (sum_run.cc) pick the form the CPU runs.
+// The *_widest functions (sum_run.cc) pick the form the CPU runs. batch_norm's elementwise passes
+// (affine_run, bn_dx_run) live here beside its sums, so that they too get the vector builds.
 #pragma once
 #include <algorithm>
 #include <cmath>
