@@ -1,0 +1,46 @@
+// Shape rules of the normalisations: batch_norm (channels on axis 1) and layer_norm (the axes from
+// begin_norm_axis on), their statistics and gradients.
+#include "pd/ops/shape_rules.h"
+
+namespace pd::infer {
+
+Shape channel(const char* op, In x) {
+  PD_CHECK(x.t.dim() >= 2, ErrorCode::kShape, "{}: argument '{}' must be at least 2-D [N, C, ...], but received {}", op,
+           x.name, shape_str(x.t.shape()));
+  return {x.t.shape()[1]};
+}
+
+Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var) {
+  Shape c = channel(op, x);
+  for (In p : {scale, bias, running_mean, running_var})
+    PD_CHECK(p.t.shape() == c, ErrorCode::kShape, "{}: argument '{}' must have shape {} (the channels of '{}' {}), but received {}",
+             op, p.name, shape_str(c), x.name, shape_str(x.t.shape()), shape_str(p.t.shape()));
+  return x.t.shape();
+}
+
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu) {
+  if (fuse_relu) {
+    PD_CHECK(bias.t.defined(), ErrorCode::kInvalidArgument,
+             "{}: with fuse_relu, argument '{}' is required (the relu mask is recomputed from it)", op, bias.name);
+    PD_CHECK(bias.t.shape() == scale.t.shape(), ErrorCode::kShape, "{}: argument '{}' must have the shape of '{}' {}, but received {}",
+             op, bias.name, scale.name, shape_str(scale.t.shape()), shape_str(bias.t.shape()));
+  }
+  return same_shapes(op, x, grad);
+}
+
+Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis) {
+  int64_t b = normalize_axis(begin_norm_axis, x.t.dim(), op);
+  Shape normalized(x.t.shape().begin() + b, x.t.shape().end());
+  for (In p : {scale, bias})
+    PD_CHECK(p.t.shape() == normalized, ErrorCode::kShape,
+             "{}: argument '{}' must have shape {} (the axes of '{}' {} from begin_norm_axis {}), but received {}", op, p.name,
+             shape_str(normalized), x.name, shape_str(x.t.shape()), begin_norm_axis, shape_str(p.t.shape()));
+  return x.t.shape();
+}
+
+Shape norm_stats(const char* op, In x, int64_t begin_norm_axis) {
+  int64_t b = normalize_axis(begin_norm_axis, x.t.dim(), op);
+  return Shape(x.t.shape().begin(), x.t.shape().begin() + b);
+}
+
+}  // namespace pd::infer
