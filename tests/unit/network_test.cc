@@ -1,5 +1,6 @@
 // The network runner: a batch_norm layer that only a relu layer reads runs as one op (batch_norm with
-// fuse_relu) when its own value is not asked for, with the values and gradients of the two layers.
+// fuse_relu), and a relu that only a max_pool2d reads runs after the pooling, when the first layer's
+// value is not asked for, with the values and gradients of the two layers in their order.
 #include <algorithm>
 
 #include "op_api.h"
@@ -37,6 +38,19 @@ struct Run {
   int64_t relu_calls = 0;
 };
 
+// conv -> relu -> max_pool2d with windows past the edge (ceil_mode): LeNet's pattern.
+const char* kPoolYaml = R"(
+inputs:
+  image: {shape: [3, 7, 7], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: conv, type: conv2d, input: image, out_channels: 4, kernel_size: 3, padding: 1}
+  - {name: act, type: relu}
+  - {name: pool, type: max_pool2d, kernel_size: 2, ceil_mode: true}
+  - {type: flatten}
+  - {name: logits, type: linear, out_features: 5}
+)";
+
 Run run(pd::model::Network& net, const Tensor& x, bool training, const std::set<std::string>& keep) {
   for (auto& p : net.trainable()) p.value.set_grad(Tensor());
   pd::profiler::profile_reset();
@@ -69,4 +83,14 @@ TEST_CASE("network: batch_norm read only by a relu runs fused, with the two laye
   // Asked for by name, the batch_norm's own value is there, so it is not fused.
   const Run kept = run(net, x, true, {"logits", "bn"});
   CHECK(kept.relu_calls == 2);
+}
+
+TEST_CASE("network: a relu read only by a max_pool2d runs after it, with the same values and gradients", "[network]") {
+  pd::model::Network net(pd::model::parse_model_yaml(kPoolYaml, "pool.yaml"));
+  const Tensor x = ops::normal({4, 3, 7, 7}, 0, 1, 11);
+  const Run plain = run(net, x, true, {});
+  const Run swapped = run(net, x, true, {"logits"});
+  CHECK(pd::test::max_abs_diff(plain.logits, swapped.logits) == 0.0f);
+  REQUIRE(plain.grads.size() == swapped.grads.size());
+  for (size_t i = 0; i < plain.grads.size(); ++i) CHECK(pd::test::max_abs_diff(plain.grads[i], swapped.grads[i]) == 0.0f);
 }

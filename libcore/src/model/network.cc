@@ -73,12 +73,12 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
   std::map<std::string, int> readers;
   for (const auto& l : spec.layers)
     for (const auto& name : l.inputs) ++readers[name];
-  relu_next_.assign(layers_.size(), false);
+  pairing_.assign(layers_.size(), Pairing::none);
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-    const LayerSpec& next = layers_[i + 1]->spec();
-    const std::string& name = layers_[i]->spec().name;
-    relu_next_[i] = next.type == "relu" && next.inputs == std::vector<std::string>{name} && readers[name] == 1 &&
-                    name != spec.loss_input;
+    const LayerSpec &self = layers_[i]->spec(), &next = layers_[i + 1]->spec();
+    if (next.inputs != std::vector<std::string>{self.name} || readers[self.name] != 1 || self.name == spec.loss_input) continue;
+    if (next.type == "relu") pairing_[i] = Pairing::fuse_relu;
+    else if (self.type == "relu" && next.type == "max_pool2d") pairing_[i] = Pairing::pool_then_relu;
   }
 }
 
@@ -98,12 +98,20 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     std::vector<Tensor> in;
     for (const auto& name : l.inputs) in.push_back(values.at(name));
     const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
-    ForwardCtx ctx{training, mix(mix(seed, static_cast<uint64_t>(step)), i), cross_rank_sum_ ? &cross_rank_sum_ : nullptr};
-    // A relu that alone reads this layer's value, which nobody asked for: one op where the layer can.
+    auto ctx_of = [&](size_t k) {
+      return ForwardCtx{training, mix(mix(seed, static_cast<uint64_t>(step)), k), cross_rank_sum_ ? &cross_rank_sum_ : nullptr};
+    };
+    const ForwardCtx ctx = ctx_of(i);
+    // This layer and the next, the only reader of its value, which nobody asked for, run as a pair.
     const size_t self = i;
-    Tensor fused;
-    if (relu_next_[i] && !keep.empty() && !keep.count(l.name)) fused = at_layer(l, [&] { return layers_[i]->forward_relu(in, ctx); });
-    if (fused.defined()) values[layers_[++i]->spec().name] = fused;  // the relu's value; the relu is done
+    const Pairing pairing = !keep.empty() && !keep.count(l.name) ? pairing_[i] : Pairing::none;
+    Tensor paired;
+    if (pairing == Pairing::fuse_relu) paired = at_layer(l, [&] { return layers_[i]->forward_relu(in, ctx); });
+    if (pairing == Pairing::pool_then_relu) {
+      const Tensor pooled = at_layer(layers_[i + 1]->spec(), [&] { return layers_[i + 1]->forward(in, ctx_of(i + 1)); });
+      paired = at_layer(l, [&] { return layers_[i]->forward({pooled}, ctx); });
+    }
+    if (paired.defined()) values[layers_[++i]->spec().name] = paired;  // the next layer's value; it is done
     else values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
     if (keep.empty()) continue;
     in.clear();

@@ -7,6 +7,7 @@
 //   pd::Tensor loss = net.loss(values, y);
 #pragma once
 #include <functional>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -152,9 +153,13 @@ class Network {
   ModelSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::map<std::string, size_t> last_reader_;  // value name -> index of the last layer that reads it
-  // relu_next_[i]: layer i + 1 is a relu and the only reader of layer i's value, so the two may run as
-  // one op (Layer::forward_relu) when that value is not asked for.
-  std::vector<bool> relu_next_;
+  // How layer i runs together with layer i + 1, the only reader of its value, when that value is not
+  // asked for: fuse_relu, layer i + 1 is a relu that layer i applies itself (Layer::forward_relu:
+  // batch_norm); pool_then_relu, layer i is a relu and layer i + 1 a max_pool2d, which commute (relu
+  // is monotonic), so the relu runs on the pooled map, a quarter of the size for 2x2 windows, with the
+  // same values and gradients.
+  enum class Pairing : uint8_t { none, fuse_relu, pool_then_relu };
+  std::vector<Pairing> pairing_;
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
   uint64_t rng_stream_ = 0;
