@@ -6,8 +6,8 @@
 //   auto values = net.forward({{"image", x}}, /*training=*/true, /*step=*/0);
 //   pd::Tensor loss = net.loss(values, y);
 #pragma once
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
