@@ -32,12 +32,6 @@ network:
   - {name: logits, type: linear, out_features: 5}
 )";
 
-struct Run {
-  Tensor logits;
-  std::vector<Tensor> grads;
-  int64_t relu_calls = 0;
-};
-
 // conv -> relu -> max_pool2d with windows past the edge (ceil_mode): LeNet's pattern.
 const char* kPoolYaml = R"(
 inputs:
@@ -50,6 +44,12 @@ network:
   - {type: flatten}
   - {name: logits, type: linear, out_features: 5}
 )";
+
+struct Run {
+  Tensor logits;
+  std::vector<Tensor> grads;
+  int64_t relu_calls = 0;
+};
 
 Run run(pd::model::Network& net, const Tensor& x, bool training, const std::set<std::string>& keep) {
   for (auto& p : net.trainable()) p.value.set_grad(Tensor());
