@@ -1,5 +1,5 @@
 // batch_norm and its gradient on CUDA, with the semantics of kernels/cpu/ref/norm.cc: x viewed as
-// [N, C, inner] (channels on axis 1), statistics and per-element arithmetic in double, a two-pass
+// [N, C, inner] (channels on axis 1; channels_last: [rows, C, 1]), statistics and per-element arithmetic in double, a two-pass
 // variance, the running statistics updated in place in training (running = momentum * running +
 // (1 - momentum) * batch, with the unbiased batch variance), the running statistics used in eval.
 // Per-channel work runs one block per channel with a fixed-order tree reduction (deterministic).
@@ -18,7 +18,13 @@ struct ChannelView {
   int64_t N, C, inner;
 };
 
-ChannelView channel_view(const Shape& s) {
+// channels_last: [rows, C] with C the last axis, i.e. N = all the other extents, inner = 1.
+ChannelView channel_view(const Shape& s, bool channels_last) {
+  if (channels_last) {
+    ChannelView v{1, s.back(), 1};
+    for (size_t i = 0; i + 1 < s.size(); ++i) v.N *= s[i];
+    return v;
+  }
   ChannelView v{s.empty() ? 1 : s[0], s.size() < 2 ? 1 : s[1], 1};
   for (size_t i = 2; i < s.size(); ++i) v.inner *= s[i];
   return v;
@@ -171,8 +177,8 @@ const dev_t<T>* optional_ptr(const Tensor& t) {
 template <typename T>
 void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias,
                 const Tensor& running_mean, const Tensor& running_var, double momentum, double epsilon, bool training,
-                bool fuse_relu, Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
-  const ChannelView v = channel_view(x.shape());
+                bool fuse_relu, bool channels_last, Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
+  const ChannelView v = channel_view(x.shape(), channels_last);
   if (v.C == 0) return;
   PD_CHECK(v.C <= 0x7fffffffLL, ErrorCode::kNotImplemented, "batch_norm on CUDA: {} channels", v.C);
   if (training) {
@@ -196,8 +202,8 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
 template <typename T>
 void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean,
                      const Tensor& saved_invstd, const Tensor& grad, const Tensor& bias, bool training, bool fuse_relu,
-                     Tensor& dx, Tensor& dscale, Tensor& dbias) {
-  const ChannelView v = channel_view(x.shape());
+                     bool channels_last, Tensor& dx, Tensor& dscale, Tensor& dbias) {
+  const ChannelView v = channel_view(x.shape(), channels_last);
   if (v.C == 0) return;
   PD_CHECK(v.C <= 0x7fffffffLL, ErrorCode::kNotImplemented, "batch_norm_grad on CUDA: {} channels", v.C);
   bn_grad_kernel<dev_t<T>><<<static_cast<unsigned>(v.C), kBnThreads, 0, stream_of(ctx)>>>(

@@ -1,6 +1,7 @@
 // conv2d and its gradients on CUDA through cuDNN's legacy convolution API (NCHW, cross-correlation,
 // symmetric padding, dilation, groups), with the semantics of kernels/cpu/ref/conv.cc; the bias is
-// added by a small kernel after the convolution, as the reference does.
+// added by a small kernel after the convolution, as the reference does. channels_last tensors are
+// described to cuDNN as NHWC (the filter stays KCRS).
 //
 // Precision: f32 runs with CUDNN_FMA_MATH (no TF32 tensor cores, which CUDNN_DEFAULT_MATH allows on
 // Ampere and later), f64 in double (default math); f16 / bf16 accumulate in float (pseudo-half) with
@@ -22,18 +23,23 @@ int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
   return v.size() == 1 ? v[0] : v[i];
 }
 
-// x [N, C, H, W], w [K, C / groups, kH, kW], y [N, K, oH, oW].
+// x [N, C, H, W], w [K, C / groups, kH, kW], y [N, K, oH, oW]; with nhwc, x and y are [N, H, W, C] in
+// memory (the extents here are still N, C, H, W).
 struct ConvGeom {
   int64_t N, C, H, W, K, Cg, kH, kW, oH, oW, ph, pw, sh, sw, dh, dw, groups;
+  bool nhwc;
 };
 
-ConvGeom make_geom(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
-                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+Shape nchw_extents(const Shape& s, bool nhwc) { return nhwc ? Shape{s[0], s[3], s[1], s[2]} : s; }
+
+ConvGeom make_geom(const Shape& x_shape, const Shape& w, const Shape& y_shape, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, bool nhwc) {
   PD_CHECK(groups > 0, ErrorCode::kInvalidArgument, "conv2d: argument 'groups' must be positive, but received {}",
            groups);
+  const Shape x = nchw_extents(x_shape, nhwc), y = nchw_extents(y_shape, nhwc);
   ConvGeom g{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3],
              pick(padding, 0, 0), pick(padding, 1, 0), pick(stride, 0, 1), pick(stride, 1, 1),
-             pick(dilation, 0, 1), pick(dilation, 1, 1), groups};
+             pick(dilation, 0, 1), pick(dilation, 1, 1), groups, nhwc};
   for (int64_t v : {g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW, g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups})
     PD_CHECK(v <= 0x7fffffffLL, ErrorCode::kNotImplemented, "conv2d on CUDA: a dimension or attribute {} beyond int",
              v);
@@ -74,8 +80,9 @@ struct ConvDescs {
     PD_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
     PD_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     const auto i = [](int64_t v) { return static_cast<int>(v); };
-    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, data, i(g.N), i(g.C), i(g.H), i(g.W)));
-    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, data, i(g.N), i(g.K), i(g.oH), i(g.oW)));
+    const cudnnTensorFormat_t layout = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, layout, data, i(g.N), i(g.C), i(g.H), i(g.W)));
+    PD_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, layout, data, i(g.N), i(g.K), i(g.oH), i(g.oW)));
     PD_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data, CUDNN_TENSOR_NCHW, i(g.K), i(g.Cg), i(g.kH), i(g.kW)));
     PD_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
                                                    CUDNN_CROSS_CORRELATION, compute));
@@ -104,7 +111,7 @@ using ChoiceKey = std::array<int64_t, 21>;
 
 ChoiceKey key_of(int device, cudnnDataType_t data, Direction dir, const ConvGeom& g) {
   return {device, static_cast<int64_t>(data), static_cast<int64_t>(dir), g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW,
-          g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups, 0};
+          g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups, g.nhwc ? 1 : 0};
 }
 
 std::mutex& choice_mutex() {
@@ -228,6 +235,7 @@ Choice choose(const KernelContext& ctx, const ConvDescs& d, Direction dir, cudnn
   return best;
 }
 
+// plane: the elements between channels (oH * oW; 1 for NHWC).
 template <typename D, typename A>
 __global__ void add_bias_kernel(D* __restrict__ out, const D* __restrict__ bias, int64_t K, int64_t plane, int64_t n) {
   PD_GRID_STRIDE(i, n) {
@@ -245,11 +253,11 @@ void zero(const KernelContext& ctx, Tensor& t, size_t elem) {
 template <typename T>
 void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-            const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
+            const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   using CT = CudnnType<T>;
-  const ConvGeom g = make_geom(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
+  const ConvGeom g = make_geom(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups, channels_last);
   if (x.numel() == 0 || weight.numel() == 0) {  // nothing to sum: cuDNN takes no empty dimensions
     zero(ctx, out, sizeof(T));
   } else {
@@ -263,7 +271,7 @@ void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   }
   if (bias.defined()) {
     add_bias_kernel<dev_t<T>, acc_t<T>>
-        <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(out), dptr<T>(bias), g.K, g.oH * g.oW, n);
+        <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(out), dptr<T>(bias), g.K, g.nhwc ? 1 : g.oH * g.oW, n);
     PD_CUDA_CHECK_LAUNCH("conv2d bias");
   }
 }
@@ -272,14 +280,14 @@ template <typename T>
 void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight,
                        const std::vector<int64_t>& input_shape, const std::vector<int64_t>& stride,
                        const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                       Tensor& dx) {
+                       bool channels_last, Tensor& dx) {
   if (dx.numel() == 0) return;
   using CT = CudnnType<T>;
   if (grad.numel() == 0 || weight.numel() == 0) {
     zero(ctx, dx, sizeof(T));
     return;
   }
-  const ConvGeom g = make_geom(dx.shape(), weight.shape(), grad.shape(), stride, padding, dilation, groups);
+  const ConvGeom g = make_geom(dx.shape(), weight.shape(), grad.shape(), stride, padding, dilation, groups, channels_last);
   ConvDescs d(g, CT::data, CT::compute, CT::math);
   const Choice c = choose(ctx, d, Direction::kBackwardData, CT::data, CT::math, g);
   void* ws = c.workspace > 0 ? workspace(ctx, c.workspace) : nullptr;
@@ -293,14 +301,14 @@ template <typename T>
 void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x,
                         const std::vector<int64_t>& weight_shape, const std::vector<int64_t>& stride,
                         const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                        Tensor& dw) {
+                        bool channels_last, Tensor& dw) {
   if (dw.numel() == 0) return;
   using CT = CudnnType<T>;
   if (grad.numel() == 0 || x.numel() == 0) {  // an empty batch: the gradient is 0
     zero(ctx, dw, sizeof(T));
     return;
   }
-  const ConvGeom g = make_geom(x.shape(), dw.shape(), grad.shape(), stride, padding, dilation, groups);
+  const ConvGeom g = make_geom(x.shape(), dw.shape(), grad.shape(), stride, padding, dilation, groups, channels_last);
   ConvDescs d(g, CT::data, CT::compute, CT::math);
   const Choice c = choose(ctx, d, Direction::kBackwardFilter, CT::data, CT::math, g);
   void* ws = c.workspace > 0 ? workspace(ctx, c.workspace) : nullptr;

@@ -1,7 +1,9 @@
 // The network runner: a batch_norm layer that only a relu layer reads runs as one op (batch_norm with
 // fuse_relu), and a relu that only a max_pool2d reads runs after the pooling, when the first layer's
-// value is not asked for, with the values and gradients of the two layers in their order.
+// value is not asked for, with the values and gradients of the two layers in their order; a network
+// with wide convolutions keeps them, with their batch_norms, relus and adds, in NHWC.
 #include <algorithm>
+#include <map>
 
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
@@ -45,10 +47,33 @@ network:
   - {name: logits, type: linear, out_features: 5}
 )";
 
+// 16-channel convolutions (wide enough for NHWC) on 24x24 maps (Winograd's size), a conv with a bias,
+// a residual add, then a strided conv and layers that read NCHW (max_pool2d, then a relu after it).
+const char* kWideYaml = R"(
+inputs:
+  image: {shape: [1, 24, 24], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: stem, type: conv2d, input: image, out_channels: 16, kernel_size: 3, padding: 1, bias: false}
+  - {name: stem_bn, type: batch_norm}
+  - {name: stem_relu, type: relu}
+  - {name: conv1, type: conv2d, out_channels: 16, kernel_size: 3, padding: 1}
+  - {name: bn1, type: batch_norm}
+  - {name: sum, type: add, inputs: [bn1, stem_relu]}
+  - {name: out, type: relu}
+  - {name: down, type: conv2d, out_channels: 24, kernel_size: 3, stride: 2, padding: 1}
+  - {name: pool, type: max_pool2d, kernel_size: 2}
+  - {name: act, type: relu}
+  - {name: gap, type: adaptive_avg_pool2d, output_size: 1}
+  - {type: flatten}
+  - {name: logits, type: linear, out_features: 5}
+)";
+
 struct Run {
   Tensor logits;
   std::vector<Tensor> grads;
   int64_t relu_calls = 0;
+  std::map<std::string, int64_t> calls;  // per op
 };
 
 Run run(pd::model::Network& net, const Tensor& x, bool training, const std::set<std::string>& keep) {
@@ -58,8 +83,8 @@ Run run(pd::model::Network& net, const Tensor& x, bool training, const std::set<
   Run r;
   r.logits = net.forward({{"image", x}}, training, 0, keep).at("logits");
   pd::profiler::set_profiling(false);
-  for (const auto& s : pd::profiler::profile_snapshot())
-    if (s.name == "relu") r.relu_calls = s.calls;
+  for (const auto& s : pd::profiler::profile_snapshot()) r.calls[s.name] = s.calls;
+  r.relu_calls = r.calls["relu"];
   pd::backward(ops::sum(ops::mul(r.logits, r.logits)));
   for (auto& p : net.trainable()) r.grads.push_back(p.value.grad().clone());
   return r;
@@ -93,4 +118,39 @@ TEST_CASE("network: a relu read only by a max_pool2d runs after it, with the sam
   CHECK(pd::test::max_abs_diff(plain.logits, swapped.logits) == 0.0f);
   REQUIRE(plain.grads.size() == swapped.grads.size());
   for (size_t i = 0; i < plain.grads.size(); ++i) CHECK(pd::test::max_abs_diff(plain.grads[i], swapped.grads[i]) == 0.0f);
+}
+
+TEST_CASE("network: wide convolutions run in NHWC with their batch_norms, relus and adds, to the same values", "[network]") {
+  pd::model::Network net(pd::model::parse_model_yaml(kWideYaml, "wide.yaml"));
+  const Tensor x = ops::normal({3, 1, 24, 24}, 0, 1, 5);
+  for (bool training : {true, false}) {
+    CAPTURE(training);
+    const std::map<std::string, Tensor> before = net.state();
+    std::map<std::string, Tensor> saved;
+    for (const auto& [name, t] : before) saved[name] = t.clone();
+    const Run plain = run(net, x, training, {});  // every value asked for: NCHW, nothing fused
+    std::map<std::string, Tensor> after_plain;
+    for (const auto& [name, t] : net.state()) after_plain[name] = t.clone();
+    net.load_state(saved);
+    const Run nhwc = run(net, x, training, {"logits"});
+    CHECK(plain.calls.count("transpose") == 0);
+    CHECK(nhwc.calls.count("transpose") == 1);
+    CHECK(nhwc.calls.at("transpose") == 2);  // the image in, the strided conv's output out to max_pool2d
+    // The sums run in other orders: equal to rounding.
+    CHECK(pd::test::max_abs_diff(plain.logits, nhwc.logits) <= 1e-4f);
+    REQUIRE(plain.grads.size() == nhwc.grads.size());
+    for (size_t i = 0; i < plain.grads.size(); ++i) {
+      CAPTURE(i);
+      CHECK(pd::test::max_abs_diff(plain.grads[i], nhwc.grads[i]) <= 1e-4f);
+    }
+    for (const auto& [name, t] : net.state()) {  // the running statistics were updated on the same axis
+      CAPTURE(name);
+      CHECK(pd::test::max_abs_diff(after_plain.at(name), t) <= 1e-5f);
+    }
+  }
+  // A kept NHWC value is given back in NCHW.
+  const auto kept = net.forward({{"image", x}}, true, 0, {"logits", "sum"});
+  const auto all = net.forward({{"image", x}}, true, 0, {});
+  REQUIRE(kept.at("sum").shape() == pd::Shape{3, 16, 24, 24});
+  CHECK(pd::test::max_abs_diff(kept.at("sum"), all.at("sum")) <= 1e-4f);
 }

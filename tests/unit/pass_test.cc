@@ -66,19 +66,21 @@ pd::quant::QdqOptions minmax() {
 // x -> conv2d(w, bias?) -> [bn] -> act, with knobs for the negative cases.
 struct ConvNet {
   bool bias = true, bn = true, bn_training = false, bn_relu = false, extra_user = false, pre_act_output = false;
+  bool channels_last = false;  // x, the conv and the batch_norm in NHWC
   std::string act = "relu";
   Program build() const {
     Program p;
-    auto x = p.add_input("x", {DType::f32, {-1, 2, 6, 6}});
+    auto x = p.add_input("x", {DType::f32, channels_last ? pd::Shape{-1, 6, 6, 2} : pd::Shape{-1, 2, 6, 6}});
     auto w = p.add_param("conv.weight", rnd({4, 2, 3, 3}, 1));
     std::vector<ValueId> b;
     if (bias) b.push_back(p.add_param("conv.bias", rnd({4}, 2)));
-    auto y = p.add_op("conv2d", {{x}, {w}, b}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+    auto y = p.add_op("conv2d", {{x}, {w}, b}, {{"padding", std::vector<int64_t>{1, 1}}, {"channels_last", channels_last}})[0];
     if (extra_user) p.mark_output(p.add_op("sigmoid", {{y}})[0], "side");
     if (bn) {
       auto s = p.add_param("bn.scale", rnd({4}, 3, 0.5, 1.5)), sh = p.add_param("bn.bias", rnd({4}, 4));
       auto m = p.add_param("bn.mean", rnd({4}, 5)), v = p.add_param("bn.var", rnd({4}, 6, 0.5, 2));
-      y = p.add_op("batch_norm", {{y}, {s}, {sh}, {m}, {v}}, {{"training", bn_training}, {"fuse_relu", bn_relu}})[0];
+      y = p.add_op("batch_norm", {{y}, {s}, {sh}, {m}, {v}},
+                   {{"training", bn_training}, {"fuse_relu", bn_relu}, {"channels_last", channels_last}})[0];
     }
     if (pre_act_output) p.mark_output(y, "pre");
     AttrMap attrs;
@@ -253,6 +255,19 @@ TEST_CASE("pass: batch_norm folding refuses unsafe cases", "[pass]") {
   auto bnp = [&](const char* n, int64_t seed) { return p.add_param(n, rnd({3}, seed, 0.5, 1.5)); };
   p.mark_output(p.add_op("batch_norm", {{y}, {bnp("s", 2)}, {bnp("b", 3)}, {bnp("m", 4)}, {bnp("v", 5)}}, {{"training", false}})[0], "o");
   CHECK(count_ops(run_pass(p, "bn_fold"), "batch_norm") == 1);
+}
+
+TEST_CASE("pass: the NCHW fusions and lowerings leave channels_last conv2d and batch_norm alone", "[pass]") {
+  ConvNet with_bn, conv_act;
+  with_bn.channels_last = conv_act.channels_last = true;
+  conv_act.bn = false;
+  for (const ConvNet& n : {with_bn, conv_act}) {
+    const Program p = n.build();
+    for (const char* pass : {"bn_fold", "conv_act_fuse", "conv_residual_fuse", "conv_pool_fuse", "conv_winograd", "channel_blocking"}) {
+      CAPTURE(n.bn, pass);
+      CHECK(pd::ir::print(run_pass(p, pass)) == pd::ir::print(p));
+    }
+  }
 }
 
 TEST_CASE("pass: conv2d + activation fusion", "[pass]") {

@@ -1,8 +1,11 @@
 // conv2d forward and its input / weight gradients through oneDNN convolution primitives.
 // The primitives pick their own (blocked) layouts via format_tag::any; plain user buffers are
-// reordered in and out only when the chosen layout differs.
+// reordered in and out only when the chosen layout differs. channels_last (NHWC) tensors are given to
+// the primitives as they are: oneDNN's convolutions run on NHWC as fast as on their blocked layouts,
+// so a network kept in NHWC pays no reorders (the weights, small, are still reordered).
 #include <algorithm>
 
+#include "cpu/common/channels_last.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/ref/conv_grad_weight_direct.h"
 #include "kernels.h"
@@ -22,12 +25,16 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 // 32 channels at 28x28 2.9 against 5.4 ms forward, but 64 at 14x14 4.1 against 3.7 ms and 128 at 7x7
 // 8.5 against about 3.7: on small maps the 4x4 output tiles overhang the image (16x16 computed for 14x14)
 // and the transforms weigh more. So the conv_winograd pass's bounds (at least 16 channels each way, AVX2
-// and FMA) and at least 36 output tiles an image (maps of 21x21 and up).
+// and FMA) and at least 36 output tiles an image (maps of 21x21 and up). NHWC tensors are read as one
+// block of all their channels ([N, 1, H, W, C], winograd_conv2d's blocked layout), which takes channel
+// counts in whole vectors of 8.
 constexpr int64_t kMinWinogradChannels = 16;
 constexpr int64_t kMinWinogradTiles = 36;
 
+// `out` in NCHW extents.
 bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                   const std::vector<int64_t>& dilation, int64_t groups) {
+                   const std::vector<int64_t>& dilation, int64_t groups, bool channels_last) {
+  if (channels_last && (w[0] % 8 != 0 || w[1] % 8 != 0)) return false;
   if (w.size() != 4 || w[2] != 3 || w[3] != 3 || groups != 1 || stride != std::vector<int64_t>{1, 1} ||
       dilation != std::vector<int64_t>{1, 1} || !cpu_has_avx2_fma())
     return false;
@@ -36,27 +43,39 @@ bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>&
   return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels && ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
 }
 
-// x [N, C_in, H, W] * weight [C_out, C_in, 3, 3] -> out, by Winograd.
+// NHWC t [N, H, W, C] seen as winograd_conv2d's channel blocks, one block of C: [N, 1, H, W, C].
+Tensor as_one_block(const Tensor& t) {
+  const Shape& s = t.shape();
+  return t.as_strided({s[0], 1, s[1], s[2], s[3]}, {s[1] * s[2] * s[3], s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}, 0);
+}
+
+// x [N, C_in, H, W] (NHWC: [N, H, W, C_in]) * weight [C_out, C_in, 3, 3] -> out, by Winograd.
 void winograd_forward(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                      const std::vector<int64_t>& padding, Tensor& out) {
+                      const std::vector<int64_t>& padding, bool channels_last, Tensor& out) {
   const Shape& w = weight.shape();
   Tensor transformed = Tensor::empty({36, w[1], w[0]}, DType::f32);
   reference::winograd_weight<float>(ctx, weight, transformed);
-  reference::winograd_conv2d<float>(ctx, x, transformed, bias, Tensor(), padding, "none", 0.0, 0, out);
+  if (!channels_last) return reference::winograd_conv2d<float>(ctx, x, transformed, bias, Tensor(), padding, "none", 0.0, 0, out);
+  Tensor out_blocks = as_one_block(out);
+  reference::winograd_conv2d<float>(ctx, as_one_block(x), transformed, bias, Tensor(), padding, "none", 0.0, w[1], out_blocks);
 }
+
+Shape nchw_extents(const Shape& s, bool channels_last) { return channels_last ? cpu::nchw_shape_of(s) : s; }
 
 }  // namespace
 
 template <typename T>
 void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
-            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
+            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, bool channels_last,
+            Tensor& out) {
   if (out.numel() == 0) return;
-  if (use_direct_conv(x, weight, stride, padding, dilation, groups))
+  const Shape out_nchw = nchw_extents(out.shape(), channels_last);
+  if (!channels_last && use_direct_conv(x, weight, stride, padding, dilation, groups))
     return direct_conv(ctx, x, weight, bias, stride, padding, dilation, groups, "none", 0.0, out);
-  if (winograd_fits(weight.shape(), out.shape(), stride, padding, dilation, groups))
-    return winograd_forward(ctx, x, weight, bias, padding, out);
+  if (winograd_fits(weight.shape(), out_nchw, stride, padding, dilation, groups, channels_last))
+    return winograd_forward(ctx, x, weight, bias, padding, channels_last, out);
   guarded("conv2d", [&] {
-    ConvGeometry g(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
+    ConvGeometry g(nchw_extents(x.shape(), channels_last), weight.shape(), out_nchw, stride, padding, dilation, groups, channels_last);
     conv_forward(ctx, g, g.key("conv2d", bias.defined()), user_scratchpad(), x, weight, bias, out);
   });
 }
@@ -64,9 +83,10 @@ void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
 template <typename T>
 void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                       const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dx) {
   if (dx.numel() == 0) return;
-  if (grad.numel() > 0 && winograd_fits(weight.shape(), grad.shape(), stride, padding, dilation, groups)) {
+  const Shape grad_nchw = nchw_extents(grad.shape(), channels_last);
+  if (grad.numel() > 0 && winograd_fits(weight.shape(), grad_nchw, stride, padding, dilation, groups, channels_last)) {
     // Each filter turned by 180 degrees, input and output channels swapped: [C_in, C_out, 3, 3].
     const Shape& w = weight.shape();
     Tensor turned = Tensor::empty({w[1], w[0], 3, 3}, DType::f32);
@@ -75,10 +95,11 @@ void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tenso
     for (int64_t o = 0; o < w[0]; ++o)
       for (int64_t i = 0; i < w[1]; ++i)
         for (int64_t k = 0; k < 9; ++k) dst[(i * w[0] + o) * 9 + 8 - k] = src[(o * w[1] + i) * 9 + k];
-    return winograd_forward(ctx, grad, turned, Tensor(), {2 - padding[0], 2 - padding[1]}, dx);
+    return winograd_forward(ctx, grad, turned, Tensor(), {2 - padding[0], 2 - padding[1]}, channels_last, dx);
   }
   guarded("conv2d_grad_input", [&] {
-    ConvGeometry g(input_shape, weight.shape(), grad.shape(), stride, padding, dilation, groups);
+    ConvGeometry g(nchw_extents(input_shape, channels_last), weight.shape(), grad_nchw, stride, padding, dilation, groups,
+                   channels_last);
     // An empty output means no window touches the input: the gradient is zero.
     if (grad.numel() == 0) {
       std::fill_n(dx.data<float>(), dx.numel(), 0.0f);
@@ -86,7 +107,7 @@ void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tenso
     }
     auto e = cached<ConvEntry>(g.key("conv2d_grad_input", false), [&] {
       auto hint = g.forward_pd(dnnl::prop_kind::forward_training, false);
-      conv_bwd_data::desc d(dnnl::algorithm::convolution_direct, g.any(g.src), g.any(g.wei), g.any(g.dst), g.strides,
+      conv_bwd_data::desc d(dnnl::algorithm::convolution_direct, g.act(g.src), g.any(g.wei), g.act(g.dst), g.strides,
                             g.dilates, g.pad_l, g.pad_r);
       conv_bwd_data::primitive_desc pd(d, user_scratchpad(), cpu_engine(), hint);
       return ConvEntry{conv_bwd_data(pd), OptionalReorder::make(g.plain_dst(), pd.diff_dst_desc()),
@@ -106,11 +127,12 @@ void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tenso
 template <typename T>
 void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                        const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
+                        const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dw) {
   if (dw.numel() == 0) return;
-  if (reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw)) return;
+  if (!channels_last && reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw)) return;
   guarded("conv2d_grad_weight", [&] {
-    ConvGeometry g(x.shape(), weight_shape, grad.shape(), stride, padding, dilation, groups);
+    ConvGeometry g(nchw_extents(x.shape(), channels_last), weight_shape, nchw_extents(grad.shape(), channels_last), stride, padding,
+                   dilation, groups, channels_last);
     // No samples (or no output positions): nothing contributes to the weight gradient.
     if (grad.numel() == 0 || x.numel() == 0) {
       std::fill_n(dw.data<float>(), dw.numel(), 0.0f);
@@ -118,7 +140,7 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
     }
     auto e = cached<ConvEntry>(g.key("conv2d_grad_weight", false), [&] {
       auto hint = g.forward_pd(dnnl::prop_kind::forward_training, false);
-      conv_bwd_weights::desc d(dnnl::algorithm::convolution_direct, g.any(g.src), g.any(g.wei), g.any(g.dst),
+      conv_bwd_weights::desc d(dnnl::algorithm::convolution_direct, g.act(g.src), g.any(g.wei), g.act(g.dst),
                                g.strides, g.dilates, g.pad_l, g.pad_r);
       conv_bwd_weights::primitive_desc pd(d, user_scratchpad(), cpu_engine(), hint);
       return ConvEntry{conv_bwd_weights(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),

@@ -20,11 +20,13 @@ using conv_fwd = dnnl::convolution_forward;
 struct ConvGeometry {
   dims src, wei, dst, strides, dilates, pad_l, pad_r;
   int64_t groups = 1;
+  bool nhwc = false;  // the user's x and y are [N, H, W, C] (channels_last)
 
-  // x: [N, C, H, W], w: [Cout, C/g, kH, kW], y: [N, Cout, OH, OW] (output sizes come from y).
+  // x: [N, C, H, W], w: [Cout, C/g, kH, kW], y: [N, Cout, OH, OW] (output sizes come from y): the
+  // extents in that order for an NHWC problem too (oneDNN's dims are logical; nhwc says the layout).
   ConvGeometry(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
-               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t g)
-      : src(x), dst(y), groups(g) {
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t g, bool channels_last = false)
+      : src(x), dst(y), groups(g), nhwc(channels_last) {
     wei = g > 1 ? dims{g, w[0] / g, w[1], w[2], w[3]} : dims(w.begin(), w.end());
     for (int i = 0; i < 2; ++i) {
       strides.push_back(stride[i]);
@@ -38,20 +40,24 @@ struct ConvGeometry {
   }
 
   std::string key(const char* op, bool bias) const {
-    return fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}", op, dims_key(src), dims_key(wei), dims_key(dst),
-                       dims_key(strides), dims_key(dilates), dims_key(pad_l), dims_key(pad_r), bias);
+    return fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}{}", op, dims_key(src), dims_key(wei), dims_key(dst),
+                       dims_key(strides), dims_key(dilates), dims_key(pad_l), dims_key(pad_r), bias, nhwc ? ":nhwc" : "");
   }
   dnnl::memory::desc any(const dims& d) const { return dnnl::memory::desc(d, dt::f32, tag::any); }
-  dnnl::memory::desc plain_src() const { return plain_desc(src); }
+  // An activation (src / dst and their gradients) as the primitive should take it: any layout it
+  // likes for NCHW users (reordered in and out), but NHWC users' own layout, which oneDNN's
+  // convolutions run on as fast, so that nothing is reordered.
+  dnnl::memory::desc act(const dims& d) const { return nhwc ? dnnl::memory::desc(d, dt::f32, tag::nhwc) : any(d); }
+  dnnl::memory::desc plain_src() const { return nhwc ? act(src) : plain_desc(src); }
   dnnl::memory::desc plain_wei() const { return dnnl::memory::desc(wei, dt::f32, groups > 1 ? tag::goihw : tag::oihw); }
-  dnnl::memory::desc plain_dst() const { return plain_desc(dst); }
+  dnnl::memory::desc plain_dst() const { return nhwc ? act(dst) : plain_desc(dst); }
 
   // `attr` carries the user scratchpad mode and, for fused_conv2d, the activation post-op.
   conv_fwd::primitive_desc forward_pd(dnnl::prop_kind prop, bool bias,
                                       const dnnl::primitive_attr& attr = user_scratchpad()) const {
-    auto d = bias ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, any(src), any(wei),
-                                   plain_desc(dims{dst[1]}), any(dst), strides, dilates, pad_l, pad_r)
-                  : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, any(src), any(wei), any(dst),
+    auto d = bias ? conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, act(src), any(wei),
+                                   plain_desc(dims{dst[1]}), act(dst), strides, dilates, pad_l, pad_r)
+                  : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, act(src), any(wei), act(dst),
                                    strides, dilates, pad_l, pad_r);
     return conv_fwd::primitive_desc(d, attr, cpu_engine());
   }

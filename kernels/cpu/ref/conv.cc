@@ -1,7 +1,9 @@
-// Reference conv2d (NCHW) and its gradients: im2col / col2im per (batch, group) plus Eigen GEMM.
+// Reference conv2d (NCHW) and its gradients: im2col / col2im per (batch, group) plus Eigen GEMM. A
+// channels_last call runs on NCHW copies of its tensors.
 #include <Eigen/Dense>
 #include <algorithm>
 
+#include "cpu/common/channels_last.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -76,11 +78,9 @@ void col2im(const T* col, const ConvGeom& g, T* x) {
       }
 }
 
-}  // namespace
-
 template <typename T>
-void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
-            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
+void conv2d_nchw(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                 const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& out) {
   const ConvGeom g = make_geom(x.shape(), weight.shape(), out.shape(), stride, padding, dilation, groups);
   const T* xd = x.data<T>();
   const T* wd = weight.data<T>();
@@ -105,9 +105,8 @@ void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
 }
 
 template <typename T>
-void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
-                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                       const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
+void conv2d_grad_input_nchw(const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& stride,
+                            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& dx) {
   const ConvGeom g = make_geom(dx.shape(), weight.shape(), grad.shape(), stride, padding, dilation, groups);
   const T* gd = grad.data<T>();
   const T* wd = weight.data<T>();
@@ -124,9 +123,8 @@ void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tenso
 }
 
 template <typename T>
-void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
-                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                        const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
+void conv2d_grad_weight_nchw(const Tensor& grad, const Tensor& x, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   const ConvGeom g = make_geom(x.shape(), dw.shape(), grad.shape(), stride, padding, dilation, groups);
   const T* gd = grad.data<T>();
   const T* xd = x.data<T>();
@@ -140,6 +138,36 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
       Eigen::Map<RowMat<T>> Wg(wd + gr * g.cout_g() * g.col_rows(), g.cout_g(), g.col_rows());
       Wg.noalias() += Gg * col.transpose();
     }
+}
+
+}  // namespace
+
+template <typename T>
+void conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+            const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, bool channels_last,
+            Tensor& out) {
+  if (!channels_last) return conv2d_nchw<T>(x, weight, bias, stride, padding, dilation, groups, out);
+  Tensor plain = Tensor::empty(cpu::nchw_shape_of(out.shape()), out.dtype());
+  conv2d_nchw<T>(cpu::nchw_copy<T>(x), weight, bias, stride, padding, dilation, groups, plain);
+  cpu::store_nhwc<T>(plain, out);
+}
+
+template <typename T>
+void conv2d_grad_input(const KernelContext& ctx, const Tensor& grad, const Tensor& weight, const std::vector<int64_t>& input_shape,
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dx) {
+  if (!channels_last) return conv2d_grad_input_nchw<T>(grad, weight, stride, padding, dilation, groups, dx);
+  Tensor plain = Tensor::empty(cpu::nchw_shape_of(dx.shape()), dx.dtype());
+  conv2d_grad_input_nchw<T>(cpu::nchw_copy<T>(grad), weight, stride, padding, dilation, groups, plain);
+  cpu::store_nhwc<T>(plain, dx);
+}
+
+template <typename T>
+void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dw) {
+  if (!channels_last) return conv2d_grad_weight_nchw<T>(grad, x, stride, padding, dilation, groups, dw);
+  conv2d_grad_weight_nchw<T>(cpu::nchw_copy<T>(grad), cpu::nchw_copy<T>(x), stride, padding, dilation, groups, dw);
 }
 
 }  // namespace pd::kernels::reference

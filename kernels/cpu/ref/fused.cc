@@ -24,7 +24,7 @@ void fused_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
                   const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                   Tensor& out) {
   const auto act = parse_activation("fused_conv2d", activation);  // before any work
-  conv2d<T>(ctx, x, weight, bias, stride, padding, dilation, groups, out);
+  conv2d<T>(ctx, x, weight, bias, stride, padding, dilation, groups, false, out);
   if (residual.defined()) add<T>(ctx, out, residual, out);  // same shape: elementwise in place
   apply_activation<T>(act, alpha, out);
 }

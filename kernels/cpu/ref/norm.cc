@@ -1,10 +1,13 @@
-// Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double.
+// Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double. batch_norm
+// on channels_last data walks rows of C channels (bn_rows.h) in fixed chunks of rows, whose partial
+// sums are added in chunk order, so that the result does not depend on the thread count either.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/common/parallel.h"
+#include "cpu/ref/bn_rows.h"
 #include "cpu/ref/sum_run.h"
 #include "kernels.h"
 
@@ -53,6 +56,27 @@ void bn_dx_of(const T* g, const T* x, int64_t n, T ka, T kx, T mean, T k0, BnAff
   else bn_dx_run<T>(g, x, n, ka, kx, mean, k0, a, dx);
 }
 
+template <typename T>
+void bn_stats_rows_of(const T* x, int64_t rows, int64_t C, const double* shift, double* sum, double* sum_sq) {
+  if constexpr (std::is_same_v<T, float>) bn_stats_rows_widest(x, rows, C, shift, sum, sum_sq);
+  else bn_stats_rows<T>(x, rows, C, shift, sum, sum_sq);
+}
+template <typename T>
+void bn_affine_rows_of(const T* x, int64_t rows, int64_t C, const BnRowConsts<T>& k, T* y) {
+  if constexpr (std::is_same_v<T, float>) bn_affine_rows_widest(x, rows, C, k, y);
+  else bn_affine_rows<T>(x, rows, C, k, y);
+}
+template <typename T>
+void bn_grad_sums_rows_of(const T* g, const T* x, int64_t rows, int64_t C, const BnRowConsts<T>& k, double* sum_g, double* sum_gd) {
+  if constexpr (std::is_same_v<T, float>) bn_grad_sums_rows_widest(g, x, rows, C, k, sum_g, sum_gd);
+  else bn_grad_sums_rows<T>(g, x, rows, C, k, sum_g, sum_gd);
+}
+template <typename T>
+void bn_dx_rows_of(const T* g, const T* x, int64_t rows, int64_t C, const BnRowConsts<T>& k, T* dx) {
+  if constexpr (std::is_same_v<T, float>) bn_dx_rows_widest(g, x, rows, C, k, dx);
+  else bn_dx_rows<T>(g, x, rows, C, k, dx);
+}
+
 // Channel c's out = (x - mean) * invstd * scale + bias as one multiply-add, the constants made in
 // double from the saved (rounded) statistics: batch_norm and batch_norm_grad both make them here, so
 // that a fused relu's mask in the gradient is the forward's.
@@ -62,13 +86,111 @@ BnAffine<T> bn_affine(T mean, T invstd, const T* scale, const T* bias, int64_t c
   return {static_cast<T>(k), static_cast<T>((bias ? static_cast<double>(bias[c]) : 0.0) - static_cast<double>(mean) * k), relu};
 }
 
+// Batch statistics from the sums of x - shift and of their squares over n values: the mean and the
+// biased variance; the running statistics take the unbiased one.
+struct BatchStats {
+  double mean, var, unbiased;
+};
+BatchStats batch_stats(double shift, double sum, double sum_sq, int64_t n) {
+  const double sq = std::max(0.0, sum_sq - sum * sum / static_cast<double>(n));  // sum of (x - mean)^2
+  const double var = sq / static_cast<double>(n);
+  return {shift + sum / static_cast<double>(n), var, n > 1 ? sq / static_cast<double>(n - 1) : var};
+}
+
+// Rows of a channels-last tensor per chunk of work (see the file's comment).
+constexpr int64_t kBnRowChunk = 256;
+
+// f(chunk, first row, row count) for every chunk of `rows`, chunks across threads.
+template <typename F>
+void for_row_chunks(int64_t rows, int64_t C, F&& f) {
+  const int64_t chunks = (rows + kBnRowChunk - 1) / kBnRowChunk;
+  cpu::parallel_for(chunks, 3 * kBnRowChunk * C, [&](int64_t k) {
+    const int64_t r0 = k * kBnRowChunk;
+    f(k, r0, std::min(kBnRowChunk, rows - r0));
+  });
+}
+
+// Two per-channel sums over all rows: each chunk's into its own slot, then the slots in order.
+template <typename F>
+void channel_sums(int64_t rows, int64_t C, std::vector<double>& a, std::vector<double>& b, F&& sums_of_rows) {
+  const int64_t chunks = (rows + kBnRowChunk - 1) / kBnRowChunk;
+  std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
+  for_row_chunks(rows, C, [&](int64_t k, int64_t r0, int64_t n) { sums_of_rows(r0, n, &part[k * 2 * C], &part[(k * 2 + 1) * C]); });
+  a.assign(C, 0.0), b.assign(C, 0.0);
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t c = 0; c < C; ++c) a[c] += part[k * 2 * C + c], b[c] += part[(k * 2 + 1) * C + c];
+}
+
+// batch_norm over [rows, C].
+template <typename T>
+void batch_norm_channels_last(const Tensor& x, const T* sc, const T* bs, T* rm, T* rv, double momentum, double epsilon,
+                              bool training, bool fuse_relu, T* od, T* sm, T* si) {
+  const int64_t C = x.shape().back(), rows = C > 0 ? x.numel() / C : 0;
+  const T* xd = x.data<T>();
+  std::vector<double> sum, sum_sq, shift(C, 0.0);
+  if (training && rows > 0) {
+    for (int64_t c = 0; c < C; ++c) shift[c] = static_cast<double>(xd[c]);
+    channel_sums(rows, C, sum, sum_sq, [&](int64_t r0, int64_t n, double* s, double* q) {
+      bn_stats_rows_of(xd + r0 * C, n, C, shift.data(), s, q);
+    });
+  }
+  std::vector<T> mul(C), add(C);
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, var = 0;  // training with no rows: nothing to normalise or to fold into the running ones
+    if (training && rows > 0) {
+      const BatchStats b = batch_stats(shift[c], sum[c], sum_sq[c], rows);
+      mean = b.mean, var = b.var;
+      rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
+      rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * b.unbiased);
+    } else if (!training) {
+      mean = rm[c], var = rv[c];
+    }
+    sm[c] = static_cast<T>(mean);
+    si[c] = static_cast<T>(1.0 / std::sqrt(var + epsilon));
+    const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
+    mul[c] = a.mul, add[c] = a.add;
+  }
+  const BnRowConsts<T> k{mul.data(), add.data(), nullptr, nullptr, nullptr, nullptr, fuse_relu};
+  for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_affine_rows_of(xd + r0 * C, n, C, k, od + r0 * C); });
+}
+
+// batch_norm_grad over [rows, C]: the constants as the NCHW path makes them, per channel.
+template <typename T>
+void batch_norm_grad_channels_last(const Tensor& x, const Tensor& grad, const T* sc, const T* bs, const T* sm, const T* si,
+                                   bool training, bool fuse_relu, T* dxd, T* dsd, T* dbd) {
+  const int64_t C = x.shape().back(), rows = C > 0 ? x.numel() / C : 0;
+  const T* xd = x.data<T>();
+  const T* gd = grad.data<T>();
+  std::vector<T> mul(C), add(C), ka(C), kx(C), k0(C);
+  for (int64_t c = 0; c < C; ++c) {
+    const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
+    mul[c] = a.mul, add[c] = a.add;
+  }
+  BnRowConsts<T> k{mul.data(), add.data(), sm, ka.data(), kx.data(), k0.data(), fuse_relu};
+  std::vector<double> sum_g, sum_gd;
+  channel_sums(rows, C, sum_g, sum_gd, [&](int64_t r0, int64_t n, double* s, double* d) {
+    bn_grad_sums_rows_of(gd + r0 * C, xd + r0 * C, n, C, k, s, d);
+  });
+  const double nn = rows > 0 ? static_cast<double>(rows) : 1.0;
+  for (int64_t c = 0; c < C; ++c) {
+    const double invstd = si[c], sum_gx = sum_gd[c] * invstd;
+    if (dsd) dsd[c] = static_cast<T>(sum_gx);
+    if (dbd) dbd[c] = static_cast<T>(sum_g[c]);
+    const double a = (sc ? static_cast<double>(sc[c]) : 1.0) * invstd;
+    ka[c] = static_cast<T>(a);
+    kx[c] = training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0);
+    k0[c] = training ? static_cast<T>(-a * sum_g[c] / nn) : T(0);
+  }
+  for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_dx_rows_of(gd + r0 * C, xd + r0 * C, n, C, k, dxd + r0 * C); });
+}
+
 }  // namespace
 
 // Channels across threads, each walking its N runs of `inner` contiguous values (as batch_norm_grad).
 template <typename T>
 void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
-                const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, Tensor& out,
-                Tensor& saved_mean, Tensor& saved_invstd) {
+                const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, bool channels_last,
+                Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
   T* od = out.data<T>();
@@ -78,6 +200,7 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   T* si = saved_invstd.data<T>();
   const T* sc = scale.defined() ? scale.data<T>() : nullptr;
   const T* bs = bias.defined() ? bias.data<T>() : nullptr;
+  if (channels_last) return batch_norm_channels_last(x, sc, bs, rm, rv, momentum, epsilon, training, fuse_relu, od, sm, si);
   const int64_t n = v.N * v.inner;
   auto run = [&](int64_t b, int64_t c) { return xd + (b * v.C + c) * v.inner; };
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
@@ -87,12 +210,10 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
       const double shift = static_cast<double>(run(0, c)[0]);
       double sum = 0, sum_sq = 0;
       for (int64_t b = 0; b < v.N; ++b) shifted_sums_of(run(b, c), v.inner, shift, &sum, &sum_sq);
-      const double sq = std::max(0.0, sum_sq - sum * sum / static_cast<double>(n));  // sum of (x - mean)^2
-      mean = shift + sum / static_cast<double>(n);
-      var = sq / static_cast<double>(n);
-      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
+      const BatchStats s = batch_stats(shift, sum, sum_sq, n);
+      mean = s.mean, var = s.var;
       rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
-      rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * unbiased);
+      rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * s.unbiased);
     } else if (training) {
       // No elements: nothing to normalise and no statistics to fold into the running ones.
       mean = 0;
@@ -115,8 +236,8 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
 // rearranged into per-channel constants.
 template <typename T>
 void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean, const Tensor& saved_invstd,
-                     const Tensor& grad, const Tensor& bias, bool training, bool fuse_relu, Tensor& dx, Tensor& dscale,
-                     Tensor& dbias) {
+                     const Tensor& grad, const Tensor& bias, bool training, bool fuse_relu, bool channels_last, Tensor& dx,
+                     Tensor& dscale, Tensor& dbias) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
@@ -127,6 +248,7 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   T* dxd = dx.data<T>();
   T* dsd = dscale.defined() ? dscale.data<T>() : nullptr;
   T* dbd = dbias.defined() ? dbias.data<T>() : nullptr;
+  if (channels_last) return batch_norm_grad_channels_last(x, grad, sc, bs, sm, si, training, fuse_relu, dxd, dsd, dbd);
   const int64_t n = v.N * v.inner;
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
     const T mean = sm[c];

@@ -2,6 +2,7 @@
 #include "cpu/ref/sum_run.h"
 
 #include "cpu/common/widest.h"
+#include "cpu/ref/bn_rows.h"
 
 namespace pd::kernels::reference {
 using cpu::widest;
@@ -43,6 +44,27 @@ void layer_norm_grad_row_widest(const float* x, const float* g, const float* sca
                                 double* ds, double* db, float* dx) {
   static const auto run = widest(&layer_norm_grad_row<float>, &layer_norm_grad_row_avx2, &layer_norm_grad_row_avx512);
   run(x, g, scale, n, mu, is, ds, db, dx);
+}
+
+void bn_stats_rows_widest(const float* x, int64_t rows, int64_t C, const double* shift, double* sum, double* sum_sq) {
+  static const auto run = widest(&bn_stats_rows<float>, &bn_stats_rows_avx2, &bn_stats_rows_avx512);
+  run(x, rows, C, shift, sum, sum_sq);
+}
+
+void bn_affine_rows_widest(const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, float* y) {
+  static const auto run = widest(&bn_affine_rows<float>, &bn_affine_rows_avx2, &bn_affine_rows_avx512);
+  run(x, rows, C, k, y);
+}
+
+void bn_grad_sums_rows_widest(const float* g, const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, double* sum_g,
+                              double* sum_gd) {
+  static const auto run = widest(&bn_grad_sums_rows<float>, &bn_grad_sums_rows_avx2, &bn_grad_sums_rows_avx512);
+  run(g, x, rows, C, k, sum_g, sum_gd);
+}
+
+void bn_dx_rows_widest(const float* g, const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, float* dx) {
+  static const auto run = widest(&bn_dx_rows<float>, &bn_dx_rows_avx2, &bn_dx_rows_avx512);
+  run(g, x, rows, C, k, dx);
 }
 
 }  // namespace pd::kernels::reference

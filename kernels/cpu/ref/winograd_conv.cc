@@ -31,7 +31,8 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 struct WinoGeom {
   int64_t N, C, H, W, K, OH, OW, ph, pw;
-  int64_t B;              // channels per block of a channel-blocked x / out (to_channel_blocks); 0: NCHW
+  int64_t B, BK;          // channels per block of a channel-blocked x, out (to_channel_blocks); 0: NCHW. They
+                          // differ for NHWC tensors, seen as one block of all channels ([N, 1, H, W, C])
   int64_t TH, TW, tiles;  // tile rows and columns per image; tiles in the batch
   int64_t CV, KV;         // channel counts rounded up to whole vectors (buffer row lengths)
   int64_t TB;             // tiles per block (the last block may have fewer)
@@ -66,6 +67,7 @@ WinoGeom geometry(const Tensor& x, const Tensor& u, const Tensor& out, const std
   // H and W sit at dims 2 and 3 in both layouts; C is the weight's (a blocked x has C / B blocks of B).
   g.N = x.shape()[0], g.C = u.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
   g.B = x.dim() == 5 ? x.shape()[4] : 0;
+  g.BK = out.dim() == 5 ? out.shape()[4] : 0;
   g.K = u.shape()[2], g.OH = out.shape()[2], g.OW = out.shape()[3];
   g.ph = padding[0], g.pw = padding[1];
   g.TH = (g.OH + kOut - 1) / kOut, g.TW = (g.OW + kOut - 1) / kOut;
@@ -307,10 +309,10 @@ PD_WINO_INLINE void scatter_full_tile(const WinoGeom& g, const Epilogue<T>& e, c
 template <typename T, typename Act>
 PD_WINO_INLINE void scatter_blocked_tile(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t n, int64_t k,
                                          int64_t oy0, int64_t ox0, int64_t rows, int64_t cols, const Vec<T>* o, T* out) {
-  const int64_t base = ((n * (g.K / g.B) + k / g.B) * g.OH * g.OW) * g.B + k % g.B;
+  const int64_t base = ((n * (g.K / g.BK) + k / g.BK) * g.OH * g.OW) * g.BK + k % g.BK;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t q = 0; q < cols; ++q) {
-      const int64_t at = base + ((oy0 + r) * g.OW + ox0 + q) * g.B;
+      const int64_t at = base + ((oy0 + r) * g.OW + ox0 + q) * g.BK;
       Vec<T> v = o[r * kOut + q];
       if (e.residual) v += load(e.residual + at);
       store(out + at, act.vec(v));
@@ -330,7 +332,7 @@ PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, c
     for (int64_t k = k0; k < k1; k += L) {
       alignas(32) T o[kOut * kOut][L];
       output_transform<T>(M + tl * g.KV + k, point_stride, load(e.bias + k), reinterpret_cast<Vec<T>*>(o));
-      if (g.B > 0) {  // k1 - k is a whole vector: the channels are whole blocks of whole vectors
+      if (g.BK > 0) {  // k1 - k is a whole vector: the channels are whole blocks of whole vectors
         scatter_blocked_tile(g, e, act, n, k, oy0, ox0, rows, cols, reinterpret_cast<const Vec<T>*>(o), out);
         continue;
       }

@@ -58,7 +58,8 @@ void Pass::run(Program& p, PassStats& stats) const {
   int32_t i = 0;
   while (i < static_cast<int32_t>(p.ops().size())) {
     const Operation& op = p.ops()[i];
-    if ((types.empty() || std::find(types.begin(), types.end(), op.type) != types.end()) && match(p, i)) {
+    const bool targeted = types.empty() || std::find(types.begin(), types.end(), op.type) != types.end();
+    if (targeted && !(!types.empty() && channels_last_op(op)) && match(p, i)) {
       PD_CHECK(++stats.rewrites <= cap, ErrorCode::kInternal, "pass '{}' keeps matching (more than {} rewrites)", name(), cap);
       rewrite(p, i, stats);
       i = 0;  // indices shifted; earlier ops may match now (a chain of dead ops)
@@ -172,6 +173,10 @@ size_t tensor_slots(const std::string& op_type) {
 ValueId input_of(const Program& p, int32_t op, size_t slot) {
   const auto& ins = p.ops()[op].inputs;
   return slot < ins.size() && !ins[slot].empty() ? ins[slot][0] : kNoValue;
+}
+
+bool channels_last_op(const Operation& op) {
+  return (op.type == "conv2d" || op.type == "batch_norm") && attr_bool(op, "channels_last");
 }
 
 bool attr_bool(const Operation& op, const std::string& name) {

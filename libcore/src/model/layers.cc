@@ -51,9 +51,10 @@ class Conv2d : public Layer {
     dilation_ = get_pair("dilation", {1, 1});
     groups_ = groups;
   }
-  Tensor forward(const std::vector<Tensor>& in, const ForwardCtx&) override {
-    return ops::conv2d(in[0], weight_, bias_, stride_, padding_, dilation_, groups_);
+  Tensor forward(const std::vector<Tensor>& in, const ForwardCtx& ctx) override {
+    return ops::conv2d(in[0], weight_, bias_, stride_, padding_, dilation_, groups_, ctx.channels_last);
   }
+  bool runs_channels_last() const override { return true; }
 
  private:
   Tensor weight_, bias_;
@@ -110,12 +111,15 @@ class BatchNorm : public Layer {
   Tensor forward(const std::vector<Tensor>& in, const ForwardCtx& ctx) override {
     if (ctx.training && ctx.cross_rank_sum)
       return sync_batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, *ctx.cross_rank_sum, spec_.name);
-    return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training));
+    return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training, false, ctx.channels_last));
   }
   Tensor forward_relu(const std::vector<Tensor>& in, const ForwardCtx& ctx) override {
     if (ctx.training && ctx.cross_rank_sum) return Tensor();  // sync_batch_norm has no fused form
-    return std::get<0>(ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training, /*fuse_relu=*/true));
+    return std::get<0>(
+        ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training, /*fuse_relu=*/true, ctx.channels_last));
   }
+  // (sync_batch_norm is NCHW only: the network does not use channels_last with a cross-rank sum)
+  bool runs_channels_last() const override { return true; }
 
  private:
   Tensor scale_, bias_, mean_, var_;
@@ -198,6 +202,7 @@ class Activation : public Layer {
         if (a.name == alpha) attrs_[alpha] = get_float(alpha, std::stod(a.default_text));
   }
   Tensor forward(const std::vector<Tensor>& in, const ForwardCtx&) override { return schema_->call({{in[0]}}, attrs_)[0]; }
+  bool runs_channels_last() const override { return spec_.type != "softmax" && spec_.type != "log_softmax"; }  // elementwise
 
  private:
   const OpSchema* schema_ = nullptr;
@@ -240,6 +245,7 @@ class Add : public Layer {
     for (size_t i = 1; i < in.size(); ++i) out = ops::add(out, in[i]);
     return out;
   }
+  bool runs_channels_last() const override { return true; }  // (the network checks the shapes are equal)
 };
 
 class Concat : public Layer {

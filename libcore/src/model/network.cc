@@ -23,6 +23,42 @@ auto at_layer(const LayerSpec& l, F&& f) {
   }
 }
 
+// A network's convolutions run in NHWC when one of them has at least this many input and output
+// channels: oneDNN's convolutions then reorder NCHW tensors into their own layouts and back at every
+// call (about a fifth of the residual example's step), while NHWC is a layout they run on as it is.
+// Narrower convolutions (LeNet's 1 -> 6 -> 16) run in the direct NCHW kernels, faster there.
+constexpr int64_t kChannelsLastMinChannels = 16;
+
+// Which layers run in NHWC (see Network::channels_last_): a layer that can (runs_channels_last), with
+// 4-D inputs of its output's shape (a convolution: any 4-D input), that is a convolution or reads a
+// value held in NHWC. The loss input stays NCHW.
+std::vector<bool> channels_last_plan(const std::vector<std::unique_ptr<Layer>>& layers, const std::map<std::string, Tensor>& probe,
+                                     const std::string& loss_input) {
+  std::vector<bool> plan(layers.size(), false);
+  bool wide = false;
+  for (const auto& l : layers) {
+    if (l->spec().type != "conv2d") continue;
+    const Shape &in = probe.at(l->spec().inputs[0]).shape(), &out = probe.at(l->spec().name).shape();
+    wide = wide || (in[1] >= kChannelsLastMinChannels && out[1] >= kChannelsLastMinChannels);
+  }
+  if (!wide) return plan;
+  std::set<std::string> nhwc;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i]->spec();
+    const Shape& out = probe.at(l.name).shape();
+    const bool conv = l.type == "conv2d";
+    bool fits = layers[i]->runs_channels_last() && out.size() == 4 && l.name != loss_input, reads_nhwc = false;
+    for (const auto& name : l.inputs) {
+      const Shape& in = probe.at(name).shape();
+      fits = fits && in.size() == 4 && (conv || in == out);
+      reads_nhwc = reads_nhwc || nhwc.count(name);
+    }
+    plan[i] = fits && (conv || reads_nhwc);
+    if (plan[i]) nhwc.insert(l.name);
+  }
+  return plan;
+}
+
 uint64_t mix(uint64_t a, uint64_t b) {
   uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
   x ^= x >> 31;
@@ -80,6 +116,9 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
     if (next.type == "relu") pairing_[i] = Pairing::fuse_relu;
     else if (self.type == "relu" && next.type == "max_pool2d") pairing_[i] = Pairing::pool_then_relu;
   }
+  channels_last_ = channels_last_plan(layers_, probe, spec.loss_input);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (channels_last_[i] && pairing_[i] == Pairing::pool_then_relu) pairing_[i] = Pairing::none;  // the pool reads NCHW
 }
 
 Network::~Network() = default;
@@ -93,13 +132,23 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     PD_CHECK(it != inputs.end(), ErrorCode::kInvalidArgument, "{}: the network needs input '{}'", in.pos.str(), in.name);
     values[in.name] = it->second;
   }
+  // Values held in NHWC (channels_last_), and a reader's view of a value in the layout it wants.
+  const bool nhwc_run = !keep.empty() && !cross_rank_sum_ && place_.is_cpu();
+  std::set<std::string> nhwc;
+  auto read = [&](const std::string& name, bool want_nhwc) {
+    const Tensor& v = values.at(name);
+    if (nhwc.count(name) == static_cast<size_t>(want_nhwc)) return v;
+    return ops::transpose(v, want_nhwc ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 3, 1, 2});
+  };
   for (size_t i = 0; i < layers_.size(); ++i) {
     const LayerSpec& l = layers_[i]->spec();
+    const bool channels_last = nhwc_run && channels_last_[i];
     std::vector<Tensor> in;
-    for (const auto& name : l.inputs) in.push_back(values.at(name));
+    for (const auto& name : l.inputs) in.push_back(read(name, channels_last));
     const uint64_t seed = rng_stream_ == 0 ? spec_.train.seed : mix(spec_.train.seed, rng_stream_);
     auto ctx_of = [&](size_t k) {
-      return ForwardCtx{training, mix(mix(seed, static_cast<uint64_t>(step)), k), cross_rank_sum_ ? &cross_rank_sum_ : nullptr};
+      return ForwardCtx{training, mix(mix(seed, static_cast<uint64_t>(step)), k), cross_rank_sum_ ? &cross_rank_sum_ : nullptr,
+                        channels_last};
     };
     const ForwardCtx ctx = ctx_of(i);
     // This layer and the next, the only reader of its value, which nobody asked for, run as a pair.
@@ -113,12 +162,15 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
     }
     if (paired.defined()) values[layers_[++i]->spec().name] = paired;  // the next layer's value; it is done
     else values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
+    if (channels_last) nhwc.insert(layers_[i]->spec().name);
     if (keep.empty()) continue;
     in.clear();
     for (const auto& name : l.inputs)
       if (last_reader_.at(name) == self && !keep.count(name)) values.erase(name);
   }
-  if (!keep.empty()) std::erase_if(values, [&](const auto& kv) { return !keep.count(kv.first); });
+  if (keep.empty()) return values;
+  std::erase_if(values, [&](const auto& kv) { return !keep.count(kv.first); });
+  for (auto& [name, v] : values) v = read(name, false);  // kept values are given back in NCHW
   return values;
 }
 

@@ -4,21 +4,24 @@
 
 namespace pd::infer {
 
-Shape channel(const char* op, In x) {
-  PD_CHECK(x.t.dim() >= 2, ErrorCode::kShape, "{}: argument '{}' must be at least 2-D [N, C, ...], but received {}", op,
-           x.name, shape_str(x.t.shape()));
-  return {x.t.shape()[1]};
+Shape channel(const char* op, In x, bool channels_last) {
+  PD_CHECK(x.t.dim() >= 2, ErrorCode::kShape, "{}: argument '{}' must be at least 2-D ({}), but received {}", op, x.name,
+           channels_last ? "[N, ..., C] with channels_last" : "[N, C, ...]", shape_str(x.t.shape()));
+  return {channels_last ? x.t.shape().back() : x.t.shape()[1]};
 }
 
-Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var) {
-  Shape c = channel(op, x);
+Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var, bool channels_last) {
+  Shape c = channel(op, x, channels_last);
   for (In p : {scale, bias, running_mean, running_var})
     PD_CHECK(p.t.shape() == c, ErrorCode::kShape, "{}: argument '{}' must have shape {} (the channels of '{}' {}), but received {}",
              op, p.name, shape_str(c), x.name, shape_str(x.t.shape()), shape_str(p.t.shape()));
   return x.t.shape();
 }
 
-Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu) {
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu, bool channels_last) {
+  const Shape c = channel(op, x, channels_last);
+  PD_CHECK(scale.t.shape() == c, ErrorCode::kShape, "{}: argument '{}' must have shape {} (the channels of '{}' {}), but received {}",
+           op, scale.name, shape_str(c), x.name, shape_str(x.t.shape()), shape_str(scale.t.shape()));
   if (fuse_relu) {
     PD_CHECK(bias.t.defined(), ErrorCode::kInvalidArgument,
              "{}: with fuse_relu, argument '{}' is required (the relu mask is recomputed from it)", op, bias.name);

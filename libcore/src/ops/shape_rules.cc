@@ -200,9 +200,12 @@ Shape linear(const char* op, In x, In weight, In bias) {
 }
 
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
-             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
-  check_rank(op, x, 4, "[N, C, H, W]");
-  return conv2d_nchw(op, x.name, x.t.shape(), weight, bias, stride, padding, dilation, groups);
+             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups, bool channels_last) {
+  check_rank(op, x, 4, channels_last ? "[N, H, W, C] (channels_last)" : "[N, C, H, W]");
+  if (!channels_last) return conv2d_nchw(op, x.name, x.t.shape(), weight, bias, stride, padding, dilation, groups);
+  const Shape& s = x.t.shape();
+  const Shape out = conv2d_nchw(op, x.name, {s[0], s[3], s[1], s[2]}, weight, bias, stride, padding, dilation, groups);
+  return {out[0], out[2], out[3], out[1]};
 }
 
 Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight, In bias, const std::vector<int64_t>& stride,
@@ -274,11 +277,11 @@ Shape winograd_conv2d(const char* op, In x, In weight, In bias, In residual, con
 
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                        const std::vector<int64_t>& dilation, int64_t groups) {
+                        const std::vector<int64_t>& dilation, int64_t groups, bool channels_last) {
   PD_CHECK(input_shape.size() == 4, ErrorCode::kShape, "{}: argument 'input_shape' must have 4 extents, but received {}",
            op, shape_str(input_shape));
   Tensor x = shape_only(input_shape, weight.t.dtype());
-  Shape expect = conv2d(op, In{"input", x}, weight, In{"bias", Tensor()}, stride, padding, dilation, groups);
+  Shape expect = conv2d(op, In{"input", x}, weight, In{"bias", Tensor()}, stride, padding, dilation, groups, channels_last);
   PD_CHECK(grad.t.shape() == expect, ErrorCode::kShape, "{}: argument '{}' must have shape {}, but received {}", op, grad.name,
            shape_str(expect), shape_str(grad.t.shape()));
   return input_shape;
@@ -286,11 +289,11 @@ Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<in
 
 Shape conv2d_grad_weight(const char* op, In grad, In x, const std::vector<int64_t>& weight_shape,
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                         const std::vector<int64_t>& dilation, int64_t groups) {
+                         const std::vector<int64_t>& dilation, int64_t groups, bool channels_last) {
   PD_CHECK(weight_shape.size() == 4, ErrorCode::kShape, "{}: argument 'weight_shape' must have 4 extents, but received {}",
            op, shape_str(weight_shape));
   Tensor w = shape_only(weight_shape, x.t.dtype());
-  Shape expect = conv2d(op, x, In{"weight", w}, In{"bias", Tensor()}, stride, padding, dilation, groups);
+  Shape expect = conv2d(op, x, In{"weight", w}, In{"bias", Tensor()}, stride, padding, dilation, groups, channels_last);
   PD_CHECK(grad.t.shape() == expect, ErrorCode::kShape, "{}: argument '{}' must have shape {}, but received {}", op, grad.name,
            shape_str(expect), shape_str(grad.t.shape()));
   return weight_shape;

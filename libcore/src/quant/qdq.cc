@@ -16,6 +16,7 @@ namespace {
 
 bool quantizable(const ir::Program& p, const ir::Operation& op, const std::vector<std::string>& exclude) {
   if (op.type != "conv2d" && op.type != "linear") return false;
+  if (op.type == "conv2d" && ir::attr_bool(op, "channels_last")) return false;  // the QDQ form's activations are NCHW
   const ir::ValueId w = op.inputs[1][0];
   for (const std::string& e : exclude)
     if (e == op.type || e == p.value(op.results[0]).name || e == p.value(w).name) return false;

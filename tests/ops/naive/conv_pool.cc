@@ -1,4 +1,4 @@
-// Naive-loop references for conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc.
+// Naive-loop references for conv2d (NCHW or channels_last), max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc.
 #include "naive_util.h"
 
 namespace {
@@ -40,7 +40,15 @@ PoolGeom pool_geom(const pd::Tensor& x, const pd::AttrMap& attrs, bool channels_
 }
 }  // namespace
 
+// channels_last: the NCHW loops on permuted copies.
 PD_NAIVE_REF(conv2d) {
+  if (get<bool>(attrs, "channels_last", false)) {
+    pd::AttrMap nchw = attrs;
+    nchw.erase("channels_last");
+    pd::BoxedInputs plain = in;
+    plain[0] = {permuted(in[0][0], true)};
+    return {permuted((*pd::test::find_naive("conv2d"))(plain, nchw)[0], false)};
+  }
   const pd::Tensor& x = in[0][0];
   const pd::Tensor& w = in[1][0];
   bool has_bias = in.size() > 2 && !in[2].empty() && in[2][0].defined();

@@ -144,4 +144,22 @@ inline Tensor plain_of(const Tensor& blocked, int64_t channels) {
   return make(out, os);
 }
 
+// [N, H, W, C] -> [N, C, H, W] (to_nchw) or back, by index arithmetic, in double.
+inline Tensor permuted(const Tensor& t, bool to_nchw) {
+  if (!t.defined()) return t;
+  const Ints& s = t.shape();
+  const int64_t N = s[0], A = s[1], B = s[2], C = s[3];  // to_nchw: A, B, C = H, W, C; else C, H, W
+  const Reals v = vals(t);
+  Reals out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t from = ((n * A + a) * B + b) * C + c;
+          const int64_t to = to_nchw ? ((n * C + c) * A + a) * B + b : ((n * B + b) * C + c) * A + a;
+          out[static_cast<size_t>(to)] = v[static_cast<size_t>(from)];
+        }
+  return make(out, to_nchw ? Ints{N, C, A, B} : Ints{N, B, C, A});
+}
+
 }  // namespace pd::naive

@@ -40,8 +40,10 @@ PD_NAIVE_REF(batch_norm) {
   Reals rm = vals(in[3][0]), rv = vals(in[4][0]);
   double eps = get<double>(attrs, "epsilon", 1e-5);
   bool training = get<bool>(attrs, "training", true), fuse_relu = get<bool>(attrs, "fuse_relu", false);
+  // Viewed as [N, C, inner]; channels_last data as [rows, C, 1].
   int64_t N = s[0], C = s[1], inner = 1;
   for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
+  if (get<bool>(attrs, "channels_last", false)) C = s.back(), N = C > 0 ? numel_of(s) / C : 0, inner = 1;
   Reals mean(static_cast<size_t>(C), 0.0), invstd(static_cast<size_t>(C), 0.0);
   for (int64_t c = 0; c < C; ++c) {
     if (training) {

@@ -64,24 +64,6 @@ pd::Tensor dequantized(const pd::Tensor& q, const pd::Tensor& scale, const pd::T
   return (*pd::test::find_naive("dequantize_linear"))({{q}, {scale}, {zero_point}}, {{"axis", pd::AttrValue(axis)}})[0];
 }
 
-// [N, H, W, C] -> [N, C, H, W] (to_nchw) or back, by index arithmetic, in double.
-pd::Tensor permuted(const pd::Tensor& t, bool to_nchw) {
-  if (!t.defined()) return t;
-  const Ints& s = t.shape();
-  const int64_t N = s[0], A = s[1], B = s[2], C = s[3];  // to_nchw: A, B, C = H, W, C; else C, H, W
-  const Reals v = vals(t);
-  Reals out(v.size());
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t a = 0; a < A; ++a)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t from = ((n * A + a) * B + b) * C + c;
-          const int64_t to = to_nchw ? ((n * C + c) * A + a) * B + b : ((n * B + b) * C + c) * A + a;
-          out[static_cast<size_t>(to)] = v[static_cast<size_t>(from)];
-        }
-  return make(out, to_nchw ? Ints{N, C, A, B} : Ints{N, B, C, A});
-}
-
 // With quantize_x, x is f32 NCHW: quantized first (naive quantize_linear into the zero point's dtype).
 std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, const pd::AttrMap& attrs, bool has_residual) {
   const bool nhwc = get<bool>(attrs, "channels_last", false), quantize_x = get<bool>(attrs, "quantize_x", false);
@@ -97,7 +79,9 @@ std::vector<pd::Tensor> quantized(const char* fused, const pd::BoxedInputs& in, 
     if (r.defined() && r.dtype() != pd::DType::f32) r = dequantized(r, in[7][0], in[8][0], 1);
     f.push_back(r.defined() ? std::vector<pd::Tensor>{nhwc ? permuted(r, true) : r} : std::vector<pd::Tensor>{});
   }
-  const pd::Tensor y_nchw = (*pd::test::find_naive(fused))(f, attrs)[0];
+  pd::AttrMap nchw_attrs = attrs;  // the permutes are done here
+  nchw_attrs.erase("channels_last");
+  const pd::Tensor y_nchw = (*pd::test::find_naive(fused))(f, nchw_attrs)[0];
   const pd::Tensor y = nhwc ? permuted(y_nchw, false) : y_nchw;
   const pd::DType out_dtype = get<pd::DType>(attrs, "out_dtype", pd::DType::f32);
   if (out_dtype == pd::DType::f32) return {y};

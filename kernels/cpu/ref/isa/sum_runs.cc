@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 // The loop after every other header, so that only its code takes the target.
 PD_TARGET_PUSH(PD_ISA_TARGET)
+#include "cpu/ref/bn_rows.h"
 #include "cpu/ref/sum_run.h"
 
 namespace pd::kernels::reference {
@@ -34,10 +35,24 @@ void PD_ISA_FN(layer_norm_grad_row)(const float* x, const float* g, const float*
                                     double* ds, double* db, float* dx) {
   layer_norm_grad_row(x, g, scale, n, mu, is, ds, db, dx);
 }
+void PD_ISA_FN(bn_stats_rows)(const float* x, int64_t rows, int64_t C, const double* shift, double* sum, double* sum_sq) {
+  bn_stats_rows(x, rows, C, shift, sum, sum_sq);
+}
+void PD_ISA_FN(bn_affine_rows)(const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, float* y) {
+  bn_affine_rows(x, rows, C, k, y);
+}
+void PD_ISA_FN(bn_grad_sums_rows)(const float* g, const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, double* sum_g,
+                                  double* sum_gd) {
+  bn_grad_sums_rows(g, x, rows, C, k, sum_g, sum_gd);
+}
+void PD_ISA_FN(bn_dx_rows)(const float* g, const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, float* dx) {
+  bn_dx_rows(g, x, rows, C, k, dx);
+}
 }  // namespace pd::kernels::reference
 PD_TARGET_POP
 
 #else  // not x86-64: the CPU checks are false and reduce.cc never calls this
+#include "cpu/ref/bn_rows.h"
 #include "cpu/ref/sum_run.h"
 
 namespace pd::kernels::reference {
@@ -48,5 +63,9 @@ void PD_ISA_FN(bn_dx_run)(const float*, const float*, int64_t, float, float, flo
 void PD_ISA_FN(grad_sums_run)(const float*, const float*, int64_t, float, BnAffine<float>, double*, double*) {}
 void PD_ISA_FN(layer_norm_row)(const float*, const float*, const float*, int64_t, double, float*, double*, double*) {}
 void PD_ISA_FN(layer_norm_grad_row)(const float*, const float*, const float*, int64_t, double, double, double*, double*, float*) {}
+void PD_ISA_FN(bn_stats_rows)(const float*, int64_t, int64_t, const double*, double*, double*) {}
+void PD_ISA_FN(bn_affine_rows)(const float*, int64_t, int64_t, BnRowConsts<float>, float*) {}
+void PD_ISA_FN(bn_grad_sums_rows)(const float*, const float*, int64_t, int64_t, BnRowConsts<float>, double*, double*) {}
+void PD_ISA_FN(bn_dx_rows)(const float*, const float*, int64_t, int64_t, BnRowConsts<float>, float*) {}
 }  // namespace pd::kernels::reference
 #endif

@@ -120,5 +120,9 @@ double attr_float(const Operation& op, const std::string& name);
 std::string attr_string(const Operation& op, const std::string& name);
 int64_t attr_int(const Operation& op, const std::string& name);
 std::vector<int64_t> attr_ints(const Operation& op, const std::string& name);
+// A conv2d or batch_norm on channels_last (NHWC) tensors, as pd-train runs them. The fusions and
+// lowerings are written for NCHW: Pass::run does not offer them to a pass that targets their type, and
+// a pass that reaches one as another op's producer leaves it alone.
+bool channels_last_op(const Operation& op);
 
 }  // namespace pd::ir

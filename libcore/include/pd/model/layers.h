@@ -15,6 +15,7 @@ struct ForwardCtx {
   bool training = false;
   uint64_t seed = 0;  // per step and layer, for dropout
   const CrossRankSum* cross_rank_sum = nullptr;  // set for sync_batch_norm under pd-dist
+  bool channels_last = false;  // the inputs are [N, H, W, C] and so must the result be (runs_channels_last)
 };
 
 // Creates parameters with PyTorch's default initialisation, seeded so that runs are reproducible.
@@ -40,6 +41,10 @@ class Layer {
   // relu(forward(in)) in one op, for a layer whose kernel can apply the relu in the same pass
   // (batch_norm's fuse_relu); undefined where it cannot, and the network runs the two layers in turn.
   virtual Tensor forward_relu(const std::vector<Tensor>& in, const ForwardCtx& ctx) { return Tensor(); }
+  // Whether forward() takes 4-D inputs in [N, H, W, C] when ctx.channels_last says so, and returns its
+  // result in that layout: the network then keeps a chain of such layers in NHWC (conv2d, batch_norm,
+  // elementwise activations, add).
+  virtual bool runs_channels_last() const { return false; }
   const LayerSpec& spec() const { return spec_; }
   int64_t param_count() const { return param_count_; }
 

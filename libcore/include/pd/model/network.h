@@ -160,6 +160,12 @@ class Network {
   // same values and gradients.
   enum class Pairing : uint8_t { none, fuse_relu, pool_then_relu };
   std::vector<Pairing> pairing_;
+  // Layers that run on [N, H, W, C] values when forward() is given a keep set (as pd-train's steps do)
+  // on the CPU: chains of conv2d / batch_norm / activation / add starting at a convolution, in a
+  // network with convolutions wide enough for oneDNN (channels_last_plan in network.cc). Their values
+  // are held in NHWC and transposed where a layer outside the chain reads them, so that the
+  // convolutions read and write their own layout with no reorders.
+  std::vector<bool> channels_last_;
   std::vector<ParamInfo> params_;
   Place place_ = Place::cpu();
   uint64_t rng_stream_ = 0;

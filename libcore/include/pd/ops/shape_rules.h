@@ -32,7 +32,7 @@ Shape slice_grad(const char* op, In grad, const std::vector<int64_t>& input_shap
                  const std::vector<int64_t>& starts, const std::vector<int64_t>& ends, const std::vector<int64_t>& steps);
 Shape conv2d_grad_weight(const char* op, In grad, In x, const std::vector<int64_t>& weight_shape,
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                         const std::vector<int64_t>& dilation, int64_t groups);
+                         const std::vector<int64_t>& dilation, int64_t groups, bool channels_last = false);
 Shape broadcast(const char* op, In a, In b);
 Shape broadcast(const char* op, In a, In b, In c);
 Shape from_shape(const char* op, const std::vector<int64_t>& shape);
@@ -56,8 +56,10 @@ Shape attention_grad(const char* op, In q, In k, In v, In mask, In grad);
 // qkv_attention: heads packed along the last axis, [N, L, (H + 2 Hk) E] -> [N, L, H E].
 Shape qkv_attention(const char* op, In qkv, In mask, int64_t num_heads, int64_t num_kv_heads);
 Shape linear(const char* op, In x, In weight, In bias);
+// channels_last: x and the result are [N, H, W, C].
 Shape conv2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,
-             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
+             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+             bool channels_last = false);
 // conv2d's rule on the NCHW extents `xs` of an input (an NHWC input passes its extents permuted).
 Shape conv2d_nchw(const char* op, const char* x_name, const Shape& xs, In weight, In bias, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups);
@@ -89,7 +91,7 @@ Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<
                     bool pool_ceil_mode);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                        const std::vector<int64_t>& dilation, int64_t groups);
+                        const std::vector<int64_t>& dilation, int64_t groups, bool channels_last = false);
 Shape pool2d(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, bool ceil_mode);
 // pool2d's rule on the shape `xs` of the input named `x_name`, so that fused ops run it on their
@@ -105,11 +107,12 @@ Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_sha
                   const std::vector<int64_t>& padding, bool ceil_mode);
 Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_size);
 Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
-Shape channel(const char* op, In x);
-Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var);
+// The channel extent [C]: axis 1, or the last axis with channels_last.
+Shape channel(const char* op, In x, bool channels_last = false);
+Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var, bool channels_last = false);
 // batch_norm_grad's dx: grad has x's shape; with fuse_relu, bias (which the relu mask is recomputed
 // with) is there and has scale's shape.
-Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu);
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu, bool channels_last = false);
 Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis);
 Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
 Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);

@@ -88,6 +88,7 @@ void cast(ExportContext& c) {
 }
 
 void conv2d(ExportContext& c) {
+  if (c.attr_bool("channels_last")) c.refuse("channels_last conv2d (ONNX's Conv is NCHW; export the NCHW model)");
   std::vector<std::string> in{c.in(0), c.in(1)};
   if (!c.in(2).empty()) in.push_back(c.in(2));
   auto* n = c.node("Conv", in, {c.out()});
@@ -126,6 +127,7 @@ void adaptive_avg_pool2d(ExportContext& c) {
 
 void batch_norm(ExportContext& c) {
   if (c.attr_bool("training")) c.refuse("training-mode batch_norm (export the inference model)");
+  if (c.attr_bool("channels_last")) c.refuse("channels_last batch_norm (ONNX's BatchNormalization is NCHW)");
   const bool relu = c.attr_bool("fuse_relu");
   const std::string normalised = relu ? c.tmp("normalised") : c.out();
   auto* n = c.node("BatchNormalization", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {normalised});

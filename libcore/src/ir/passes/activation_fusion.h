@@ -28,6 +28,7 @@ class ActivationFusion final : public Pass {
     if (v.kind != ValueKind::OpResult || v.producer < 0) return false;
     const Operation& producer = p.ops()[v.producer];
     if (producer.type != base_ && !(producer.type == fused_ && attr_string(producer, "activation") == "none")) return false;
+    if (channels_last_op(producer)) return false;
     if (v.type.dtype != DType::f32 && v.type.dtype != DType::f64) return false;
     return !p.is_output(x) && p.users(x).size() == 1;
   }
@@ -37,6 +38,7 @@ class ActivationFusion final : public Pass {
     const int32_t c = p.value(act.inputs[0][0]).producer;
     const Operation base = p.ops()[c];
     AttrMap attrs = base.attrs;
+    attrs.erase("channels_last");  // false (channels_last_op): the fused ops are NCHW
     attrs["activation"] = act.type;
     if (const char* alpha = kActivations[static_cast<size_t>(parse_activation(fused_.c_str(), act.type))].alpha)
       attrs["alpha"] = attr_float(act, alpha);

@@ -31,6 +31,7 @@ class BatchNormFolding final : public Pass {
     if (p.value(x).kind != ValueKind::OpResult || c < 0) return false;
     const Operation& base = p.ops()[c];
     if (base.type != "conv2d" && base.type != "linear") return false;
+    if (base.type == "conv2d" && attr_bool(base, "channels_last")) return false;  // the scale would go on the last axis
     if (p.is_output(x) || p.users(x).size() != 1) return false;
     if (base.type == "linear" && p.value(x).type.shape.size() != 2) return false;  // bn's axis 1 must be the features
     const ValueId w = input_of(p, c, 1), b = input_of(p, c, 2);

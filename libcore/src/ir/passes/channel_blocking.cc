@@ -23,7 +23,7 @@ namespace {
 
 constexpr int64_t kMaxPlainChannels = 4;
 
-bool is_conv(const Operation& op) { return op.type == "conv2d" || op.type == "fused_conv2d"; }
+bool is_conv(const Operation& op) { return (op.type == "conv2d" && !channels_last_op(op)) || op.type == "fused_conv2d"; }
 
 // Union-find over op indices, for the chains.
 struct Chains {

@@ -24,6 +24,7 @@ namespace {
 bool fusable_conv(const Program& p, int32_t c) {
   const Operation& conv = p.ops()[c];
   if (conv.type != "conv2d" && !(conv.type == "fused_conv2d" && input_of(p, c, 3) == kNoValue)) return false;
+  if (channels_last_op(conv)) return false;
   const ValueType& out = p.value(conv.results[0]).type;
   const Shape& ws = p.value(input_of(p, c, 1)).type.shape;
   if (ws.size() != 4 || std::any_of(ws.begin(), ws.end(), [](int64_t d) { return d < 0; })) return false;

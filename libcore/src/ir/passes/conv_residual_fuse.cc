@@ -18,7 +18,7 @@ bool unit_stride_3x3(const Program& p, int32_t op) {
 
 bool plain_conv(const Program& p, int32_t op) {
   const Operation& o = p.ops()[op];
-  if (o.type == "conv2d") return true;
+  if (o.type == "conv2d") return !channels_last_op(o);
   return o.type == "fused_conv2d" && attr_string(o, "activation") == "none" && input_of(p, op, 3) == kNoValue;
 }
 

@@ -58,7 +58,9 @@ class ResidualFusion final : public Pass {
     inputs.resize(tensor_slots(fused_));
     inputs[slot_] = {residual};
     // At the add's place: the base op's inputs and the residual are all defined before it.
-    const ValueId fused = p.insert_op(i, fused_, inputs, base.attrs)[0];
+    AttrMap attrs = base.attrs;
+    attrs.erase("channels_last");  // false (the operand test refuses channels_last_op): the fused ops are NCHW
+    const ValueId fused = p.insert_op(i, fused_, inputs, attrs)[0];
     p.replace_uses(add.results[0], fused);
     p.remove_ops({c, i + 1});
     ++stats.fused;
