@@ -1,9 +1,11 @@
 # Peer for bench/train_fmnist.sh: PyTorch training the architecture of examples/resnet_fmnist.yaml (the
 # model of torch_ddp_fmnist.py) in one process with the example's recipe: batch 128, AdamW lr 3e-3
-# weight decay 5e-4, inputs (x/255 - 0.286)/0.353, random horizontal flips. Prints samples/s of the
+# weight decay 5e-4, a linear warmup over 200 steps from 0 and a cosine decay to 0 over the run (as
+# pd-train's `schedule: {type: cosine, warmup_steps: 200}`), inputs (x/255 - 0.286)/0.353, random
+# horizontal flips. Prints samples/s of the
 # training loop (evaluation excluded), test accuracy and peak RSS, as ../shared/peers/torch_fmnist.py.
 # usage: python torch_resnet_fmnist.py [--epochs E] [--limit N] [--threads T]
-import argparse, resource, time
+import argparse, math, resource, time
 import torch, torch.nn.functional as F
 from torch_ddp_fmnist import D, idx, resnet
 
@@ -18,6 +20,9 @@ x, y = norm(idx(D + "train-images-idx3-ubyte.gz")[:a.limit]), torch.tensor(idx(D
 tx, ty = norm(idx(D + "t10k-images-idx3-ubyte.gz")), torch.tensor(idx(D + "t10k-labels-idx1-ubyte.gz"), dtype=torch.int64)
 net = resnet()
 opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=5e-4)
+total = a.epochs * math.ceil(len(x) / a.batch)  # pd-train's total_steps (the last batch may be partial)
+factor = lambda s: min(1.0, s / 200) * (1 + math.cos(math.pi * min(s, total) / total)) / 2
+sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
 train_s, seen = 0.0, 0
 for ep in range(a.epochs):
     net.train(); t0 = time.time()
@@ -28,7 +33,7 @@ for ep in range(a.epochs):
         flip = torch.rand(len(b)) < 0.5
         xb[flip] = xb[flip].flip(-1)
         loss = F.cross_entropy(net(xb), y[b])
-        opt.zero_grad(); loss.backward(); opt.step(); seen += len(b)
+        opt.zero_grad(); loss.backward(); opt.step(); sched.step(); seen += len(b)
     train_s += time.time() - t0
 net.eval(); correct = 0
 with torch.no_grad():
