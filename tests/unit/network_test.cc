@@ -6,6 +6,7 @@
 #include <map>
 
 #include "op_api.h"
+#include "pd/core/backend.h"
 #include "pd/autograd/autograd.h"
 #include "pd/model/network.h"
 #include "pd/ops/op_profiler.h"
@@ -134,8 +135,11 @@ TEST_CASE("network: wide convolutions run in NHWC with their batch_norms, relus 
     net.load_state(saved);
     const Run nhwc = run(net, x, training, {"logits"});
     CHECK(plain.calls.count("transpose") == 0);
-    CHECK(nhwc.calls.count("transpose") == 1);
-    CHECK(nhwc.calls.at("transpose") == 2);  // the image in, the strided conv's output out to max_pool2d
+    // The image in, the strided conv's output out to max_pool2d; NCHW throughout in a build without oneDNN.
+    const std::vector<pd::Backend> built = pd::built_cpu_backends();
+    const bool onednn = std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
+    CHECK(nhwc.calls.count("transpose") == (onednn ? 1 : 0));
+    if (onednn) CHECK(nhwc.calls.at("transpose") == 2);
     // The sums run in other orders: equal to rounding.
     CHECK(pd::test::max_abs_diff(plain.logits, nhwc.logits) <= 1e-4f);
     REQUIRE(plain.grads.size() == nhwc.grads.size());

@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "pd/model/layers.h"
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
+#include "pd/core/backend.h"
 #include "pd/model/network.h"
 
 namespace pd::model {
@@ -26,8 +28,14 @@ auto at_layer(const LayerSpec& l, F&& f) {
 // A network's convolutions run in NHWC when one of them has at least this many input and output
 // channels: oneDNN's convolutions then reorder NCHW tensors into their own layouts and back at every
 // call (about a fifth of the residual example's step), while NHWC is a layout they run on as it is.
-// Narrower convolutions (LeNet's 1 -> 6 -> 16) run in the direct NCHW kernels, faster there.
+// Narrower convolutions (LeNet's 1 -> 6 -> 16) run in the direct NCHW kernels, faster there. Without
+// oneDNN (a build without it) the reference kernel computes in NCHW, so NHWC would only add copies.
 constexpr int64_t kChannelsLastMinChannels = 16;
+
+bool onednn_convolutions() {
+  const std::vector<Backend> built = built_cpu_backends();
+  return std::find(built.begin(), built.end(), Backend::onednn) != built.end();
+}
 
 // Which layers run in NHWC (see Network::channels_last_): a layer that can (runs_channels_last), with
 // 4-D inputs of its output's shape (a convolution: any 4-D input), that is a convolution or reads a
@@ -41,7 +49,7 @@ std::vector<bool> channels_last_plan(const std::vector<std::unique_ptr<Layer>>& 
     const Shape &in = probe.at(l->spec().inputs[0]).shape(), &out = probe.at(l->spec().name).shape();
     wide = wide || (in[1] >= kChannelsLastMinChannels && out[1] >= kChannelsLastMinChannels);
   }
-  if (!wide) return plan;
+  if (!wide || !onednn_convolutions()) return plan;
   std::set<std::string> nhwc;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerSpec& l = layers[i]->spec();
