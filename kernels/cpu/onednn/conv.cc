@@ -34,10 +34,10 @@ constexpr int64_t kMinWinogradTiles = 36;
 // `out` in NCHW extents.
 bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                    const std::vector<int64_t>& dilation, int64_t groups, bool channels_last) {
-  if (channels_last && (w[0] % 8 != 0 || w[1] % 8 != 0)) return false;
   if (w.size() != 4 || w[2] != 3 || w[3] != 3 || groups != 1 || stride != std::vector<int64_t>{1, 1} ||
       dilation != std::vector<int64_t>{1, 1} || !cpu_has_avx2_fma())
     return false;
+  if (channels_last && (w[0] % 8 != 0 || w[1] % 8 != 0)) return false;
   for (int64_t p : padding)
     if (p < 0 || p > 2) return false;  // the input gradient's padding, 2 - p, must be one too
   return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels && ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
