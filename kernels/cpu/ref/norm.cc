@@ -86,15 +86,42 @@ BnAffine<T> bn_affine(T mean, T invstd, const T* scale, const T* bias, int64_t c
   return {static_cast<T>(k), static_cast<T>((bias ? static_cast<double>(bias[c]) : 0.0) - static_cast<double>(mean) * k), relu};
 }
 
-// Batch statistics from the sums of x - shift and of their squares over n values: the mean and the
-// biased variance; the running statistics take the unbiased one.
-struct BatchStats {
-  double mean, var, unbiased;
+// Channel c's saved statistics (mean, 1 / sqrt(var + epsilon)), in training from the sums of x - shift
+// and of their squares over its n values, also folded into the running ones (with the unbiased
+// variance); in eval the running ones. Both layouts make them here.
+template <typename T>
+void channel_statistics(int64_t c, bool training, int64_t n, double shift, double sum, double sum_sq, double momentum,
+                        double epsilon, T* rm, T* rv, T* sm, T* si) {
+  double mean = 0, var = 0;  // training with no elements: nothing to normalise or to fold into the running ones
+  if (training && n > 0) {
+    const double sq = std::max(0.0, sum_sq - sum * sum / static_cast<double>(n));  // sum of (x - mean)^2
+    mean = shift + sum / static_cast<double>(n);
+    var = sq / static_cast<double>(n);
+    const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
+    rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
+    rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * unbiased);
+  } else if (!training) {
+    mean = rm[c], var = rv[c];
+  }
+  sm[c] = static_cast<T>(mean);
+  si[c] = static_cast<T>(1.0 / std::sqrt(var + epsilon));
+}
+
+// Channel c's gradient constants from its sums of g' (sum_g) and g' * (x - mean) (sum_gd) over n values:
+// dscale and dbias, and dx = ka * g' + kx * (x - mean) + k0. Training: dx = a * (g' - sum(g')/n - xhat *
+// sum(g' xhat)/n), a = scale * invstd, xhat = (x - mean) * invstd (batch statistics depend on x); eval:
+// dx = a * g'. g' is zero where a fused relu clipped. Both layouts make them here.
+template <typename T>
+struct BnGradConsts {
+  T dscale, dbias, ka, kx, k0;
 };
-BatchStats batch_stats(double shift, double sum, double sum_sq, int64_t n) {
-  const double sq = std::max(0.0, sum_sq - sum * sum / static_cast<double>(n));  // sum of (x - mean)^2
-  const double var = sq / static_cast<double>(n);
-  return {shift + sum / static_cast<double>(n), var, n > 1 ? sq / static_cast<double>(n - 1) : var};
+template <typename T>
+BnGradConsts<T> grad_constants(const T* scale, int64_t c, double invstd, double sum_g, double sum_gd, int64_t n, bool training) {
+  const double sum_gx = sum_gd * invstd;
+  const double a = (scale ? static_cast<double>(scale[c]) : 1.0) * invstd;
+  const double nn = n > 0 ? static_cast<double>(n) : 1.0;
+  return {static_cast<T>(sum_gx), static_cast<T>(sum_g), static_cast<T>(a),
+          training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0), training ? static_cast<T>(-a * sum_g / nn) : T(0)};
 }
 
 // Rows of a channels-last tensor per chunk of work (see the file's comment).
@@ -127,7 +154,7 @@ void batch_norm_channels_last(const Tensor& x, const T* sc, const T* bs, T* rm, 
                               bool training, bool fuse_relu, T* od, T* sm, T* si) {
   const int64_t C = x.shape().back(), rows = C > 0 ? x.numel() / C : 0;
   const T* xd = x.data<T>();
-  std::vector<double> sum, sum_sq, shift(C, 0.0);
+  std::vector<double> sum(C, 0.0), sum_sq(C, 0.0), shift(C, 0.0);
   if (training && rows > 0) {
     for (int64_t c = 0; c < C; ++c) shift[c] = static_cast<double>(xd[c]);
     channel_sums(rows, C, sum, sum_sq, [&](int64_t r0, int64_t n, double* s, double* q) {
@@ -136,17 +163,7 @@ void batch_norm_channels_last(const Tensor& x, const T* sc, const T* bs, T* rm, 
   }
   std::vector<T> mul(C), add(C);
   for (int64_t c = 0; c < C; ++c) {
-    double mean = 0, var = 0;  // training with no rows: nothing to normalise or to fold into the running ones
-    if (training && rows > 0) {
-      const BatchStats b = batch_stats(shift[c], sum[c], sum_sq[c], rows);
-      mean = b.mean, var = b.var;
-      rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
-      rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * b.unbiased);
-    } else if (!training) {
-      mean = rm[c], var = rv[c];
-    }
-    sm[c] = static_cast<T>(mean);
-    si[c] = static_cast<T>(1.0 / std::sqrt(var + epsilon));
+    channel_statistics(c, training, rows, shift[c], sum[c], sum_sq[c], momentum, epsilon, rm, rv, sm, si);
     const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
     mul[c] = a.mul, add[c] = a.add;
   }
@@ -171,15 +188,11 @@ void batch_norm_grad_channels_last(const Tensor& x, const Tensor& grad, const T*
   channel_sums(rows, C, sum_g, sum_gd, [&](int64_t r0, int64_t n, double* s, double* d) {
     bn_grad_sums_rows_of(gd + r0 * C, xd + r0 * C, n, C, k, s, d);
   });
-  const double nn = rows > 0 ? static_cast<double>(rows) : 1.0;
   for (int64_t c = 0; c < C; ++c) {
-    const double invstd = si[c], sum_gx = sum_gd[c] * invstd;
-    if (dsd) dsd[c] = static_cast<T>(sum_gx);
-    if (dbd) dbd[c] = static_cast<T>(sum_g[c]);
-    const double a = (sc ? static_cast<double>(sc[c]) : 1.0) * invstd;
-    ka[c] = static_cast<T>(a);
-    kx[c] = training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0);
-    k0[c] = training ? static_cast<T>(-a * sum_g[c] / nn) : T(0);
+    const BnGradConsts<T> g = grad_constants(sc, c, si[c], sum_g[c], sum_gd[c], rows, training);
+    if (dsd) dsd[c] = g.dscale;
+    if (dbd) dbd[c] = g.dbias;
+    ka[c] = g.ka, kx[c] = g.kx, k0[c] = g.k0;
   }
   for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_dx_rows_of(gd + r0 * C, xd + r0 * C, n, C, k, dxd + r0 * C); });
 }
@@ -204,27 +217,12 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   const int64_t n = v.N * v.inner;
   auto run = [&](int64_t b, int64_t c) { return xd + (b * v.C + c) * v.inner; };
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
-    double mean, var;
-    if (training && n > 0) {
-      // One pass: sums of x - x[0] and their squares (see shifted_sums_run), in double.
-      const double shift = static_cast<double>(run(0, c)[0]);
-      double sum = 0, sum_sq = 0;
+    // One pass: sums of x - x[0] and their squares (see shifted_sums_run), in double.
+    const double shift = training && n > 0 ? static_cast<double>(run(0, c)[0]) : 0.0;
+    double sum = 0, sum_sq = 0;
+    if (training)
       for (int64_t b = 0; b < v.N; ++b) shifted_sums_of(run(b, c), v.inner, shift, &sum, &sum_sq);
-      const BatchStats s = batch_stats(shift, sum, sum_sq, n);
-      mean = s.mean, var = s.var;
-      rm[c] = static_cast<T>(momentum * rm[c] + (1 - momentum) * mean);
-      rv[c] = static_cast<T>(momentum * rv[c] + (1 - momentum) * s.unbiased);
-    } else if (training) {
-      // No elements: nothing to normalise and no statistics to fold into the running ones.
-      mean = 0;
-      var = 0;
-    } else {
-      mean = rm[c];
-      var = rv[c];
-    }
-    const double invstd = 1.0 / std::sqrt(var + epsilon);
-    sm[c] = static_cast<T>(mean);
-    si[c] = static_cast<T>(invstd);
+    channel_statistics(c, training, n, shift, sum, sum_sq, momentum, epsilon, rm, rv, sm, si);
     const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
     for (int64_t b = 0; b < v.N; ++b) affine_of(run(b, c), v.inner, a, od + (b * v.C + c) * v.inner);
   });
@@ -259,19 +257,12 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
       const int64_t base = (b * v.C + c) * v.inner;
       grad_sums_of(gd + base, xd + base, v.inner, mean, relu_mask, &sum_g, &sum_gd);
     }
-    const double sum_gx = sum_gd * invstd;
-    if (dsd) dsd[c] = static_cast<T>(sum_gx);
-    if (dbd) dbd[c] = static_cast<T>(sum_g);
-    const double a = (sc ? static_cast<double>(sc[c]) : 1.0) * invstd;
-    // training: dx = a * (g - sum(g)/n - xhat * sum(g*xhat)/n), xhat = (x - mean) * invstd (batch
-    // statistics depend on x); eval: dx = a * g. With fuse_relu, g is zero where the relu clipped.
-    const double nn = n > 0 ? static_cast<double>(n) : 1.0;
-    const T ka = static_cast<T>(a);
-    const T kx = training ? static_cast<T>(-a * invstd * sum_gx / nn) : T(0);
-    const T k0 = training ? static_cast<T>(-a * sum_g / nn) : T(0);
+    const BnGradConsts<T> k = grad_constants(sc, c, invstd, sum_g, sum_gd, n, training);
+    if (dsd) dsd[c] = k.dscale;
+    if (dbd) dbd[c] = k.dbias;
     for (int64_t b = 0; b < v.N; ++b) {
       const int64_t base = (b * v.C + c) * v.inner;
-      bn_dx_of(gd + base, xd + base, v.inner, ka, kx, mean, k0, relu_mask, dxd + base);
+      bn_dx_of(gd + base, xd + base, v.inner, k.ka, k.kx, mean, k.k0, relu_mask, dxd + base);
     }
   });
 }
