@@ -78,6 +78,7 @@ class CudaAllocator final : public Allocator {
                stats().allocated_bytes, stats().cached_bytes, cudaGetErrorString(err));
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.system_allocations;
+      stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, stats_.allocated_bytes + stats_.cached_bytes + static_cast<int64_t>(cls));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -94,6 +95,7 @@ class CudaAllocator final : public Allocator {
   void reset_peak() override {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    stats_.peak_held_bytes = stats_.allocated_bytes + stats_.cached_bytes;
   }
   void empty_cache() override {
     DeviceGuard guard(device_);

@@ -65,6 +65,24 @@ TEST_CASE("the caching allocator reuses freed blocks", "[allocator]") {
   CHECK(after.cache_hits == before.cache_hits + 1);
 }
 
+TEST_CASE("a cached block serves requests down to a quarter of its size", "[allocator]") {
+  auto& a = pd::cpu_allocator();
+  a.empty_cache();
+  { Tensor big = Tensor::empty({1 << 20}, pd::DType::f32); }  // 4 MiB, cached when freed
+  const auto cached = a.stats();
+  CHECK(cached.cached_bytes == 4 << 20);
+  CHECK(cached.peak_held_bytes >= 4 << 20);
+  {
+    Tensor half = Tensor::empty({1 << 19}, pd::DType::f32);  // 2 MiB: the 4 MiB block
+    CHECK(a.stats().system_allocations == cached.system_allocations);
+    CHECK(a.stats().cached_bytes == 0);
+  }
+  { Tensor eighth = Tensor::empty({1 << 17}, pd::DType::f32); }  // 512 KiB: a block of its own
+  CHECK(a.stats().system_allocations == cached.system_allocations + 1);
+  CHECK(a.stats().cached_bytes == (4 << 20) + (512 << 10));
+  a.empty_cache();
+}
+
 TEST_CASE("type promotion", "[dtype]") {
   Tensor i = Tensor::from_vector<int64_t>({1, 2}, {2});
   Tensor f = Tensor::from_vector<float>({0.5f, 0.5f}, {2});

@@ -70,9 +70,9 @@ std::string StepProfile::report(int64_t epoch) const {
   const int64_t misses = now.system_allocations - alloc_at_start_.system_allocations;
   const int64_t all = hits + misses;
   out += fmt::format("  allocator: {:.1f} allocations per step, {:.2f}% from the cache, {} reached the system allocator; "
-                     "peak {:.1f} MiB in use\n",
+                     "peak {:.1f} MiB in use, {:.1f} MiB held (in use + cached)\n",
                      all / steps, all > 0 ? 100.0 * hits / static_cast<double>(all) : 100.0, misses,
-                     now.peak_allocated_bytes / 1048576.0);
+                     now.peak_allocated_bytes / 1048576.0, now.peak_held_bytes / 1048576.0);
   return out;
 }
 

@@ -20,6 +20,7 @@ struct AllocatorStats {
   int64_t allocated_bytes = 0;       // in live blocks (size-class rounded)
   int64_t peak_allocated_bytes = 0;
   int64_t cached_bytes = 0;          // in free blocks kept for reuse
+  int64_t peak_held_bytes = 0;       // peak of allocated + cached: what the allocator took from the system
   int64_t system_allocations = 0;    // calls that reached the system allocator
   int64_t cache_hits = 0;
 };
