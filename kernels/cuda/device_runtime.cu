@@ -78,7 +78,8 @@ class CudaAllocator final : public Allocator {
                stats().allocated_bytes, stats().cached_bytes, cudaGetErrorString(err));
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.system_allocations;
-      stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, stats_.allocated_bytes + stats_.cached_bytes + static_cast<int64_t>(cls));
+      const int64_t held = stats_.allocated_bytes + stats_.cached_bytes + static_cast<int64_t>(cls);
+      stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -239,7 +239,8 @@ void gradcheck(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs, bo
       // elementwise 1e-5: the terms' norm scaled by 1e-7, plus the rounding of f64 differences of f.
       const double numeric = (fp - fm) / (2 * eps);
       const double tol = 1e-7 * (1 + std::sqrt(spread)) + 1e-8 * std::max(std::abs(fp), std::abs(fm));
-      INFO(what << i << " along a random direction: analytic " << along << ", numeric " << numeric << " (tol " << tol << ")");
+      INFO(what << i << " along a random direction: analytic " << along << ", numeric " << numeric << " (tol " << tol
+                << ")");
       CHECK(std::abs(along - numeric) <= tol);
     }
   }
