@@ -1,6 +1,7 @@
 // Tensor storage, views, 0-D/empty tensors and the caching allocator.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <catch2/catch.hpp>
 
@@ -81,6 +82,8 @@ TEST_CASE("a cached block serves requests down to a quarter of its size", "[allo
   CHECK(a.stats().system_allocations == cached.system_allocations + 1);
   CHECK(a.stats().cached_bytes == (4 << 20) + (512 << 10));
   a.empty_cache();
+  // A size whose rounding up would wrap around is refused, not served by a small block.
+  CHECK_THROWS_WITH(a.allocate(SIZE_MAX - 8), Catch::Contains("out of memory"));
 }
 
 TEST_CASE("type promotion", "[dtype]") {

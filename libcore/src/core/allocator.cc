@@ -54,6 +54,8 @@ void release(void* p, size_t cls) {
 }  // namespace
 
 std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
+  // Beyond this, rounding up to a class (and the best-fit bound) would wrap around.
+  PD_CHECK(bytes <= (size_t{1} << 60), ErrorCode::kInternal, "out of memory allocating {} bytes", bytes);
   size_t cls = size_class(bytes);
   State& s = state();
   void* p = nullptr;
@@ -61,7 +63,7 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
     std::lock_guard<std::mutex> lock(s.mu);
     // The map keeps only non-empty lists, so the first class at or above cls is the best fit.
     auto it = s.free_blocks.lower_bound(cls);
-    if (it != s.free_blocks.end() && it->first <= cls * kMaxOversize) {
+    if (it != s.free_blocks.end() && it->first / kMaxOversize <= cls) {
       cls = it->first;
       p = it->second.back();
       it->second.pop_back();
