@@ -213,7 +213,7 @@ void gradcheck(const OpTestSpec& spec, const Sample& s, const AttrMap& attrs, bo
     std::uniform_int_distribution<int64_t> pick(1, n - 2);
     while (static_cast<int64_t>(picked.size()) < kSampledGradcheck) picked.push_back(pick(rng));
     std::vector<double> got, want;
-    const double* ad = a.data<double>();
+    const std::vector<double> ad = a.to_vector<double>();  // a gradient may be a broadcast view
     for (int64_t k : picked) {
       got.push_back(ad[k]);
       want.push_back(partial(k));
