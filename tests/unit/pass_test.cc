@@ -619,8 +619,7 @@ TEST_CASE("pass: lowering passes say which targets they support", "[pass]") {
   pd::ir::PassManager base(opt);
   // int8_lower needs oneDNN's int8 kernels; the conv rewrites' and packed attention's kernels only pay
   // off with AVX2 + FMA.
-  const std::vector<pd::Backend> built = pd::built_cpu_backends();
-  const bool onednn = std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
+  const bool onednn = pd::cpu_backend_built(pd::Backend::onednn);
   const std::vector<std::string> int8 = {"int8_lower", "int8_channels_last"};
   std::vector<std::string> skipped = {"attention_qkv_fuse", "conv_pool_fuse", "channel_blocking", "conv_winograd"};
   if (!onednn) skipped.insert(skipped.begin() + 1, int8.begin(), int8.end());
@@ -1017,8 +1016,7 @@ Program blocked_for(const Program& p, const std::string& target, pd::ir::PassSta
 }
 
 bool blocking_runs_here() {
-  const std::vector<pd::Backend> built = pd::built_cpu_backends();
-  return pd::cpu_has_avx2_fma() && std::find(built.begin(), built.end(), pd::Backend::onednn) != built.end();
+  return pd::cpu_has_avx2_fma() && pd::cpu_backend_built(pd::Backend::onednn);
 }
 
 }  // namespace

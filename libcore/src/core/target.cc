@@ -1,5 +1,7 @@
 #include "pd/core/target.h"
 
+#include <algorithm>
+
 #include "pd/core/cpu_features.h"
 #include "pd/core/error.h"
 
@@ -29,6 +31,11 @@ std::vector<Backend> built_cpu_backends() {
 #else
   return {Backend::reference};
 #endif
+}
+
+bool cpu_backend_built(Backend b) {
+  const std::vector<Backend> built = built_cpu_backends();
+  return std::find(built.begin(), built.end(), b) != built.end();
 }
 
 Target Target::host() {

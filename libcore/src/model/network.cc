@@ -32,11 +32,6 @@ auto at_layer(const LayerSpec& l, F&& f) {
 // oneDNN (a build without it) the reference kernel computes in NCHW, so NHWC would only add copies.
 constexpr int64_t kChannelsLastMinChannels = 16;
 
-bool onednn_convolutions() {
-  const std::vector<Backend> built = built_cpu_backends();
-  return std::find(built.begin(), built.end(), Backend::onednn) != built.end();
-}
-
 // Which layers run in NHWC (see Network::channels_last_): a layer that can (runs_channels_last), with
 // 4-D inputs of its output's shape (a convolution: any 4-D input), that is a convolution or reads a
 // value held in NHWC. The loss input stays NCHW.
@@ -49,7 +44,7 @@ std::vector<bool> channels_last_plan(const std::vector<std::unique_ptr<Layer>>& 
     const Shape &in = probe.at(l->spec().inputs[0]).shape(), &out = probe.at(l->spec().name).shape();
     wide = wide || (in[1] >= kChannelsLastMinChannels && out[1] >= kChannelsLastMinChannels);
   }
-  if (!wide || !onednn_convolutions()) return plan;
+  if (!wide || !cpu_backend_built(Backend::onednn)) return plan;
   std::set<std::string> nhwc;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerSpec& l = layers[i]->spec();

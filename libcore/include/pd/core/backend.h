@@ -12,5 +12,7 @@ const char* backend_name(Backend b);
 
 // The CPU backends compiled into this build, fastest first.
 std::vector<Backend> built_cpu_backends();
+// Whether this build has CPU backend b (onednn: built with PD_WITH_ONEDNN).
+bool cpu_backend_built(Backend b);
 
 }  // namespace pd
