@@ -1,7 +1,8 @@
 // The network runner: a batch_norm layer that only a relu layer reads runs as one op (batch_norm with
 // fuse_relu), and a relu that only a max_pool2d reads runs after the pooling, when the first layer's
 // value is not asked for, with the values and gradients of the two layers in their order; a network
-// with wide convolutions keeps them, with their batch_norms, relus and adds, in NHWC.
+// with wide convolutions keeps them, with their batch_norms, relus and adds, in NHWC, and a residual
+// block's batch_norm, add and relu run as one op (batch_norm_add_relu).
 #include <algorithm>
 #include <map>
 
@@ -135,6 +136,10 @@ TEST_CASE("network: wide convolutions run in NHWC with their batch_norms, relus 
     net.load_state(saved);
     const Run nhwc = run(net, x, training, {"logits"});
     CHECK(plain.calls.count("transpose") == 0);
+    CHECK(plain.calls.count("batch_norm_add_relu") == 0);
+    REQUIRE(nhwc.calls.count("batch_norm_add_relu") == 1);
+    CHECK(nhwc.calls.at("batch_norm_add_relu") == 1);  // bn1, sum, out
+    CHECK(nhwc.calls.count("add") == 0);
     // The image in, the strided conv's output out to max_pool2d; NCHW throughout in a build without oneDNN.
     const bool onednn = pd::cpu_backend_built(pd::Backend::onednn);
     CHECK(nhwc.calls.count("transpose") == (onednn ? 1 : 0));

@@ -1,4 +1,5 @@
-// Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double. batch_norm
+// Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double (float
+// channels-last chunks in float first, bn_rows.h). batch_norm
 // on channels_last data walks rows of C channels (bn_rows.h) in fixed chunks of rows, whose partial
 // sums are added in chunk order, so that the result does not depend on the thread count either.
 #include <algorithm>
@@ -76,6 +77,17 @@ void bn_dx_rows_of(const T* g, const T* x, int64_t rows, int64_t C, const BnRowC
   if constexpr (std::is_same_v<T, float>) bn_dx_rows_widest(g, x, rows, C, k, dx);
   else bn_dx_rows<T>(g, x, rows, C, k, dx);
 }
+template <typename T>
+void bn_add_relu_rows_of(const T* x, const T* r, int64_t rows, int64_t C, const BnRowConsts<T>& k, T* y) {
+  if constexpr (std::is_same_v<T, float>) bn_add_relu_rows_widest(x, r, rows, C, k, y);
+  else bn_add_relu_rows<T>(x, r, rows, C, k, y);
+}
+template <typename T>
+void bn_masked_grad_sums_rows_of(const T* g, const T* out, const T* x, int64_t rows, int64_t C, const T* mean, T* gm, double* sum_g,
+                                 double* sum_gd) {
+  if constexpr (std::is_same_v<T, float>) bn_masked_grad_sums_rows_widest(g, out, x, rows, C, mean, gm, sum_g, sum_gd);
+  else bn_masked_grad_sums_rows<T>(g, out, x, rows, C, mean, gm, sum_g, sum_gd);
+}
 
 // Channel c's out = (x - mean) * invstd * scale + bias as one multiply-add, the constants made in
 // double from the saved (rounded) statistics: batch_norm and batch_norm_grad both make them here, so
@@ -148,10 +160,10 @@ void channel_sums(int64_t rows, int64_t C, std::vector<double>& a, std::vector<d
     for (int64_t c = 0; c < C; ++c) a[c] += part[k * 2 * C + c], b[c] += part[(k * 2 + 1) * C + c];
 }
 
-// batch_norm over [rows, C].
+// batch_norm over [rows, C]; with a residual rd, batch_norm_add_relu.
 template <typename T>
-void batch_norm_channels_last(const Tensor& x, const T* sc, const T* bs, T* rm, T* rv, double momentum, double epsilon,
-                              bool training, bool fuse_relu, T* od, T* sm, T* si) {
+void batch_norm_channels_last(const Tensor& x, const T* rd, const T* sc, const T* bs, T* rm, T* rv, double momentum,
+                              double epsilon, bool training, bool fuse_relu, T* od, T* sm, T* si) {
   const int64_t C = x.shape().back(), rows = C > 0 ? x.numel() / C : 0;
   const T* xd = x.data<T>();
   std::vector<double> sum(C, 0.0), sum_sq(C, 0.0), shift(C, 0.0);
@@ -168,7 +180,10 @@ void batch_norm_channels_last(const Tensor& x, const T* sc, const T* bs, T* rm, 
     mul[c] = a.mul, add[c] = a.add;
   }
   const BnRowConsts<T> k{mul.data(), add.data(), nullptr, nullptr, nullptr, nullptr, fuse_relu};
-  for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_affine_rows_of(xd + r0 * C, n, C, k, od + r0 * C); });
+  for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) {
+    if (rd) bn_add_relu_rows_of(xd + r0 * C, rd + r0 * C, n, C, k, od + r0 * C);
+    else bn_affine_rows_of(xd + r0 * C, n, C, k, od + r0 * C);
+  });
 }
 
 // batch_norm_grad over [rows, C]: the constants as the NCHW path makes them, per channel.
@@ -197,13 +212,33 @@ void batch_norm_grad_channels_last(const Tensor& x, const Tensor& grad, const T*
   for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_dx_rows_of(gd + r0 * C, xd + r0 * C, n, C, k, dxd + r0 * C); });
 }
 
-}  // namespace
-
-// Channels across threads, each walking its N runs of `inner` contiguous values (as batch_norm_grad).
+// batch_norm_add_relu_grad over [rows, C]: the masked gradient gm first (with the sums), then dx from it.
 template <typename T>
-void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
-                const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, bool channels_last,
-                Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
+void batch_norm_add_relu_grad_channels_last(const Tensor& x, const T* od, const T* gd, const T* sc, const T* sm, const T* si,
+                                            bool training, T* gm, T* dxd, T* dsd, T* dbd) {
+  const int64_t C = x.shape().back(), rows = C > 0 ? x.numel() / C : 0;
+  const T* xd = x.data<T>();
+  std::vector<T> ka(C), kx(C), k0(C);
+  std::vector<double> sum_g, sum_gd;
+  channel_sums(rows, C, sum_g, sum_gd, [&](int64_t r0, int64_t n, double* s, double* d) {
+    bn_masked_grad_sums_rows_of(gd + r0 * C, od + r0 * C, xd + r0 * C, n, C, sm, gm + r0 * C, s, d);
+  });
+  for (int64_t c = 0; c < C; ++c) {
+    const BnGradConsts<T> g = grad_constants(sc, c, si[c], sum_g[c], sum_gd[c], rows, training);
+    if (dsd) dsd[c] = g.dscale;
+    if (dbd) dbd[c] = g.dbias;
+    ka[c] = g.ka, kx[c] = g.kx, k0[c] = g.k0;
+  }
+  const BnRowConsts<T> k{nullptr, nullptr, sm, ka.data(), kx.data(), k0.data(), false};
+  for_row_chunks(rows, C, [&](int64_t, int64_t r0, int64_t n) { bn_dx_rows_of(gm + r0 * C, xd + r0 * C, n, C, k, dxd + r0 * C); });
+}
+
+// batch_norm, and with a residual (rd) batch_norm_add_relu: channels across threads, each walking its
+// N runs of `inner` contiguous values (as batch_norm_grad).
+template <typename T>
+void batch_norm_any(const Tensor& x, const T* rd, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
+                    const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, bool channels_last,
+                    Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
   const ChannelView v = channel_view(x.shape());
   const T* xd = x.data<T>();
   T* od = out.data<T>();
@@ -213,7 +248,7 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
   T* si = saved_invstd.data<T>();
   const T* sc = scale.defined() ? scale.data<T>() : nullptr;
   const T* bs = bias.defined() ? bias.data<T>() : nullptr;
-  if (channels_last) return batch_norm_channels_last(x, sc, bs, rm, rv, momentum, epsilon, training, fuse_relu, od, sm, si);
+  if (channels_last) return batch_norm_channels_last(x, rd, sc, bs, rm, rv, momentum, epsilon, training, fuse_relu, od, sm, si);
   const int64_t n = v.N * v.inner;
   auto run = [&](int64_t b, int64_t c) { return xd + (b * v.C + c) * v.inner; };
   cpu::parallel_for(v.C, 3 * n, [&](int64_t c) {
@@ -224,7 +259,72 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
       for (int64_t b = 0; b < v.N; ++b) shifted_sums_of(run(b, c), v.inner, shift, &sum, &sum_sq);
     channel_statistics(c, training, n, shift, sum, sum_sq, momentum, epsilon, rm, rv, sm, si);
     const BnAffine<T> a = bn_affine(sm[c], si[c], sc, bs, c, fuse_relu);
-    for (int64_t b = 0; b < v.N; ++b) affine_of(run(b, c), v.inner, a, od + (b * v.C + c) * v.inner);
+    for (int64_t b = 0; b < v.N; ++b) {
+      const int64_t base = (b * v.C + c) * v.inner;
+      if (!rd) {
+        affine_of(run(b, c), v.inner, a, od + base);
+        continue;
+      }
+#pragma omp simd
+      for (int64_t i = 0; i < v.inner; ++i) od[base + i] = std::max(bn_value(xd[base + i], a) + rd[base + i], T(0));
+    }
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& running_mean,
+                const Tensor& running_var, double momentum, double epsilon, bool training, bool fuse_relu, bool channels_last,
+                Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
+  batch_norm_any<T>(x, nullptr, scale, bias, running_mean, running_var, momentum, epsilon, training, fuse_relu, channels_last, out,
+                    saved_mean, saved_invstd);
+}
+
+template <typename T>
+void batch_norm_add_relu(const KernelContext& ctx, const Tensor& x, const Tensor& residual, const Tensor& scale, const Tensor& bias,
+                         const Tensor& running_mean, const Tensor& running_var, double momentum, double epsilon, bool training,
+                         bool channels_last, Tensor& out, Tensor& saved_mean, Tensor& saved_invstd) {
+  batch_norm_any<T>(x, residual.data<T>(), scale, bias, running_mean, running_var, momentum, epsilon, training, false,
+                    channels_last, out, saved_mean, saved_invstd);
+}
+
+// The masked gradient g' = grad where out > 0 is the residual's gradient; batch_norm_grad's passes then
+// read it as their grad, with no relu of their own.
+template <typename T>
+void batch_norm_add_relu_grad(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& saved_mean,
+                              const Tensor& saved_invstd, const Tensor& out, const Tensor& grad, bool training, bool channels_last,
+                              Tensor& dx, Tensor& dresidual, Tensor& dscale, Tensor& dbias) {
+  const ChannelView v = channel_view(x.shape());
+  const T* xd = x.data<T>();
+  const T* od = out.data<T>();
+  const T* gd = grad.data<T>();
+  const T* sm = saved_mean.data<T>();
+  const T* si = saved_invstd.data<T>();
+  const T* sc = scale.defined() ? scale.data<T>() : nullptr;
+  std::vector<T> scratch(dresidual.defined() ? 0 : static_cast<size_t>(x.numel()));  // g' when nobody asked for it
+  T* gm = dresidual.defined() ? dresidual.data<T>() : scratch.data();
+  T* dxd = dx.data<T>();
+  T* dsd = dscale.defined() ? dscale.data<T>() : nullptr;
+  T* dbd = dbias.defined() ? dbias.data<T>() : nullptr;
+  if (channels_last) return batch_norm_add_relu_grad_channels_last(x, od, gd, sc, sm, si, training, gm, dxd, dsd, dbd);
+  const int64_t n = v.N * v.inner;
+  cpu::parallel_for(v.C, 4 * n, [&](int64_t c) {
+    const T mean = sm[c];
+    double sum_g = 0, sum_gd = 0;
+    for (int64_t b = 0; b < v.N; ++b)
+      for (int64_t i = (b * v.C + c) * v.inner, end = i + v.inner; i < end; ++i) {
+        gm[i] = od[i] > T(0) ? gd[i] : T(0);
+        sum_g += static_cast<double>(gm[i]);
+        sum_gd += static_cast<double>(gm[i]) * static_cast<double>(xd[i] - mean);
+      }
+    const BnGradConsts<T> k = grad_constants(sc, c, static_cast<double>(si[c]), sum_g, sum_gd, n, training);
+    if (dsd) dsd[c] = k.dscale;
+    if (dbd) dbd[c] = k.dbias;
+    for (int64_t b = 0; b < v.N; ++b) {
+      const int64_t base = (b * v.C + c) * v.inner;
+      bn_dx_of(gm + base, xd + base, v.inner, k.ka, k.kx, mean, k.k0, BnAffine<T>{T(0), T(0), false}, dxd + base);
+    }
   });
 }
 
@@ -332,5 +432,7 @@ void layer_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
 
 PD_INSTANTIATE_KERNELS(batch_norm, reference, float, double)
 PD_INSTANTIATE_KERNELS(batch_norm_grad, reference, float, double)
+PD_INSTANTIATE_KERNELS(batch_norm_add_relu, reference, float, double)
+PD_INSTANTIATE_KERNELS(batch_norm_add_relu_grad, reference, float, double)
 PD_INSTANTIATE_KERNELS(layer_norm, reference, float, double)
 PD_INSTANTIATE_KERNELS(layer_norm_grad, reference, float, double)

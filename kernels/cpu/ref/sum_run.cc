@@ -67,4 +67,16 @@ void bn_dx_rows_widest(const float* g, const float* x, int64_t rows, int64_t C, 
   run(g, x, rows, C, k, dx);
 }
 
+void bn_add_relu_rows_widest(const float* x, const float* r, int64_t rows, int64_t C, BnRowConsts<float> k, float* y) {
+  static const auto run = widest(&bn_add_relu_rows<float>, &bn_add_relu_rows_avx2, &bn_add_relu_rows_avx512);
+  run(x, r, rows, C, k, y);
+}
+
+void bn_masked_grad_sums_rows_widest(const float* g, const float* out, const float* x, int64_t rows, int64_t C, const float* mean,
+                                     float* gm, double* sum_g, double* sum_gd) {
+  static const auto run =
+      widest(&bn_masked_grad_sums_rows<float>, &bn_masked_grad_sums_rows_avx2, &bn_masked_grad_sums_rows_avx512);
+  run(g, out, x, rows, C, mean, gm, sum_g, sum_gd);
+}
+
 }  // namespace pd::kernels::reference

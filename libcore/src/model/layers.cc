@@ -118,6 +118,11 @@ class BatchNorm : public Layer {
     return std::get<0>(
         ops::batch_norm(in[0], scale_, bias_, mean_, var_, momentum_, eps_, ctx.training, /*fuse_relu=*/true, ctx.channels_last));
   }
+  Tensor forward_add_relu(const std::vector<Tensor>& in, const Tensor& residual, const ForwardCtx& ctx) override {
+    if ((ctx.training && ctx.cross_rank_sum) || !in[0].place().is_cpu()) return Tensor();  // no such kernel there
+    return std::get<0>(ops::batch_norm_add_relu(in[0], residual, scale_, bias_, mean_, var_, momentum_, eps_, ctx.training,
+                                                ctx.channels_last));
+  }
   // (sync_batch_norm is NCHW only: the network does not use channels_last with a cross-rank sum)
   bool runs_channels_last() const override { return true; }
 

@@ -112,16 +112,30 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
   std::map<std::string, int> readers;
   for (const auto& l : spec.layers)
     for (const auto& name : l.inputs) ++readers[name];
+  // Whether value `name` has exactly one reader and is not the loss's input.
+  auto single_use = [&](const std::string& name) { return readers[name] == 1 && name != spec.loss_input; };
   pairing_.assign(layers_.size(), Pairing::none);
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
     const LayerSpec &self = layers_[i]->spec(), &next = layers_[i + 1]->spec();
-    if (next.inputs != std::vector<std::string>{self.name} || readers[self.name] != 1 || self.name == spec.loss_input) continue;
+    if (!single_use(self.name)) continue;
+    if (next.type == "add" && next.inputs.size() == 2 && i + 2 < layers_.size()) {
+      const LayerSpec& after = layers_[i + 2]->spec();
+      const std::string& other = next.inputs[0] == self.name ? next.inputs[1] : next.inputs[0];
+      if (other != self.name && probe.at(other).shape() == probe.at(self.name).shape() && single_use(next.name) &&
+          after.type == "relu" && after.inputs == std::vector<std::string>{next.name})
+        pairing_[i] = Pairing::add_relu;
+      continue;
+    }
+    if (next.inputs != std::vector<std::string>{self.name}) continue;
     if (next.type == "relu") pairing_[i] = Pairing::fuse_relu;
     else if (self.type == "relu" && next.type == "max_pool2d") pairing_[i] = Pairing::pool_then_relu;
   }
   channels_last_ = channels_last_plan(layers_, probe, spec.loss_input);
-  for (size_t i = 0; i < layers_.size(); ++i)
+  for (size_t i = 0; i < layers_.size(); ++i) {
     if (channels_last_[i] && pairing_[i] == Pairing::pool_then_relu) pairing_[i] = Pairing::none;  // the pool reads NCHW
+    if (pairing_[i] == Pairing::add_relu && (channels_last_[i] != channels_last_[i + 1] || channels_last_[i] != channels_last_[i + 2]))
+      pairing_[i] = Pairing::none;  // the three must agree on the layout
+  }
 }
 
 Network::~Network() = default;
@@ -154,22 +168,32 @@ std::map<std::string, Tensor> Network::forward(const std::map<std::string, Tenso
                         channels_last};
     };
     const ForwardCtx ctx = ctx_of(i);
-    // This layer and the next, the only reader of its value, which nobody asked for, run as a pair.
+    // This layer and the next, the only reader of its value, which nobody asked for, run as a pair
+    // (with add_relu, a triple: the add's value must not be asked for either).
     const size_t self = i;
-    const Pairing pairing = !keep.empty() && !keep.count(l.name) ? pairing_[i] : Pairing::none;
+    Pairing pairing = !keep.empty() && !keep.count(l.name) ? pairing_[i] : Pairing::none;
+    if (pairing == Pairing::add_relu && keep.count(layers_[i + 1]->spec().name)) pairing = Pairing::none;
     Tensor paired;
+    size_t last = i + 1;  // the last layer a pairing stands for
     if (pairing == Pairing::fuse_relu) paired = at_layer(l, [&] { return layers_[i]->forward_relu(in, ctx); });
     if (pairing == Pairing::pool_then_relu) {
       const Tensor pooled = at_layer(layers_[i + 1]->spec(), [&] { return layers_[i + 1]->forward(in, ctx_of(i + 1)); });
       paired = at_layer(l, [&] { return layers_[i]->forward({pooled}, ctx); });
     }
-    if (paired.defined()) values[layers_[++i]->spec().name] = paired;  // the next layer's value; it is done
+    if (pairing == Pairing::add_relu) {
+      const std::vector<std::string>& add_in = layers_[i + 1]->spec().inputs;
+      const Tensor residual = read(add_in[0] == l.name ? add_in[1] : add_in[0], channels_last);
+      paired = at_layer(l, [&] { return layers_[i]->forward_add_relu(in, residual, ctx); });
+      last = i + 2;
+    }
+    if (paired.defined()) values[layers_[i = last]->spec().name] = paired;  // the last layer's value; they are done
     else values[l.name] = at_layer(l, [&] { return layers_[i]->forward(in, ctx); });
     if (channels_last) nhwc.insert(layers_[i]->spec().name);
     if (keep.empty()) continue;
     in.clear();
-    for (const auto& name : l.inputs)
-      if (last_reader_.at(name) == self && !keep.count(name)) values.erase(name);
+    for (size_t j = self; j <= i; ++j)  // values whose last reader ran
+      for (const auto& name : layers_[j]->spec().inputs)
+        if (last_reader_.at(name) == j && !keep.count(name)) values.erase(name);
   }
   if (keep.empty()) return values;
   std::erase_if(values, [&](const auto& kv) { return !keep.count(kv.first); });

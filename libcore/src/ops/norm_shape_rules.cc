@@ -18,10 +18,27 @@ Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In ru
   return x.t.shape();
 }
 
-Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu, bool channels_last) {
+namespace {
+// scale's shape against x's channels.
+void check_channels(const char* op, In x, In scale, bool channels_last) {
   const Shape c = channel(op, x, channels_last);
   PD_CHECK(scale.t.shape() == c, ErrorCode::kShape, "{}: argument '{}' must have shape {} (the channels of '{}' {}), but received {}",
            op, scale.name, shape_str(c), x.name, shape_str(x.t.shape()), shape_str(scale.t.shape()));
+}
+}  // namespace
+
+Shape batch_norm_add(const char* op, In x, In residual, In scale, In bias, In running_mean, In running_var, bool channels_last) {
+  same_shapes(op, x, residual);
+  return batch_norm(op, x, scale, bias, running_mean, running_var, channels_last);
+}
+
+Shape batch_norm_add_relu_grad(const char* op, In x, In out, In grad, In scale, bool channels_last) {
+  check_channels(op, x, scale, channels_last);
+  return same_shapes(op, x, out, grad);
+}
+
+Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu, bool channels_last) {
+  check_channels(op, x, scale, channels_last);
   if (fuse_relu) {
     PD_CHECK(bias.t.defined(), ErrorCode::kInvalidArgument,
              "{}: with fuse_relu, argument '{}' is required (the relu mask is recomputed from it)", op, bias.name);

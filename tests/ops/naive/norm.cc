@@ -33,13 +33,17 @@ std::vector<pd::Tensor> softmax_like(const pd::BoxedInputs& in, const pd::AttrMa
 PD_NAIVE_REF(softmax) { return softmax_like(in, attrs, false); }
 PD_NAIVE_REF(log_softmax) { return softmax_like(in, attrs, true); }
 
-PD_NAIVE_REF(batch_norm) {
-  const pd::Tensor& x = in[0][0];
+namespace {
+// batch_norm of x with the inputs from `first` on (scale, bias, running mean and variance), then
+// residual added (if given) and relu'd (with fuse_relu or a residual).
+std::vector<pd::Tensor> batch_norm_ref(const pd::Tensor& x, const pd::Tensor* residual, const pd::BoxedInputs& in, size_t first,
+                                       const pd::AttrMap& attrs) {
   Ints s = x.shape();
-  Reals xv = vals(x), sc = vals(in[1][0]), bi = vals(in[2][0]);
-  Reals rm = vals(in[3][0]), rv = vals(in[4][0]);
+  Reals xv = vals(x), sc = vals(in[first][0]), bi = vals(in[first + 1][0]);
+  Reals rm = vals(in[first + 2][0]), rv = vals(in[first + 3][0]);
+  const Reals res = residual ? vals(*residual) : Reals(xv.size(), 0.0);
   double eps = get<double>(attrs, "epsilon", 1e-5);
-  bool training = get<bool>(attrs, "training", true), fuse_relu = get<bool>(attrs, "fuse_relu", false);
+  bool training = get<bool>(attrs, "training", true), relu = residual || get<bool>(attrs, "fuse_relu", false);
   // Viewed as [N, C, inner]; channels_last data as [rows, C, 1].
   int64_t N = s[0], C = s[1], inner = 1;
   for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
@@ -69,11 +73,15 @@ PD_NAIVE_REF(batch_norm) {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t k = 0; k < inner; ++k) {
         int64_t f = (n * C + c) * inner + k;
-        out[f] = (xv[f] - mean[c]) * invstd[c] * sc[c] + bi[c];
-        if (fuse_relu && out[f] < 0) out[f] = 0;
+        out[f] = (xv[f] - mean[c]) * invstd[c] * sc[c] + bi[c] + res[f];
+        if (relu && out[f] < 0) out[f] = 0;
       }
   return {make(out, s), make(mean, {C}), make(invstd, {C})};
 }
+}  // namespace
+
+PD_NAIVE_REF(batch_norm) { return batch_norm_ref(in[0][0], nullptr, in, 1, attrs); }
+PD_NAIVE_REF(batch_norm_add_relu) { return batch_norm_ref(in[0][0], &in[1][0], in, 2, attrs); }
 
 PD_NAIVE_REF(layer_norm) {
   const pd::Tensor& x = in[0][0];

@@ -48,6 +48,13 @@ void PD_ISA_FN(bn_grad_sums_rows)(const float* g, const float* x, int64_t rows, 
 void PD_ISA_FN(bn_dx_rows)(const float* g, const float* x, int64_t rows, int64_t C, BnRowConsts<float> k, float* dx) {
   bn_dx_rows(g, x, rows, C, k, dx);
 }
+void PD_ISA_FN(bn_add_relu_rows)(const float* x, const float* r, int64_t rows, int64_t C, BnRowConsts<float> k, float* y) {
+  bn_add_relu_rows(x, r, rows, C, k, y);
+}
+void PD_ISA_FN(bn_masked_grad_sums_rows)(const float* g, const float* out, const float* x, int64_t rows, int64_t C,
+                                         const float* mean, float* gm, double* sum_g, double* sum_gd) {
+  bn_masked_grad_sums_rows(g, out, x, rows, C, mean, gm, sum_g, sum_gd);
+}
 }  // namespace pd::kernels::reference
 PD_TARGET_POP
 
@@ -67,5 +74,8 @@ void PD_ISA_FN(bn_stats_rows)(const float*, int64_t, int64_t, const double*, dou
 void PD_ISA_FN(bn_affine_rows)(const float*, int64_t, int64_t, BnRowConsts<float>, float*) {}
 void PD_ISA_FN(bn_grad_sums_rows)(const float*, const float*, int64_t, int64_t, BnRowConsts<float>, double*, double*) {}
 void PD_ISA_FN(bn_dx_rows)(const float*, const float*, int64_t, int64_t, BnRowConsts<float>, float*) {}
+void PD_ISA_FN(bn_add_relu_rows)(const float*, const float*, int64_t, int64_t, BnRowConsts<float>, float*) {}
+void PD_ISA_FN(bn_masked_grad_sums_rows)(const float*, const float*, const float*, int64_t, int64_t, const float*, float*, double*,
+                                         double*) {}
 }  // namespace pd::kernels::reference
 #endif

@@ -41,6 +41,9 @@ class Layer {
   // relu(forward(in)) in one op, for a layer whose kernel can apply the relu in the same pass
   // (batch_norm's fuse_relu); undefined where it cannot, and the network runs the two layers in turn.
   virtual Tensor forward_relu(const std::vector<Tensor>& in, const ForwardCtx& ctx) { return Tensor(); }
+  // relu(forward(in) + residual) in one op (batch_norm_add_relu: a residual block's tail); undefined where
+  // the layer cannot, and the network runs the three layers in turn.
+  virtual Tensor forward_add_relu(const std::vector<Tensor>& in, const Tensor& residual, const ForwardCtx& ctx) { return Tensor(); }
   // Whether forward() takes 4-D inputs in [N, H, W, C] when ctx.channels_last says so, and returns its
   // result in that layout: the network then keeps a chain of such layers in NHWC (conv2d, batch_norm,
   // elementwise activations, add).

@@ -157,8 +157,10 @@ class Network {
   // asked for: fuse_relu, layer i + 1 is a relu that layer i applies itself (Layer::forward_relu:
   // batch_norm); pool_then_relu, layer i is a relu and layer i + 1 a max_pool2d, which commute (relu
   // is monotonic), so the relu runs on the pooled map, a quarter of the size for 2x2 windows, with the
-  // same values and gradients.
-  enum class Pairing : uint8_t { none, fuse_relu, pool_then_relu };
+  // same values and gradients; add_relu, layer i + 1 is a two-input add of the same shapes and layer
+  // i + 2 a relu that alone reads the sum, which layer i applies with the add's other input
+  // (Layer::forward_add_relu: batch_norm, the tail of a residual block).
+  enum class Pairing : uint8_t { none, fuse_relu, pool_then_relu, add_relu };
   std::vector<Pairing> pairing_;
   // Layers that run on [N, H, W, C] values when forward() is given a keep set (as pd-train's steps do)
   // on the CPU: chains of conv2d / batch_norm / activation / add starting at a convolution, in a

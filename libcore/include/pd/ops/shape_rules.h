@@ -113,6 +113,10 @@ Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In ru
 // batch_norm_grad's dx: grad has x's shape; with fuse_relu, bias (which the relu mask is recomputed
 // with) is there and has scale's shape.
 Shape batch_norm_grad(const char* op, In x, In grad, In scale, In bias, bool fuse_relu, bool channels_last = false);
+// batch_norm_add_relu's result: batch_norm's, with residual of x's shape.
+Shape batch_norm_add(const char* op, In x, In residual, In scale, In bias, In running_mean, In running_var, bool channels_last);
+// batch_norm_add_relu_grad's dx: out and grad have x's shape, scale the channels'.
+Shape batch_norm_add_relu_grad(const char* op, In x, In out, In grad, In scale, bool channels_last);
 Shape layer_norm(const char* op, In x, In scale, In bias, int64_t begin_norm_axis);
 Shape norm_stats(const char* op, In x, int64_t begin_norm_axis);
 Shape loss(const char* op, In logits, In label, int64_t axis, const std::string& reduction);
