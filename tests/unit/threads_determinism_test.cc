@@ -51,3 +51,20 @@ TEST_CASE("batch_norm on channels_last data gives the same bits on 1, 2 and 3 th
   const auto rv = one.running_var.to_vector<double>();
   for (double v : rv) CHECK(v == Approx(1.0).epsilon(0.02));
 }
+
+TEST_CASE("conv2d_grad_weight on channels_last data (Winograd's parts) gives the same bits on 1, 2 and 3 threads", "[ops]") {
+  // 6 images of 28x28: 294 tiles, in several parts of blocks for the threads to share.
+  const Tensor x = ops::normal({6, 28, 28, 16}, 0, 1, 5), g = ops::normal({6, 28, 28, 24}, 0, 1, 6);
+  auto dw_on = [&](int threads) {
+    const int saved = pd::num_threads();
+    pd::set_num_threads(threads);
+    Tensor dw = ops::conv2d_grad_weight(g, x, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, /*channels_last=*/true);
+    pd::set_num_threads(saved);
+    return dw;
+  };
+  const Tensor one = dw_on(1);
+  for (int threads : {2, 3}) {
+    CAPTURE(threads);
+    CHECK(pd::test::max_abs_diff(one, dw_on(threads)) == 0.0f);
+  }
+}

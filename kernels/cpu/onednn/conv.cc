@@ -8,6 +8,7 @@
 #include "cpu/common/channels_last.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/ref/conv_grad_weight_direct.h"
+#include "cpu/ref/winograd_grad_weight.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -20,7 +21,9 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 // A training step's 3x3 stride-1 convolutions go to winograd_conv2d's kernel, with the filter transform
 // made on every call (the weights change every step; it costs 36 x C_in x C_out multiply-adds a point,
 // nothing next to the convolution): forward, and the input gradient, which is the same convolution of
-// the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p).
+// the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p),
+// and, on NHWC tensors, the weight gradient (winograd_grad_weight.h: 4.7 against oneDNN's 5.8 ms for 32
+// channels at 28x28, batch 128, host C with AVX-512; 6.5 against 12.3 on its AVX2 path).
 // Against oneDNN's direct convolution on plain NCHW tensors at batch 64 (host C, AVX-512, 2 threads):
 // 32 channels at 28x28 2.9 against 5.4 ms forward, but 64 at 14x14 4.1 against 3.7 ms and 128 at 7x7
 // 8.5 against about 3.7: on small maps the 4x4 output tiles overhang the image (16x16 computed for 14x14)
@@ -130,6 +133,9 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
                         const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dw) {
   if (dw.numel() == 0) return;
   if (!channels_last && reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw)) return;
+  if (channels_last && grad.numel() > 0 && x.numel() > 0 &&
+      winograd_fits(weight_shape, nchw_extents(grad.shape(), true), stride, padding, dilation, groups, true))
+    return reference::winograd_conv2d_grad_weight(ctx, grad, x, padding, dw);
   guarded("conv2d_grad_weight", [&] {
     ConvGeometry g(nchw_extents(x.shape(), channels_last), weight_shape, nchw_extents(grad.shape(), channels_last), stride, padding,
                    dilation, groups, channels_last);

@@ -132,6 +132,20 @@ PD_WINO_INLINE void output_1d(const V* in, int is, V* out, int os) {
   out[3 * os] = d12 + d34 * T(8) + in[5 * is];
 }
 
+// out[k * os] = (A in)[k] for the 4 values in[0], in[is], in[2 * is], in[3 * is]: the adjoint of
+// output_1d, which takes an output tile's gradient back to the 6 points (the weight gradient).
+template <typename T, typename V = Vec<T>>
+PD_WINO_INLINE void grad_1d(const V* in, int is, V* out, int os) {
+  const V y0 = in[0], y1 = in[is], y2 = in[2 * is], y3 = in[3 * is];
+  const V s02 = y0 + y2, s13 = y1 + y3, f02 = y0 + y2 * T(4), f13 = (y1 + y3 * T(4)) * T(2);
+  out[0] = y0;
+  out[os] = s02 + s13;
+  out[2 * os] = s02 - s13;
+  out[3 * os] = f02 + f13;
+  out[4 * os] = f02 - f13;
+  out[5 * os] = y3;
+}
+
 // d: the 6x6 patch of a vector of channels, its rows row_stride vectors apart ->
 // V[p * point_stride + lanes) = (B^T d B)[p].
 template <typename T, typename V = Vec<T>>
@@ -190,6 +204,33 @@ PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, in
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, acc[r][v]);
+}
+
+// C[r * ldc + NV vectors) += sum_k A[k * lda + r] * B[k * ldb + NV vectors) for the R <= 6 rows r: the
+// weight gradient's per-point products, whose long dimension k (the tiles) is the rows of both operands.
+template <typename T, int R, int NV, typename V = Vec<T>>
+PD_WINO_INLINE void gemm_rows_acc_t(int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
+  constexpr int L = lanes_of<V>;
+  V acc[R][NV];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = splat<T, V>(T(0));
+  for (int64_t k = 0; k < K; ++k) {
+    V b[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) b[v] = load<T, V>(B + k * ldb + L * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const V a = splat<T, V>(A[k * lda + r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, load<T, V>(C + r * ldc + L * v) + acc[r][v]);
 }
 
 }  // namespace pd::kernels::cpu::winograd
