@@ -8,13 +8,16 @@
 # venv; TORCH_PY overrides); Debian's python3-torch (1.13 on OpenBLAS) adds a second row where it is
 # installed. PaddlePaddle (bench/paddle_fmnist.py, pip paddlepaddle) runs for LeNet and the MLP where
 # `$PADDLE_PY -c "import paddle"` works. Prints one markdown row per (arch, framework): samples/s, test
-# accuracy, peak RSS, and paddle-cpp's speed over that framework's.
-#   usage: bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp resnet)
+# accuracy, peak RSS, and paddle-cpp's speed over that framework's. With ROUNDS=N, paddle-cpp and the
+# PyTorch 2.x peer run N times in alternation (the machine is shared and noisy): their rows show the
+# median samples/s, the speedup is the ratio of the medians, and a line under them lists each round's.
+#   usage: [ROUNDS=N] bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp resnet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-5}
 shift || true
 ARCHS=${*:-lenet mlp resnet}
+ROUNDS=${ROUNDS:-1}
 PEER=../shared/peers/torch_fmnist.py
 TORCH_PY=${TORCH_PY:-$(bash ../shared/peers/torch2_venv.sh)}
 PD_TRAIN=${PD_TRAIN:-build/tools/pd-train}
@@ -27,11 +30,14 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 field() { echo "$1" | sed "s/.*$2=\([^ ]*\).*/\1/"; }
-# peer_row NAME OUTPUT: the markdown row of a peer's output line, with paddle-cpp's speedup over it.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {printf "%.0f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# peer_row NAME OUTPUT [SAMPLES_PER_S]: the markdown row of a peer's output line (samples/s from the
+# third argument when given), with paddle-cpp's speedup over it.
 peer_row() {
   local sps acc rss
-  sps=$(field "$2" samples_per_s) acc=$(field "$2" test_acc) rss=$(field "$2" peak_rss_mb)
-  echo "| $arch | $1 | $EPOCHS | $sps | $acc | $rss | $(awk -v a="$pd_sps" -v b="$sps" 'BEGIN { printf "%.2fx", a / b }') |"
+  sps=${3:-$(field "$2" samples_per_s)} acc=$(field "$2" test_acc) rss=$(field "$2" peak_rss_mb)
+  echo "| $arch | $1 | $EPOCHS | $sps | $acc | $rss | $(ratio "$pd_sps" "$sps") |"
 }
 
 echo "| model | framework | epochs | samples/s | test acc | peak RSS MiB | paddle-cpp speedup |"
@@ -45,17 +51,27 @@ for arch in $ARCHS; do
     vit) yaml=examples/vit_fmnist.yaml limit=(--limit 12800) ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
   esac
-  /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --overwrite --quiet --json > "$OUT/pd.jsonl"
-  pd_sps=$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")
-  pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
-  pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
-  echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | |"
   if [ "$arch" = resnet ] || [ "$arch" = vit ]; then
     peer_run() { (cd bench && "$1" "torch_${arch}_fmnist.py" --epochs "$EPOCHS" --limit 12800 --threads 2); }
   else
     peer_run() { "$1" "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2; }
   fi
-  peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$(peer_run "$TORCH_PY")"
+  pd_all=() torch_all=() rounds=()
+  for ((round = 0; round < ROUNDS; round++)); do
+    /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --overwrite --quiet --json > "$OUT/pd.jsonl"
+    pd_all+=("$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")")
+    torch_out=$(peer_run "$TORCH_PY")
+    torch_all+=("$(field "$torch_out" samples_per_s)")
+    rounds+=("${pd_all[-1]} / ${torch_all[-1]} = $(ratio "${pd_all[-1]}" "${torch_all[-1]}")")
+  done
+  pd_sps=$(median "${pd_all[@]}")
+  pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
+  pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
+  echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | |"
+  peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$torch_out" "$(median "${torch_all[@]}")"
+  if [ "$ROUNDS" -gt 1 ]; then
+    echo "(rounds, samples/s paddle-cpp / PyTorch: $(IFS=';'; echo "${rounds[*]}" | sed 's/;/; /g'))"
+  fi
   if [ $have_debian_torch -eq 1 ] && [ -z "${limit[*]}" ]; then
     peer_row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') (Debian)" "$(peer_run /usr/bin/python3)"
   fi

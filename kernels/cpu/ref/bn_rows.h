@@ -47,6 +47,20 @@ static inline void bn_add_lanes(const BnLanes (&sums)[K], int64_t c0, double* co
     for (int l = 0; l < kBnLanes; ++l) out[j][c0 + l] += static_cast<double>(sums[j][l]);
 }
 
+// The sums over rows [0, rows) of the two lane vectors terms(r, a, b) gives, even and odd rows in
+// accumulators of their own, added in double to out0[c0 + l] and out1[c0 + l].
+template <typename F>
+static inline void bn_sum_lane_pairs(int64_t rows, int64_t c0, const F& terms, double* out0, double* out1) {
+  BnLanes s0 = {}, s1 = {}, q0 = {}, q1 = {}, a, b;
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    terms(r, a, b), s0 += a, q0 += b;
+    terms(r + 1, a, b), s1 += a, q1 += b;
+  }
+  if (r < rows) terms(r, a, b), s0 += a, q0 += b;
+  bn_add_lanes<2>({s0 + s1, q0 + q1}, c0, {out0, out1});
+}
+
 // Channels [0, returned) of bn_stats_rows for floats.
 static inline int64_t bn_stats_rows_lanes(const float* x, int64_t rows, int64_t C, const double* shift, double* sum,
                                           double* sum_sq) {
@@ -54,17 +68,10 @@ static inline int64_t bn_stats_rows_lanes(const float* x, int64_t rows, int64_t 
   for (; c0 + kBnLanes <= C; c0 += kBnLanes) {
     BnLanes sh;
     for (int l = 0; l < kBnLanes; ++l) sh[l] = static_cast<float>(shift[c0 + l]);  // a value of x: exact
-    BnLanes s0 = {}, s1 = {}, q0 = {}, q1 = {};
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      const BnLanes d0 = bn_load_lanes(x + r * C + c0) - sh, d1 = bn_load_lanes(x + (r + 1) * C + c0) - sh;
-      s0 += d0, q0 += d0 * d0, s1 += d1, q1 += d1 * d1;
-    }
-    if (r < rows) {
-      const BnLanes d0 = bn_load_lanes(x + r * C + c0) - sh;
-      s0 += d0, q0 += d0 * d0;
-    }
-    bn_add_lanes<2>({s0 + s1, q0 + q1}, c0, {sum, sum_sq});
+    bn_sum_lane_pairs(rows, c0, [&](int64_t r, BnLanes& d, BnLanes& dd) {
+      d = bn_load_lanes(x + r * C + c0) - sh;
+      dd = d * d;
+    }, sum, sum_sq);
   }
   return c0;
 }
@@ -117,21 +124,12 @@ static inline int64_t bn_grad_sums_rows_lanes(const float* g, const float* x, in
   int64_t c0 = 0;
   for (; c0 + kBnLanes <= C; c0 += kBnLanes) {
     const BnLanes mul = bn_load_lanes(k.mul + c0), add = bn_load_lanes(k.add + c0), mean = bn_load_lanes(k.mean + c0);
-    // Row r's g' and g' * (x - mean).
-    auto terms = [&](int64_t r, BnLanes& gv, BnLanes& gd) {
+    bn_sum_lane_pairs(rows, c0, [&](int64_t r, BnLanes& gv, BnLanes& gd) {  // row r's g' and g' * (x - mean)
       const BnLanes xv = bn_load_lanes(x + r * C + c0);
       gv = bn_load_lanes(g + r * C + c0);
       if constexpr (kRelu) gv = xv * mul + add > 0 ? gv : BnLanes{};  // bn_row_passed's mask
       gd = gv * (xv - mean);
-    };
-    BnLanes sg0 = {}, sg1 = {}, sd0 = {}, sd1 = {}, gv, gd;
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      terms(r, gv, gd), sg0 += gv, sd0 += gd;
-      terms(r + 1, gv, gd), sg1 += gv, sd1 += gd;
-    }
-    if (r < rows) terms(r, gv, gd), sg0 += gv, sd0 += gd;
-    bn_add_lanes<2>({sg0 + sg1, sd0 + sd1}, c0, {sum_g, sum_gd});
+    }, sum_g, sum_gd);
   }
   return c0;
 }
@@ -198,21 +196,12 @@ static inline int64_t bn_masked_grad_sums_rows_lanes(const float* g, const float
   int64_t c0 = 0;
   for (; c0 + kBnLanes <= C; c0 += kBnLanes) {
     const BnLanes mu = bn_load_lanes(mean + c0);
-    // Row r's g' (stored to gm) and g' * (x - mean).
-    auto terms = [&](int64_t r, BnLanes& gv, BnLanes& gd) {
+    bn_sum_lane_pairs(rows, c0, [&](int64_t r, BnLanes& gv, BnLanes& gd) {  // row r's g' (stored to gm) and g' * (x - mean)
       const int64_t i = r * C + c0;
       gv = bn_load_lanes(out + i) > 0 ? bn_load_lanes(g + i) : BnLanes{};
       __builtin_memcpy(gm + i, &gv, sizeof gv);
       gd = gv * (bn_load_lanes(x + i) - mu);
-    };
-    BnLanes sg0 = {}, sg1 = {}, sd0 = {}, sd1 = {}, gv, gd;
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      terms(r, gv, gd), sg0 += gv, sd0 += gd;
-      terms(r + 1, gv, gd), sg1 += gv, sd1 += gd;
-    }
-    if (r < rows) terms(r, gv, gd), sg0 += gv, sd0 += gd;
-    bn_add_lanes<2>({sg0 + sg1, sd0 + sd1}, c0, {sum_g, sum_gd});
+    }, sum_g, sum_gd);
   }
   return c0;
 }

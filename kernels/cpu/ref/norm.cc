@@ -1,7 +1,7 @@
-// Reference batch_norm and layer_norm with their gradients. Statistics accumulate in double (float
-// channels-last chunks in float first, bn_rows.h). batch_norm
-// on channels_last data walks rows of C channels (bn_rows.h) in fixed chunks of rows, whose partial
-// sums are added in chunk order, so that the result does not depend on the thread count either.
+// Reference batch_norm (and batch_norm_add_relu) and layer_norm with their gradients. Statistics
+// accumulate in double (a channels-last chunk's floats in float first: bn_rows.h). batch_norm on
+// channels_last data walks rows of C channels (bn_rows.h) in fixed chunks of rows, whose partial sums
+// are added in chunk order, so that the result does not depend on the thread count either.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
