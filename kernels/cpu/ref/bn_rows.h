@@ -165,7 +165,9 @@ static inline void bn_dx_rows_as(const T* __restrict g, const T* __restrict x, i
 #pragma omp simd
     for (int64_t c = 0; c < C; ++c) {
       const int64_t i = r * C + c;
-      dx[i] = k.ka[c] * bn_row_passed<kRelu>(g[i], x[i], k.mul[c], k.add[c]) + k.kx[c] * (x[i] - k.mean[c]) + k.k0[c];
+      T gp = g[i];
+      if constexpr (kRelu) gp = bn_row_passed<true>(gp, x[i], k.mul[c], k.add[c]);  // (k.mul is null without a relu)
+      dx[i] = k.ka[c] * gp + k.kx[c] * (x[i] - k.mean[c]) + k.k0[c];
     }
   }
 }

@@ -419,7 +419,7 @@ PD_WINO_INLINE void transform_grads(const WinoGeom& g, const T* dy, int64_t t0, 
   }
 }
 
-// dUp[ci][KV] += sum over the nt tiles of Vp[t][ci] Zp[t][.] for input channels [c0, c0 + R).
+// dUp[r][KV] += sum over the nt tiles of Vp[t][r] Zp[t][.] for the R input channels r that Vp and dUp start at.
 template <typename T, int R, typename W>
 PD_WINO_INLINE void accumulate_rows(const WinoGeom& g, int64_t nt, const T* Vp, const T* Zp, T* dUp) {
   constexpr int L = kLanes<T>, LW = lanes_of<W>;
