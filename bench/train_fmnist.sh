@@ -10,7 +10,8 @@
 # `$PADDLE_PY -c "import paddle"` works. Prints one markdown row per (arch, framework): samples/s, test
 # accuracy, peak RSS, and paddle-cpp's speed over that framework's. With ROUNDS=N, paddle-cpp and the
 # PyTorch 2.x peer run N times in alternation (the machine is shared and noisy): their rows show the
-# median samples/s, the speedup is the ratio of the medians, and a line under them lists each round's.
+# median samples/s, the speedup is the median of the rounds' ratios (a round's two runs share the
+# machine's state of those minutes), and a line under them lists each round's.
 #   usage: [ROUNDS=N] bench/train_fmnist.sh [EPOCHS] [ARCHS...]      (defaults: 5, lenet mlp resnet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +32,18 @@ trap 'rm -rf "$OUT"' EXIT
 
 field() { echo "$1" | sed "s/.*$2=\([^ ]*\).*/\1/"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
-median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {printf "%.0f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-# peer_row NAME OUTPUT [SAMPLES_PER_S]: the markdown row of a peer's output line (samples/s from the
-# third argument when given), with paddle-cpp's speedup over it.
+# median FORMAT VALUES...
+median() {
+  local format=$1
+  shift
+  printf '%s\n' "$@" | sort -g | awk -v f="$format" '{v[NR] = $1} END {printf f, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+# peer_row NAME OUTPUT [SAMPLES_PER_S SPEEDUP]: the markdown row of a peer's output line (samples/s and
+# speedup from the arguments when given), with paddle-cpp's speedup over it.
 peer_row() {
   local sps acc rss
   sps=${3:-$(field "$2" samples_per_s)} acc=$(field "$2" test_acc) rss=$(field "$2" peak_rss_mb)
-  echo "| $arch | $1 | $EPOCHS | $sps | $acc | $rss | $(ratio "$pd_sps" "$sps") |"
+  echo "| $arch | $1 | $EPOCHS | $sps | $acc | $rss | ${4:-$(ratio "$pd_sps" "$sps")} |"
 }
 
 echo "| model | framework | epochs | samples/s | test acc | peak RSS MiB | paddle-cpp speedup |"
@@ -56,19 +62,20 @@ for arch in $ARCHS; do
   else
     peer_run() { "$1" "$PEER" --arch "$arch" --epochs "$EPOCHS" --opt adam --lr "$lr" --normalize --cosine --threads 2; }
   fi
-  pd_all=() torch_all=() rounds=()
+  pd_all=() torch_all=() ratios=() rounds=()
   for ((round = 0; round < ROUNDS; round++)); do
     /usr/bin/time -f "%M" -o "$OUT/rss" "$PD_TRAIN" "$yaml" --epochs "$EPOCHS" "${limit[@]}" --threads 2 --out "$OUT/$arch" --overwrite --quiet --json > "$OUT/pd.jsonl"
     pd_all+=("$(awk -F'"samples_per_s": ' '{split($2, a, ","); s += a[1]; n++} END {printf "%.0f", s / n}' "$OUT/pd.jsonl")")
     torch_out=$(peer_run "$TORCH_PY")
     torch_all+=("$(field "$torch_out" samples_per_s)")
-    rounds+=("${pd_all[-1]} / ${torch_all[-1]} = $(ratio "${pd_all[-1]}" "${torch_all[-1]}")")
+    ratios+=("$(ratio "${pd_all[-1]}" "${torch_all[-1]}" | tr -d x)")
+    rounds+=("${pd_all[-1]} / ${torch_all[-1]} = ${ratios[-1]}x")
   done
-  pd_sps=$(median "${pd_all[@]}")
+  pd_sps=$(median %.0f "${pd_all[@]}")
   pd_acc=$(tail -1 "$OUT/pd.jsonl" | sed 's/.*"test_acc": \([0-9.]*\).*/\1/')
   pd_rss=$(( $(cat "$OUT/rss") / 1024 ))
   echo "| $arch | paddle-cpp | $EPOCHS | $pd_sps | $pd_acc | $pd_rss | |"
-  peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$torch_out" "$(median "${torch_all[@]}")"
+  peer_row "PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (pip)" "$torch_out" "$(median %.0f "${torch_all[@]}")" "$(median %.2fx "${ratios[@]}")"
   if [ "$ROUNDS" -gt 1 ]; then
     echo "(rounds, samples/s paddle-cpp / PyTorch: $(IFS=';'; echo "${rounds[*]}" | sed 's/;/; /g'))"
   fi
