@@ -118,7 +118,7 @@ Network::Network(const ModelSpec& spec) : spec_(spec) {
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
     const LayerSpec &self = layers_[i]->spec(), &next = layers_[i + 1]->spec();
     if (!single_use(self.name)) continue;
-    if (next.type == "add" && next.inputs.size() == 2 && i + 2 < layers_.size()) {
+    if (self.type == "batch_norm" && next.type == "add" && next.inputs.size() == 2 && i + 2 < layers_.size()) {
       const LayerSpec& after = layers_[i + 2]->spec();
       const std::string& other = next.inputs[0] == self.name ? next.inputs[1] : next.inputs[0];
       if (other != self.name && probe.at(other).shape() == probe.at(self.name).shape() && single_use(next.name) &&
