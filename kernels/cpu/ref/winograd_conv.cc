@@ -424,10 +424,10 @@ template <typename T, int R, typename W>
 PD_WINO_INLINE void accumulate_rows(const WinoGeom& g, int64_t nt, const T* Vp, const T* Zp, T* dUp) {
   constexpr int L = kLanes<T>, LW = lanes_of<W>;
   int64_t k = 0;
-  for (; k + 2 * LW <= g.KV; k += 2 * LW) gemm_rows_acc_t<T, R, 2, W>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
-  for (; k + LW <= g.KV; k += LW) gemm_rows_acc_t<T, R, 1, W>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
+  for (; k + 2 * LW <= g.KV; k += 2 * LW) gemm_rows<T, R, 2, W, true, true>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
+  for (; k + LW <= g.KV; k += LW) gemm_rows<T, R, 1, W, true, true>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
   if constexpr (LW > L)
-    for (; k < g.KV; k += L) gemm_rows_acc_t<T, R, 1>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
+    for (; k < g.KV; k += L) gemm_rows<T, R, 1, Vec<T>, true, true>(nt, Vp, g.CV, Zp + k, g.KV, dUp + k, g.KV);
 }
 
 // Tiles [t0, t1) in blocks of TB, their products added to dU[36][CV][KV], 4 input channels at a time

@@ -181,7 +181,9 @@ PD_WINO_INLINE void output_transform(const T* M, int64_t point_stride, const V& 
 
 // C[r * ldc + NV vectors) = sum_k A[r * lda + k] * B[k * ldb + NV vectors) for the R <= 6 rows r: the
 // register-blocked inner kernel of the per-point matrix products (12 accumulators for R = 6, NV = 2).
-template <typename T, int R, int NV, typename V = Vec<T>>
+// kTransA reads A[k * lda + r] and kAccumulate adds to C: the weight gradient's products, whose long
+// dimension k (the tiles) is the rows of both operands, summed over blocks of tiles.
+template <typename T, int R, int NV, typename V = Vec<T>, bool kTransA = false, bool kAccumulate = false>
 PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
   constexpr int L = lanes_of<V>;
   V acc[R][NV];
@@ -195,7 +197,7 @@ PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, in
     for (int v = 0; v < NV; ++v) b[v] = load<T, V>(B + k * ldb + L * v);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const V a = splat<T, V>(A[r * lda + k]);
+      const V a = splat<T, V>(kTransA ? A[k * lda + r] : A[r * lda + k]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
@@ -203,34 +205,7 @@ PD_WINO_INLINE void gemm_rows(int64_t K, const T* A, int64_t lda, const T* B, in
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, acc[r][v]);
-}
-
-// C[r * ldc + NV vectors) += sum_k A[k * lda + r] * B[k * ldb + NV vectors) for the R <= 6 rows r: the
-// weight gradient's per-point products, whose long dimension k (the tiles) is the rows of both operands.
-template <typename T, int R, int NV, typename V = Vec<T>>
-PD_WINO_INLINE void gemm_rows_acc_t(int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
-  constexpr int L = lanes_of<V>;
-  V acc[R][NV];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[r][v] = splat<T, V>(T(0));
-  for (int64_t k = 0; k < K; ++k) {
-    V b[NV];
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) b[v] = load<T, V>(B + k * ldb + L * v);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const V a = splat<T, V>(A[k * lda + r]);
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, load<T, V>(C + r * ldc + L * v) + acc[r][v]);
+    for (int v = 0; v < NV; ++v) store(C + r * ldc + L * v, kAccumulate ? load<T, V>(C + r * ldc + L * v) + acc[r][v] : acc[r][v]);
 }
 
 }  // namespace pd::kernels::cpu::winograd
