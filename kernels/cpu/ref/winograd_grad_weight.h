@@ -1,5 +1,5 @@
 // conv2d_grad_weight of a 3x3, stride-1 convolution on NHWC tensors by Winograd's F(4x4, 3x3), the
-// adjoint of winograd_conv2d (winograd_conv.cc): about a quarter of the direct form's multiply-adds. The
+// adjoint of winograd_conv2d (winograd_grad_weight.cc): about a quarter of the direct form's multiply-adds. The
 // onednn conv2d_grad_weight takes it for the shapes its forward and input gradient already run by
 // Winograd (a training step's 28x28 convolutions of the residual example).
 #pragma once
