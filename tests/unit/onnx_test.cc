@@ -70,6 +70,7 @@ Program every_op_program() {
   r = op("where", {{op("greater", {{r}, {param("zero", ops::full({}, 0.0))}})}, {r}, {op("tanh", {{r}})}});
   p.mark_output(r, "pooled");
   p.mark_output(op("argmax", {{h}}, {{"axis", int64_t{2}}}), "best");
+  p.mark_output(h, "scored");  // what argmax chose from
   ir::verify(p);
   return p;
 }
@@ -112,7 +113,20 @@ TEST_CASE("onnx: every exported op comes back and computes the same, at opsets 1
     REQUIRE(got.size() == want.size());
     CHECK(test::max_abs_diff(got[0], want[0]) < 1e-5f);
     CHECK(test::max_abs_diff(got[1], want[1]) < 1e-5f);
-    CHECK(got[2].to_vector<int64_t>() == want[2].to_vector<int64_t>());
+    if (opset >= 17) {
+      CHECK(got[2].to_vector<int64_t>() == want[2].to_vector<int64_t>());  // nothing on its path decomposed: the same bits
+    } else {
+      // layer_norm decomposed: a near tie may go the other way (seen on AVX2 hosts), never to a value
+      // that is not the largest.
+      const std::vector<int64_t> chosen = got[2].to_vector<int64_t>(), best = want[2].to_vector<int64_t>();
+      const std::vector<float> scored = want[3].to_vector<float>();
+      const int64_t row = want[3].shape().back();
+      REQUIRE(chosen.size() == best.size());
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        INFO("row " << i);
+        CHECK(scored[i * row + chosen[i]] >= scored[i * row + best[i]] - 1e-5f);
+      }
+    }
     // Another batch size: nothing was frozen to 3.
     CHECK(exec::Executor(back).run(inputs(5))[0].shape() == Shape{5, 6});
   }

@@ -262,6 +262,50 @@ TEST_CASE("int8 kernels: exact with VNNI, 7-bit weights without it", "[quant][in
   CHECK((pd::test::max_abs_diff(got, exact) <= 1e-3f) == vnni);
 }
 
+// The direct int8 convolution (few input channels, NHWC) on the reference backend, which multiplies the
+// weights as given: exact against a plain sum on each of its paths. On AVX2 without VNNI, weights within 7
+// bits take vpmaddubsw (the largest products, 255 x 64 in pairs, just fit 16 bits) and 8-bit weights the
+// 16-bit path; with the 2 x 2 max pool fused, the pool of the plain sums.
+TEST_CASE("int8 direct convolution: exact sums for 7-bit and 8-bit weights, pooled or not", "[quant][int8_isa]") {
+  pd::ScopedKernelBackend reference(pd::Backend::reference);
+  const int64_t N = 2, H = 9, W = 12, C = 6, CO = 16, K = 5, P = 2;
+  const int64_t OH = H + 2 * P - K + 1, OW = W + 2 * P - K + 1;
+  std::vector<uint8_t> xv(static_cast<size_t>(N * H * W * C));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<uint8_t>(i % 11 == 0 ? 7 : 245 + i % 11);  // mostly large
+  const uint8_t zp = 3;
+  const Tensor x = Tensor::from_vector<uint8_t>(xv, {N, H, W, C});
+  const Tensor xs = Tensor::scalar<float>(0.5f), xz = Tensor::scalar<uint8_t>(zp);
+  for (const int most : {64, 127}) {
+    std::vector<int8_t> wv(static_cast<size_t>(CO * C * K * K));
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<int8_t>(i % 3 == 0 ? -most - (most == 127) : most - static_cast<int>(i % 4));
+    std::vector<float> wsv(CO);
+    for (int64_t o = 0; o < CO; ++o) wsv[o] = std::ldexp(1.0f, -static_cast<int>(o % 4));  // exact products in f32
+    const Tensor w = Tensor::from_vector<int8_t>(wv, {CO, C, K, K}), ws = Tensor::from_vector<float>(wsv, {CO});
+    std::vector<float> want(static_cast<size_t>(N * OH * OW * CO));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t o = 0; o < CO; ++o) {
+            int64_t sum = 0;
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t ky = 0; ky < K; ++ky)
+                for (int64_t kx = 0; kx < K; ++kx) {
+                  const int64_t h = oh + ky - P, v = ow + kx - P;
+                  const int64_t xq = h < 0 || h >= H || v < 0 || v >= W ? zp : xv[static_cast<size_t>(((n * H + h) * W + v) * C + c)];
+                  sum += (xq - zp) * wv[static_cast<size_t>(((o * C + c) * K + ky) * K + kx)];
+                }
+            want[static_cast<size_t>(((n * OH + oh) * OW + ow) * CO + o)] = static_cast<float>(0.5 * wsv[o] * static_cast<double>(sum));
+          }
+    INFO("weights within " << most << ", int8 path " << pd::int8_path_name());
+    const Tensor got = pd::ops::quantized_conv2d(x, xs, xz, w, ws, {}, {}, {}, {}, {}, {}, {1, 1}, {P, P}, {1, 1}, 1, "none", 0.0,
+                                                 /*channels_last=*/true);
+    const Tensor exact = Tensor::from_vector<float>(want, {N, OH, OW, CO});
+    CHECK(pd::test::max_abs_diff(got, exact) == 0.0f);
+    const Tensor pooled = pd::ops::quantized_conv2d_maxpool(x, xs, xz, w, ws, {}, {}, {}, {1, 1}, {P, P});
+    CHECK(pd::test::max_abs_diff(pooled, pd::ops::max_pool2d_nhwc(exact, {2, 2})) == 0.0f);
+  }
+}
+
 // The statistics cache: what is stored comes back bit for bit under its key; another key, a damaged
 // file and inconsistent statistics are refused with a reason, never used.
 TEST_CASE("stats cache: observers round-trip under their key, damage is refused", "[quant]") {

@@ -1,8 +1,5 @@
-// quantized_conv2d_maxpool: the direct kernels pool 2 x 2 windows on the int32 sums (quantized_direct.h);
-// anything else is quantized_conv2d's kernel into a scratch tensor, then max_pool2d_nhwc's.
-#include "cpu/ref/quantize_entry.h"
-#include "cpu/ref/quantized_direct.h"
-#include "kernels.h"
+// quantized_conv2d_maxpool on the reference backend: exact products (quantized_conv_pool.h).
+#include "cpu/ref/quantized_conv_pool.h"
 
 namespace pd::kernels::reference {
 
@@ -13,30 +10,9 @@ void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const T
                               const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
                               DType out_dtype, const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
                               const std::vector<int64_t>& pool_padding, bool pool_ceil_mode, bool quantize_x, Tensor& out) {
-  if (quantize_x)
-    return quantized_conv2d_maxpool<T>(ctx, quantize_to_nhwc("quantized_conv2d_maxpool", x, x_scale, x_zero_point), x_scale,
-                                       x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, stride, padding, dilation,
-                                       groups, activation, alpha, out_dtype, pool_kernel_size, pool_stride, pool_padding,
-                                       pool_ceil_mode, false, out);
-  if (out.numel() == 0) return;
-  if (quantized_conv2d_maxpool_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
-                                      out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype, pool_kernel_size,
-                                      pool_stride, pool_padding, out))
-    return;
-  const Shape& xs = x.shape();
-  const Shape& ws = weight.shape();
-  auto extent = [&](int64_t in, int64_t d) { return (in + 2 * padding[d] - dilation[d] * (ws[2 + d] - 1) - 1) / stride[d] + 1; };
-  Tensor conv = Tensor::empty({xs[0], extent(xs[1], 0), extent(xs[2], 1), ws[0]}, out_dtype);
-  const Tensor none;
-  KernelContext conv_ctx = ctx;
-  conv_ctx.memo = nullptr;  // the op's slot keeps the direct kernel's decision above
-  quantized_conv2d<T>(conv_ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, none, none, none, out_scale, out_zero_point, stride,
-                      padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, /*quantize_x=*/false, conv);
-  switch (out_dtype) {
-    case DType::u8: return max_pool2d_nhwc<uint8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
-    case DType::i8: return max_pool2d_nhwc<int8_t>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
-    default: return max_pool2d_nhwc<float>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);
-  }
+  quantized_conv2d_maxpool_with<T>(ctx, /*seven_bit=*/false, quantized_conv2d<T>, x, x_scale, x_zero_point, weight, weight_scale, bias,
+                                   out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, out_dtype,
+                                   pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, quantize_x, out);
 }
 
 }  // namespace pd::kernels::reference

@@ -3,8 +3,13 @@
 //  - AVX-512 VNNI: the activations as u8 (s8 shifted by 128, zero point with it), one vpdpbusd per 4
 //    products x 16 output channels; the zero point comes off afterwards as zero_point * (sum of the
 //    channel's weights).
-//  - AVX2: the activations minus their zero point widened to int16, the weights to int16, one vpmaddwd
-//    per 2 products x 8 output channels. Exact, where vpmaddubsw would saturate.
+//  - AVX2 with weights within 7 bits ([-64, 64]: always so where the oneDNN backend halves them on CPUs
+//    without VNNI): the VNNI kernel's u8 input and packed weights, one vpmaddubsw (pairs of u8 x s8
+//    products in 16 bits, exact since 2 x 255 x 64 < 32768) and one vpmaddwd by ones per 4 products x 8
+//    output channels: twice vpmaddwd's products per instruction.
+//  - AVX2 with 8-bit weights (the reference backend): the activations minus their zero point widened to
+//    int16, the weights to int16, one vpmaddwd per 2 products x 8 output channels. Exact, where
+//    vpmaddubsw would saturate.
 // The convolution reads an NHWC copy of the input padded with the zero point (so borders need no tests):
 // for a fixed kernel row, the taps of an output pixel are one contiguous run of KW * C values, which the
 // kernel takes 4 (2) at a time against weights packed [kernel row][run group][output channel][4 (2)],
@@ -45,16 +50,17 @@ using namespace int8_direct;
 // ---- convolution ---------------------------------------------------------------------------------
 
 struct ConvPack {
-  std::vector<int8_t> w8;    // VNNI: [KH][groups][COp][4]
+  std::vector<int8_t> w8;    // VNNI and AVX2 on u8: [KH][groups][COp][4]
   std::vector<int16_t> w16;  // AVX2: [KH][groups][COp][2]
   std::vector<int32_t> sum;  // per output channel: the sum of its weights
 };
 
 ConvPack pack_conv(const ConvShape& s, const Tensor& weight, Path path, bool seven_bit) {
   ConvPack p;
-  const int64_t per = path == Path::vnni ? 4 : 2;
+  const bool bytes = path != Path::avx2;  // VNNI and AVX2 on u8: 4 bytes a lane
+  const int64_t per = bytes ? 4 : 2;
   const size_t size = static_cast<size_t>(s.KH * s.groups * s.COp * per);
-  if (path == Path::vnni) p.w8.assign(size, 0);
+  if (bytes) p.w8.assign(size, 0);
   else p.w16.assign(size, 0);
   p.sum.assign(static_cast<size_t>(s.COp), 0);
   const int8_t* w = weight.data<int8_t>();  // [CO][C][KH][KW]
@@ -65,7 +71,7 @@ ConvPack pack_conv(const ConvShape& s, const Tensor& weight, Path path, bool sev
           const int8_t v = weight_value(w[((o * s.C + ci) * s.KH + ky) * s.KW + kx], seven_bit);
           const int64_t j = kx * s.C + ci;  // position in the kernel row's run
           const size_t at = static_cast<size_t>(((ky * s.groups + j / per) * s.COp + o) * per + j % per);
-          if (path == Path::vnni) p.w8[at] = v;
+          if (bytes) p.w8[at] = v;
           else p.w16[at] = v;
           p.sum[o] += v;
         }
@@ -219,6 +225,54 @@ void avx2_conv_row(const ConvShape& s, const Epilogue& e, const int16_t* in, con
     });
 }
 
+// AVX2 on u8 (Path::avx2_u8): P pixels x V blocks of 8 output channels, VNNI's packing and input.
+template <int P, int V>
+PD_AVX2_TARGET void avx2_u8_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o0,
+                                   const float* residual, void* out, int64_t pixel) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
+  __m256i acc[P][V];
+  #pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const uint8_t* r = in + ky * row_step;
+    const int8_t* wk = w + (ky * s.groups * s.COp + o0) * 4;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      __m256i wv[V];
+      #pragma GCC unroll 16
+      for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * 4));
+      #pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) {
+        const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + 4 * g));
+        #pragma GCC unroll 16
+        for (int v = 0; v < V; ++v) acc[p][v] = avx2_dot_u8(acc[p][v], b, wv[v]);
+      }
+    }
+  }
+  #pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) {
+      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
+      if (o < s.CO) avx2_store_u8(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
+    }
+}
+
+using Avx2U8PixelsFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, const float*, void*, int64_t);
+constexpr Avx2U8PixelsFn kAvx2U8Pixels[] = {avx2_u8_pixels<1, 2>, avx2_u8_pixels<2, 2>, avx2_u8_pixels<3, 2>,
+                                            avx2_u8_pixels<4, 2>, avx2_u8_pixels<5, 2>};
+
+void avx2_u8_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
+                      int64_t n, int64_t oh) {
+  const uint8_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
+  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
+    balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
+      kAvx2U8Pixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+    });
+}
+
 // quantized_conv2d_maxpool on channel lanes: J pairs of output pixels in each of two conv rows (4J
 // sums of 16 channels), each 2 x 2 window's maximum taken on the int32 sums, then one epilogue.
 template <int J>
@@ -260,6 +314,46 @@ void vnni_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, con
   });
 }
 
+// quantized_conv2d_maxpool on AVX2 (u8): J pairs of output pixels in each of two conv rows for the 8
+// channels from o, pooled on the int32 sums as vnni_pool_pixels does.
+template <int J>
+PD_AVX2_TARGET void avx2_u8_pool_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o,
+                                        void* out, int64_t pooled) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C, pair_step = s.sh * row_step;
+  __m256i acc[2][2 * J];
+  #pragma GCC unroll 16
+  for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm256_setzero_si256();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const uint8_t* r = in + ky * row_step;
+    const int8_t* wk = w + (ky * s.groups * s.COp + o) * 4;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + g * s.COp * 4));
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        #pragma GCC unroll 16
+        for (int p = 0; p < 2 * J; ++p)
+          acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int j = 0; j < J; ++j) {
+    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+    avx2_store_u8(e, m, o, s.CO - o, nullptr, out, (pooled + j) * s.CO + o);
+  }
+}
+
+using Avx2U8PoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, void*, int64_t);
+constexpr Avx2U8PoolFn kAvx2U8Pool[] = {avx2_u8_pool_pixels<1>, avx2_u8_pool_pixels<2>, avx2_u8_pool_pixels<3>};
+
+void avx2_u8_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
+                      int64_t PH, int64_t PW) {
+  const uint8_t* row = in + (n * s.Hp + 2 * pr * s.sh) * s.Wp * s.C;
+  for (int64_t o = 0; o < s.CO; o += 8)  // 12 accumulators of 16 registers
+    balanced_blocks(PW, 3, [&](int64_t j0, int64_t pairs) {
+      kAvx2U8Pool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, o, out, (n * PH + pr) * PW + j0);
+    });
+}
+
 // What a direct convolution call derives from its arguments.
 struct DirectConv {
   ConvShape s{};
@@ -287,7 +381,7 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win.
   if (s.C >= 16 || s.run > 64) return false;
   s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
-  s.groups = (s.run + (path == Path::vnni ? 3 : 1)) / (path == Path::vnni ? 4 : 2);
+  s.groups = path == Path::avx2 ? (s.run + 1) / 2 : (s.run + 3) / 4;
   s.COp = round_up(s.CO, kLanes);
   c.e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
   c.u8 = x.dtype() == DType::u8;
@@ -295,10 +389,18 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   return true;
 }
 
+// The path a convolution takes on this machine: AVX2 reads u8 where every weight as multiplied fits in 7
+// bits (halved ones always do).
+Path conv_path(Path machine, const Tensor& weight, bool seven_bit) {
+  if (machine != Path::avx2 || seven_bit) return machine == Path::avx2 ? Path::avx2_u8 : machine;
+  const int8_t* w = weight.data<int8_t>();
+  return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -64 && v <= 64; }) ? Path::avx2_u8 : Path::avx2;
+}
+
 // The zero point as the VNNI kernels read the input: u8, s8 shifted by 128 (v ^ 0x80).
 int32_t u8_zero_point(const DirectConv& c) { return c.u8 ? c.zp : c.zp + 128; }
 
-// The input in this thread's padded buffer as the VNNI kernels read it. Returns the buffer (the workers
+// The input in this thread's padded buffer as the u8 kernels (VNNI, AVX2 on u8) read it. Returns the buffer (the workers
 // get the pointer) and the zero point as read.
 const uint8_t* padded_u8(const DirectConv& c, const Tensor& x, int32_t& zp_u8) {
   thread_local std::vector<uint8_t> in;
@@ -325,27 +427,30 @@ namespace {
 // zero point's offsets included), and the packed weights of the path taken.
 struct PreparedDirect {
   bool take = false;
+  Path path = Path::none;  // conv_path's
   DirectConv c;
-  bool pixels = false;  // VNNI with output pixels as the lanes
+  bool pixels = false;  // output pixels as the lanes
   std::shared_ptr<const PixelPack> pixel_pack;
   std::shared_ptr<const ConvPack> conv_pack;
 };
 
-// `setup` fills p.c and says whether the direct kernels take the call at all.
+// `setup(c, path)` fills p.c and says whether the direct kernels take the call at all.
 template <typename Setup>
-std::shared_ptr<const PreparedDirect> prepare_direct(const KernelContext& ctx, Path path, bool seven_bit, bool residual,
+std::shared_ptr<const PreparedDirect> prepare_direct(const KernelContext& ctx, Path machine, bool seven_bit, bool residual,
                                                      const Tensor& weight, Setup setup) {
   auto p = std::make_shared<PreparedDirect>();
-  if (!(p->take = setup(p->c))) return p;
+  const Path path = p->path = conv_path(machine, weight, seven_bit);
+  if (!(p->take = setup(p->c, path))) return p;
   const ConvShape& s = p->c.s;
   Epilogue& e = p->c.e;
-  if (path == Path::vnni && (p->pixels = vnni_pixel_lanes_take(s, residual))) {
+  if (path != Path::avx2 && (p->pixels = pixel_lanes_take(s, residual))) {
     p->pixel_pack = pixel_pack(ctx, s, weight, seven_bit);
     for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = u8_zero_point(p->c) * p->pixel_pack->sum[ch];
     return p;
   }
-  p->conv_pack = packed_once<ConvPack>(ctx, weight, "conv", seven_bit, [&] { return pack_conv(s, weight, path, seven_bit); });
-  if (path == Path::vnni)
+  p->conv_pack = packed_once<ConvPack>(ctx, weight, path == Path::avx2_u8 ? "conv-u8" : "conv", seven_bit,
+                                       [&] { return pack_conv(s, weight, path, seven_bit); });
+  if (path != Path::avx2)
     for (int64_t ch = 0; ch < s.CO; ++ch) e.offset[ch] = u8_zero_point(p->c) * p->conv_pack->sum[ch];
   return p;
 }
@@ -368,8 +473,8 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const auto prepared = memoized<PreparedDirect>(
       ctx, "quantized_conv2d_direct", direct_variant(path, seven_bit, x, residual) * 2 + int8_residual, x.shape(),
       {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
-        return prepare_direct(ctx, path, seven_bit, residual.defined(), weight, [&](DirectConv& c) {
-          return setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
+        return prepare_direct(ctx, path, seven_bit, residual.defined(), weight, [&](DirectConv& c, Path conv) {
+          return setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
                               out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
                               out.shape()[1], out.shape()[2], c);
         });
@@ -382,14 +487,15 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
   if (prepared->pixels)
-    return vnni_conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
                                  u8_zero_point(c), o, /*pooled=*/false),
            true;
   const ConvPack& pack = *prepared->conv_pack;
-  if (path == Path::vnni) {
+  if (prepared->path != Path::avx2) {
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { vnni_conv_row(s, e, padded, pack.w8.data(), res, o, r / s.OH, r % s.OH); });
+    const auto row = prepared->path == Path::vnni ? vnni_conv_row : avx2_u8_conv_row;
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { row(s, e, padded, pack.w8.data(), res, o, r / s.OH, r % s.OH); });
   } else {
     thread_local std::vector<int16_t> in;
     const int32_t zp = c.zp;
@@ -408,24 +514,25 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
                                      const std::string& activation, double alpha, DType out_dtype,
                                      const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
                                      const std::vector<int64_t>& pool_padding, Tensor& out) {
-  const Path path = int8_path();  // the AVX2 path: the two kernels in turn
-  if (path != Path::vnni || out.numel() == 0) return false;
+  const Path path = int8_path();  // AVX2 with 8-bit weights: the two kernels in turn
+  if (path == Path::none || out.numel() == 0) return false;
   const int64_t PH = out.shape()[1], PW = out.shape()[2];
   const auto prepared = memoized<PreparedDirect>(
       ctx, "quantized_conv2d_maxpool_direct", direct_variant(path, seven_bit, x, Tensor()), x.shape(),
       {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
-        return prepare_direct(ctx, path, seven_bit, /*residual=*/false, weight, [&](DirectConv& c) {
+        return prepare_direct(ctx, path, seven_bit, /*residual=*/false, weight, [&](DirectConv& c, Path conv) {
+          if (conv == Path::avx2) return false;
           const auto two = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 2 && v[1] == 2; };
           const bool no_padding = pool_padding.size() == 2 && pool_padding[0] == 0 && pool_padding[1] == 0;
           if (!two(pool_kernel_size) || !(pool_stride.empty() || two(pool_stride)) || !no_padding) return false;
           const int64_t OH = (x.shape()[1] + 2 * padding[0] - weight.shape()[2]) / stride[0] + 1;
           const int64_t OW = (x.shape()[2] + 2 * padding[1] - weight.shape()[3]) / stride[1] + 1;
           if (2 * PH > OH || 2 * PW > OW ||  // ceil mode's partial windows
-              !setup_direct(path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point,
+              !setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point,
                             stride, padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, OH, OW, c) ||
               !monotonic(c.e, c.s.CO))
             return false;
-          return vnni_pixel_lanes_take(c.s, false) || c.s.CO <= kLanes;
+          return pixel_lanes_take(c.s, false) || c.s.CO <= kLanes;
         });
       });
   if (!prepared->take) return false;
@@ -434,14 +541,15 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   const Epilogue& e = c.e;
   void* o = out.raw_data();
   if (prepared->pixels)
-    return vnni_conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
                                  u8_zero_point(c), o, /*pooled=*/true),
            true;
   int32_t zp_u8 = 0;
   const uint8_t* padded = padded_u8(c, x, zp_u8);
   const ConvPack& pack = *prepared->conv_pack;
+  const auto row = prepared->path == Path::vnni ? vnni_pool_row : avx2_u8_pool_row;
   cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,
-                    [&](int64_t r) { vnni_pool_row(s, e, padded, pack.w8.data(), o, r / PH, r % PH, PH, PW); });
+                    [&](int64_t r) { row(s, e, padded, pack.w8.data(), o, r / PH, r % PH, PH, PW); });
   return true;
 }
 

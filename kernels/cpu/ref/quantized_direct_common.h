@@ -25,7 +25,9 @@ namespace pd::kernels::reference::int8_direct {
 #define PD_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 #define PD_AVX2_TARGET __attribute__((target("avx2,fma")))
 
-enum class Path { none, vnni, avx2 };
+// int8_path() is the machine's: none, vnni or avx2. avx2_u8 is AVX2 on u8 inputs and weights within 7
+// bits (vpmaddubsw, exact there), which a convolution takes where its packed weights allow it.
+enum class Path { none, vnni, avx2, avx2_u8 };
 
 inline Path int8_path() {
   static const Path path = [] {
@@ -128,6 +130,24 @@ PD_AVX2_TARGET inline __m256 avx2_divide(__m256 y, float s, float rcp) {
   return _mm256_blendv_ps(q0, q1, _mm256_cmp_ps(q1, q1, _CMP_ORD_Q));
 }
 
+// The activation on 8 f32 values.
+PD_AVX2_TARGET inline __m256 avx2_activate(const Epilogue& e, __m256 y) {
+  const __m256 zero = _mm256_setzero_ps();
+  switch (e.act) {
+    case Activation::relu: return _mm256_max_ps(zero, y);
+    case Activation::leaky_relu: return _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
+    case Activation::relu6: return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y));
+    default: return y;
+  }
+}
+
+// 8 f32 results requantized to out_dtype's integers (in int32 lanes, in range).
+PD_AVX2_TARGET inline __m256i avx2_requantize(const Epilogue& e, __m256 y) {
+  __m256 q = avx2_divide(y, e.out_scale, e.out_rcp);
+  q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
+  return _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp));  // rounds half to even
+}
+
 // 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
 // values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
 PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
@@ -139,15 +159,7 @@ PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o,
     std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
     y = _mm256_add_ps(y, _mm256_load_ps(r));
   }
-  const __m256 zero = _mm256_setzero_ps();
-  switch (e.act) {
-    case Activation::relu: y = _mm256_max_ps(zero, y); break;
-    case Activation::leaky_relu:
-      y = _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
-      break;
-    case Activation::relu6: y = _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y)); break;
-    default: break;
-  }
+  y = avx2_activate(e, y);
   if (e.out_dtype == DType::f32) {
     if (n == 8) return _mm256_storeu_ps(static_cast<float*>(out) + at, y);
     alignas(32) float t[8];
@@ -155,12 +167,23 @@ PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o,
     std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  __m256 q = avx2_divide(y, e.out_scale, e.out_rcp);
-  q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
   alignas(32) int32_t v[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), avx2_requantize(e, y));
   char* dst = static_cast<char*>(out) + at;
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<char>(v[i]);  // in range after the clamp: u8 or i8 alike
+}
+
+// avx2_store for the sums of the u8 paths, from which the zero point's offsets still come off.
+PD_AVX2_TARGET inline void avx2_store_u8(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
+                                         void* out, int64_t at) {
+  avx2_store(e, _mm256_sub_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.offset.data() + o))), o, lanes,
+             residual, out, at);
+}
+
+// acc + the sums of 4 u8 x s8 products a 32-bit lane (x: 4 u8 values repeated, w: 8 lanes of 4 s8 weights
+// within 7 bits), VNNI's vpdpbusd on AVX2: the pairs' 16-bit sums cannot saturate there.
+PD_AVX2_TARGET inline __m256i avx2_dot_u8(__m256i acc, __m256i x, __m256i w) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), _mm256_set1_epi16(1)));
 }
 
 // 16 f32 results requantized to out_dtype's integers (in int32 lanes, in range).
@@ -189,7 +212,7 @@ inline int8_t weight_value(int8_t w, bool seven_bit) {
 }
 
 // quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
-// first), with output pixels as the vector lanes. `x` is the input's bytes (s8: shifted by 128 here, and
+// first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `x` is the input's bytes (s8: shifted by 128 here, and
 // `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2
 // windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
 // The weights are packed once (pixel_pack; kept in ctx.packed for a constant weight) and e.offset must
@@ -199,9 +222,9 @@ struct PixelPack {
   std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
   std::vector<int32_t> sum;     // per output channel: the sum of its weights
 };
-bool vnni_pixel_lanes_take(const ConvShape& s, bool residual);
+bool pixel_lanes_take(const ConvShape& s, bool residual);
 std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const ConvShape& s, const Tensor& weight, bool seven_bit);
-void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
+void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
                            const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled);
 
 // The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.

@@ -1,5 +1,6 @@
 // The direct int8 convolution for one input channel and few output channels (LeNet's 1 -> 6 conv on a
-// grayscale image), on AVX-512 VNNI. With output channels as the vector lanes (quantized_direct.cc), 6
+// grayscale image), on AVX-512 VNNI, and on AVX2 for weights within 7 bits (8 pixels a vector, each
+// vpdpbusd a vpmaddubsw + vpmaddwd: avx2_dot_u8). With output channels as the vector lanes (quantized_direct.cc), 6
 // of 16 lanes would work and a 5-tap kernel row would fill 5 of 8 bytes: a quarter of the machine. Here
 // the lanes are 16 output pixels of a row instead, and each lane's 4 bytes are 4 horizontally adjacent
 // input pixels: a "quad" image Q[i] = bytes (x[i], x[i+1], x[i+2], x[i+3]) of the padded input, built
@@ -62,6 +63,17 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t build_quads_vbmi(
 }
 
 // Q[i] for `count` positions from `line` (which has at least 64 readable bytes past the last one).
+PD_AVX2_TARGET void build_quads_avx2(const uint8_t* line, int64_t count, uint32_t* q) {
+  // Quads 0-3 from the low copy of 16 bytes, 4-7 from the high one.
+  const __m256i order = _mm256_setr_epi8(0, 1, 2, 3, 1, 2, 3, 4, 2, 3, 4, 5, 3, 4, 5, 6, 4, 5, 6, 7, 5, 6, 7, 8, 6, 7, 8, 9, 7, 8, 9, 10);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_shuffle_epi8(bytes, order));
+  }
+  for (; i < count; ++i) q[i] = static_cast<uint32_t>(load_u32(line + i));
+}
+
 PD_VNNI_TARGET void build_quads(const uint8_t* line, int64_t count, uint32_t* q) {
   static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
   int64_t i = vbmi ? build_quads_vbmi(line, count, q) : 0;
@@ -90,12 +102,13 @@ void fill_quads(const ConvShape& s, const uint8_t* x, bool s8, uint8_t pad, uint
     if (s8)
       for (int64_t i = 0; i < s.W; ++i) dst[i] = src[i] ^ 0x80;  // s8 shifted by 128
     else std::memcpy(dst, src, static_cast<size_t>(s.W));
-    build_quads(line.data(), s.Wp, out);
+    if (int8_path() == Path::vnni) build_quads(line.data(), s.Wp, out);
+    else build_quads_avx2(line.data(), s.Wp, out);
   });
 }
 
 // Rows r[0..7] of 16 bytes (channel-major) to 16 pixels of 8 bytes: pixel p in tile[p].
-[[gnu::always_inline]] PD_VNNI_TARGET inline void transpose_8x16(const __m128i r[8], uint64_t tile[16]) {
+[[gnu::always_inline]] PD_AVX2_TARGET inline void transpose_8x16(const __m128i r[8], uint64_t tile[16]) {
   __m128i a[8], b[8];
   for (int i = 0; i < 4; ++i) {
     a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);      // pixels 0-7: channel pairs
@@ -208,15 +221,128 @@ template <bool Pool>
 constexpr PixelRowFn kPixelRows[] = {pixel_row<1, Pool>, pixel_row<2, Pool>, pixel_row<3, Pool>, pixel_row<4, Pool>,
                                      pixel_row<5, Pool>, pixel_row<6, Pool>, pixel_row<7, Pool>, pixel_row<8, Pool>};
 
+// ---- AVX2: the same with 8 pixels a vector, blocks of 16 (12 accumulators for 6 channels) ----------
+
+constexpr int64_t kAvx2Block = 16;
+
+// Channels C0.. in one pass over the groups, 3 at most: 6 accumulators. All 12 of 6 channels in one pass
+// spill to the stack under GCC (16 registers), which made LeNet's first conv 3x slower.
+template <int CO, int C0>
+[[gnu::always_inline]] PD_AVX2_TARGET inline void avx2_pixel_pass(const PixelPack& pack, const uint32_t* q, __m256i acc[CO][2]) {
+  constexpr int kPass = CO - C0 < 3 ? CO - C0 : 3;
+  __m256i a[kPass][2];
+  #pragma GCC unroll 4
+  for (int c = 0; c < kPass; ++c) a[c][0] = a[c][1] = _mm256_setzero_si256();
+  const int64_t groups = static_cast<int64_t>(pack.offset.size());
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint32_t* src = q + pack.offset[g];
+    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+    const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 8));
+    const int32_t* w = pack.w.data() + g * CO + C0;
+    #pragma GCC unroll 4
+    for (int c = 0; c < kPass; ++c) {
+      const __m256i wv = _mm256_set1_epi32(w[c]);
+      a[c][0] = avx2_dot_u8(a[c][0], x0, wv);
+      a[c][1] = avx2_dot_u8(a[c][1], x1, wv);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int c = 0; c < kPass; ++c) acc[C0 + c][0] = a[c][0], acc[C0 + c][1] = a[c][1];
+  if constexpr (C0 + kPass < CO) avx2_pixel_pass<CO, C0 + kPass>(pack, q, acc);
+}
+
+// The sums of 16 output pixels from `q` (the quad image at their first input position), per channel.
+template <int CO>
+[[gnu::always_inline]] PD_AVX2_TARGET inline void avx2_pixel_sums(const PixelPack& pack, const uint32_t* q, __m256i acc[CO][2]) {
+  avx2_pixel_pass<CO, 0>(pack, q, acc);
+}
+
+// 8 pixels' sums of CO channels through the epilogue into `valid` NHWC pixels from `at`.
+template <int CO>
+[[gnu::always_inline]] PD_AVX2_TARGET inline void avx2_pixel_epilogue(const Epilogue& e, const __m256i sums[CO], int64_t valid,
+                                                                      void* out, int64_t at) {
+  __m256 y[CO];
+  #pragma GCC unroll 16
+  for (int c = 0; c < CO; ++c) {
+    const __m256i a = _mm256_sub_epi32(sums[c], _mm256_set1_epi32(e.offset[c]));
+    y[c] = avx2_activate(e, _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(e.scale[c]), _mm256_set1_ps(e.bias[c])));
+  }
+  if (e.out_dtype == DType::f32) {
+    alignas(32) float t[CO][8];
+    for (int c = 0; c < CO; ++c) _mm256_store_ps(t[c], y[c]);
+    float* o = static_cast<float*>(out) + at * CO;
+    for (int64_t p = 0; p < valid; ++p)
+      for (int c = 0; c < CO; ++c) o[p * CO + c] = t[c][p];
+    return;
+  }
+  // Each int32 lane's low byte: bytes 0-3 of either half, then the halves side by side.
+  const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  __m128i rows[8];
+  for (int c = 0; c < 8; ++c) {
+    if (c >= CO) {
+      rows[c] = _mm_setzero_si128();
+      continue;
+    }
+    const __m256i b = _mm256_shuffle_epi8(avx2_requantize(e, y[c]), low_bytes);
+    rows[c] = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+  }
+  alignas(16) uint64_t tile[16];
+  transpose_8x16(rows, tile);  // pixels 8-15 are zeros
+  char* o = static_cast<char*>(out) + at * CO;
+  for (int64_t p = 0; p + 1 < valid; ++p) std::memcpy(o + p * CO, &tile[p], 8);
+  std::memcpy(o + (valid - 1) * CO, &tile[valid - 1], CO);
+}
+
+template <int CO, bool Pool>
+PD_AVX2_TARGET void avx2_pixel_row(const ConvShape& s, const Epilogue& e, const PixelPack& pack, const uint32_t* q, void* out,
+                                   int64_t pixel0, int64_t width) {
+  for (int64_t ow0 = 0; ow0 < s.OW; ow0 += kAvx2Block) {
+    __m256i acc[CO][2];
+    avx2_pixel_sums<CO>(pack, q + ow0, acc);
+    if constexpr (Pool) {
+      __m256i below[CO][2];
+      avx2_pixel_sums<CO>(pack, q + s.sh * s.Wp + ow0, below);
+      __m256i pooled[CO];
+      #pragma GCC unroll 16
+      for (int c = 0; c < CO; ++c) {
+        const __m256 a = _mm256_castsi256_ps(_mm256_max_epi32(acc[c][0], below[c][0]));
+        const __m256 b = _mm256_castsi256_ps(_mm256_max_epi32(acc[c][1], below[c][1]));
+        // Even and odd pixels: [a0 a2 b0 b2 | a4 a6 b4 b6] put in order by 64-bit pairs.
+        const __m256i even = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), 0xD8);
+        const __m256i odd = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8);
+        pooled[c] = _mm256_max_epi32(even, odd);
+      }
+      const int64_t first = ow0 / 2;
+      if (first < width) avx2_pixel_epilogue<CO>(e, pooled, std::min<int64_t>(8, width - first), out, pixel0 + first);
+    } else {
+      #pragma GCC unroll 2
+      for (int b = 0; b < 2; ++b) {
+        const int64_t first = ow0 + 8 * b;
+        if (first >= width) break;
+        __m256i sums[CO];
+        #pragma GCC unroll 16
+        for (int c = 0; c < CO; ++c) sums[c] = acc[c][b];
+        avx2_pixel_epilogue<CO>(e, sums, std::min<int64_t>(8, width - first), out, pixel0 + first);
+      }
+    }
+  }
+}
+
+template <bool Pool>
+constexpr PixelRowFn kAvx2PixelRows[] = {avx2_pixel_row<1, Pool>, avx2_pixel_row<2, Pool>, avx2_pixel_row<3, Pool>,
+                                         avx2_pixel_row<4, Pool>, avx2_pixel_row<5, Pool>, avx2_pixel_row<6, Pool>,
+                                         avx2_pixel_row<7, Pool>, avx2_pixel_row<8, Pool>};
+
 }  // namespace
 
-bool vnni_pixel_lanes_take(const ConvShape& s, bool residual) { return int8_pixel_lanes_fit(s.C, s.CO, s.sw) && !residual; }
+bool pixel_lanes_take(const ConvShape& s, bool residual) { return int8_pixel_lanes_fit(s.C, s.CO, s.sw) && !residual; }
 
 std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const ConvShape& s, const Tensor& weight, bool seven_bit) {
   return packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
 }
 
-void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
+void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
                            const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled) {
   // The quad image, with a tail for the last row's reads past its end (weights zero there, or lanes
   // that are not stored).
@@ -227,7 +353,8 @@ void vnni_conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const E
   uint32_t* q = quads.data();  // the workers get the pointer: the thread_local is this thread's
   fill_quads(s, x, s8, static_cast<uint8_t>(zero_point), q);
   const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
-  const PixelRowFn row = (pooled ? kPixelRows<true> : kPixelRows<false>)[s.CO - 1];
+  const bool vnni = int8_path() == Path::vnni;
+  const PixelRowFn row = (vnni ? (pooled ? kPixelRows<true> : kPixelRows<false>) : (pooled ? kAvx2PixelRows<true> : kAvx2PixelRows<false>))[s.CO - 1];
   const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1) / kProductsPerWork;
   cpu::parallel_for(s.N * rows, work, [&](int64_t r) {
     const int64_t n = r / rows, oh = r % rows;

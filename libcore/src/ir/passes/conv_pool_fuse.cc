@@ -9,7 +9,7 @@
 // the conv has no residual (the fused op has no such input); and the fused kernel's direct path takes
 // the conv (pd/kernels/direct_conv.h: f32, groups 1, unit stride and dilation, few taps and channels,
 // weight shape known; pd/kernels/int8_direct_conv.h for int8: NHWC, 2 x 2 windows of stride 2, on
-// AVX-512 VNNI) on a target with AVX2 and FMA. Elsewhere the fused op would run the same two kernels as
+// AVX-512 VNNI, or AVX2 on weights within 7 bits) on a target with AVX2 and FMA. Elsewhere the fused op would run the same two kernels as
 // before, so the graph is left alone.
 #include <algorithm>
 
@@ -34,14 +34,14 @@ bool fusable_conv(const Program& p, int32_t c) {
 
 bool fusable_int8_conv(const Program& p, int32_t c, const Operation& pool) {
   const Operation& conv = p.ops()[c];
-  if (conv.type != "quantized_conv2d" || !attr_bool(conv, "channels_last") || !cpu_has_avx512() || !cpu_has_vnni()) return false;
+  if (conv.type != "quantized_conv2d" || !attr_bool(conv, "channels_last")) return false;
   for (size_t slot : {6, 7, 8})  // residual, residual_scale, residual_zero_point
     if (input_of(p, c, slot) != kNoValue) return false;
   const Shape& ws = p.value(input_of(p, c, 3)).type.shape;
   if (ws.size() != 4 || std::any_of(ws.begin(), ws.end(), [](int64_t d) { return d < 0; })) return false;
   return int8_direct_conv_pool_fits(ws[1], ws[3], ws[0], attr_ints(conv, "stride"), attr_ints(conv, "dilation"), attr_int(conv, "groups"),
                                     attr_string(conv, "activation"), attr_float(conv, "alpha"), attr_ints(pool, "kernel_size"),
-                                    attr_ints(pool, "stride"), attr_ints(pool, "padding"));
+                                    attr_ints(pool, "stride"), attr_ints(pool, "padding"), cpu_has_avx2_fma());
 }
 
 class ConvPoolFusion final : public Pass {

@@ -15,7 +15,7 @@
 //
 // A convolution with fewer than 4 input channels per group stays f32 unless a direct int8 kernel takes
 // it well (pd/kernels/int8_direct_conv.h: at least 16 output channels to fill its channel lanes, as the
-// residual example's stem, or, on AVX-512 VNNI, one input channel and at most 8 output channels, which
+// residual example's stem, or, on AVX-512 VNNI or AVX2, one input channel and at most 8 output channels, which
 // it runs with output pixels as the lanes, as LeNet's first conv; int8_channels_last gives it the NHWC
 // input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3 channels to 4 and runs several times
 // slower than the f32 direct kernel (LeNet's first layer: 179 us int8 against about 60 us f32 with its
@@ -100,11 +100,10 @@ class Int8Lowering final : public Pass {
     if (!is_conv(op.type) || w.size() != 4 || w[1] >= 4) return false;
     const std::string act = op.type == "fused_conv2d" ? attr_string(op, "activation") : "none";
     const bool residual = op.inputs.size() > 3 && !op.inputs[3].empty();
-    // Pixel lanes are AVX-512 VNNI code; without it, such a conv runs faster in f32 with its pool fused
-    // (LeNet's first conv with PD_CPU_ISA=avx2: the whole int8 model 0.82x of f32). Lowering runs at
-    // load time, on the machine that will run the program.
+    // Pixel lanes are AVX-512 VNNI and AVX2 code (the AVX2 kernel on the 7-bit weights the oneDNN
+    // backend gives CPUs without VNNI). Lowering runs at load time, on the machine that will run the program.
     return !int8_direct_conv_fits(w[1], w[3], w[0], attr_ints(op, "stride"), attr_ints(op, "dilation"), attr_int(op, "groups"), act,
-                                  residual, cpu_has_avx512() && cpu_has_vnni());
+                                  residual, cpu_has_avx2_fma());
   }
 
   // The op reads the f32 activation (before its quantize, when there is one) and a dequantized weight.
