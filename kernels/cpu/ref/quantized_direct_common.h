@@ -148,6 +148,14 @@ PD_AVX2_TARGET inline __m256i avx2_requantize(const Epilogue& e, __m256 y) {
   return _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(e.out_zp));  // rounds half to even
 }
 
+// The low byte of each of 8 int32 lanes, in order, in the first 8 bytes (the rest zero).
+PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
+  const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                       0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i b = _mm256_shuffle_epi8(v, low);  // bytes 0-3 of either half
+  return _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+}
+
 // 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
 // values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
 PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
@@ -167,10 +175,12 @@ PD_AVX2_TARGET inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o,
     std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  alignas(32) int32_t v[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(v), avx2_requantize(e, y));
+  const __m128i bytes = avx2_low_bytes(avx2_requantize(e, y));  // in range after the clamp: u8 or i8 alike
   char* dst = static_cast<char*>(out) + at;
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<char>(v[i]);  // in range after the clamp: u8 or i8 alike
+  if (n == 8) return _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), bytes);
+  alignas(16) char t[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(t), bytes);
+  std::memcpy(dst, t, static_cast<size_t>(n));
 }
 
 // avx2_store for the sums of the u8 paths, from which the zero point's offsets still come off.

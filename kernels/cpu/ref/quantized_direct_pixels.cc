@@ -275,18 +275,8 @@ template <int CO>
       for (int c = 0; c < CO; ++c) o[p * CO + c] = t[c][p];
     return;
   }
-  // Each int32 lane's low byte: bytes 0-3 of either half, then the halves side by side.
-  const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   __m128i rows[8];
-  for (int c = 0; c < 8; ++c) {
-    if (c >= CO) {
-      rows[c] = _mm_setzero_si128();
-      continue;
-    }
-    const __m256i b = _mm256_shuffle_epi8(avx2_requantize(e, y[c]), low_bytes);
-    rows[c] = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-  }
+  for (int c = 0; c < 8; ++c) rows[c] = c < CO ? avx2_low_bytes(avx2_requantize(e, y[c])) : _mm_setzero_si128();
   alignas(16) uint64_t tile[16];
   transpose_8x16(rows, tile);  // pixels 8-15 are zeros
   char* o = static_cast<char*>(out) + at * CO;
