@@ -1,9 +1,10 @@
 // Direct int8 kernels for the shapes oneDNN's primitives serve badly: convolutions with few input
 // channels (LeNet's 6 -> 16: oneDNN pads the channels to its blocks and takes 85 us for the batch of 64
 // where the arithmetic needs 20) and linear layers on a few rows (batch 1: oneDNN's per-call set-up is
-// 4 us for a 400 x 120 product). The sums are exact on every path: AVX-512 VNNI on u8, or AVX2 on values
-// widened to 16 bits (so, unlike vpmaddubsw, nothing saturates and no weight is narrowed). The epilogue is
-// oneDNN's: f32 scales, bias, residual, activation, requantization rounding half to even.
+// 4 us for a 400 x 120 product). The sums are exact on every path: AVX-512 VNNI on u8; AVX2 on u8 with
+// vpmaddubsw where every weight fits in 7 bits (no pair of products can saturate); otherwise AVX2 on
+// values widened to 16 bits (no weight narrowed; the linear kernel always). The epilogue is oneDNN's: f32
+// scales, bias, residual, activation, requantization rounding half to even.
 //
 // Each returns false, having done nothing, when it does not take the call (shape, activation, an int8
 // residual, or CPU);
@@ -21,7 +22,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
                              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
                              const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out);
 
-// quantized_conv2d_maxpool with 2 x 2 windows of stride 2, pooled on the int32 sums (VNNI only).
+// quantized_conv2d_maxpool with 2 x 2 windows of stride 2, pooled on the int32 sums (VNNI, or AVX2 on 7-bit weights).
 bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale,
                                      const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
                                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
