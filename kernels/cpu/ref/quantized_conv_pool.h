@@ -16,9 +16,9 @@ void quantized_conv2d_maxpool_with(const KernelContext& ctx, bool seven_bit, Con
                                    const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
                                    const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
                                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                                   const std::string& activation, double alpha, DType out_dtype, const std::vector<int64_t>& pool_kernel_size,
-                                   const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding, bool pool_ceil_mode,
-                                   bool quantize_x, Tensor& out) {
+                                   const std::string& activation, double alpha, DType out_dtype,
+                                   const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
+                                   const std::vector<int64_t>& pool_padding, bool pool_ceil_mode, bool quantize_x, Tensor& out) {
   if (quantize_x)
     return quantized_conv2d_maxpool_with<T>(ctx, seven_bit, conv, quantize_to_nhwc("quantized_conv2d_maxpool", x, x_scale, x_zero_point),
                                             x_scale, x_zero_point, weight, weight_scale, bias, out_scale, out_zero_point, stride,

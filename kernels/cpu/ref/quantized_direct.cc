@@ -337,7 +337,8 @@ PD_AVX2_TARGET void avx2_u8_pool_pixels(const ConvShape& s, const Epilogue& e, c
   }
   #pragma GCC unroll 16
   for (int j = 0; j < J; ++j) {
-    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]),
+                                       _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
     avx2_store_u8(e, m, o, s.CO - o, nullptr, out, (pooled + j) * s.CO + o);
   }
 }
@@ -389,19 +390,11 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   return true;
 }
 
-// The path a convolution takes on this machine: AVX2 reads u8 where every weight as multiplied fits in 7
-// bits (halved ones always do).
-Path conv_path(Path machine, const Tensor& weight, bool seven_bit) {
-  if (machine != Path::avx2 || seven_bit) return machine == Path::avx2 ? Path::avx2_u8 : machine;
-  const int8_t* w = weight.data<int8_t>();
-  return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -64 && v <= 64; }) ? Path::avx2_u8 : Path::avx2;
-}
-
 // The zero point as the VNNI kernels read the input: u8, s8 shifted by 128 (v ^ 0x80).
 int32_t u8_zero_point(const DirectConv& c) { return c.u8 ? c.zp : c.zp + 128; }
 
-// The input in this thread's padded buffer as the u8 kernels (VNNI, AVX2 on u8) read it. Returns the buffer (the workers
-// get the pointer) and the zero point as read.
+// The input in this thread's padded buffer as the u8 kernels (VNNI, AVX2 on u8) read it. Returns the
+// buffer (the workers get the pointer) and the zero point as read.
 const uint8_t* padded_u8(const DirectConv& c, const Tensor& x, int32_t& zp_u8) {
   thread_local std::vector<uint8_t> in;
   zp_u8 = u8_zero_point(c);
@@ -427,7 +420,7 @@ namespace {
 // zero point's offsets included), and the packed weights of the path taken.
 struct PreparedDirect {
   bool take = false;
-  Path path = Path::none;  // conv_path's
+  Path path = Path::none;  // weights_path's
   DirectConv c;
   bool pixels = false;  // output pixels as the lanes
   std::shared_ptr<const PixelPack> pixel_pack;
@@ -439,7 +432,7 @@ template <typename Setup>
 std::shared_ptr<const PreparedDirect> prepare_direct(const KernelContext& ctx, Path machine, bool seven_bit, bool residual,
                                                      const Tensor& weight, Setup setup) {
   auto p = std::make_shared<PreparedDirect>();
-  const Path path = p->path = conv_path(machine, weight, seven_bit);
+  const Path path = p->path = weights_path(machine, weight, seven_bit);
   if (!(p->take = setup(p->c, path))) return p;
   const ConvShape& s = p->c.s;
   Epilogue& e = p->c.e;
@@ -487,8 +480,8 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
   if (prepared->pixels)
-    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
-                                 u8_zero_point(c), o, /*pooled=*/false),
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
+                            /*pooled=*/false),
            true;
   const ConvPack& pack = *prepared->conv_pack;
   if (prepared->path != Path::avx2) {
@@ -541,8 +534,8 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   const Epilogue& e = c.e;
   void* o = out.raw_data();
   if (prepared->pixels)
-    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8,
-                                 u8_zero_point(c), o, /*pooled=*/true),
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
+                            /*pooled=*/true),
            true;
   int32_t zp_u8 = 0;
   const uint8_t* padded = padded_u8(c, x, zp_u8);

@@ -221,6 +221,14 @@ inline int8_t weight_value(int8_t w, bool seven_bit) {
   return seven_bit ? static_cast<int8_t>(std::nearbyint(w * 0.5f)) : w;
 }
 
+// The path a layer's kernels take on this machine: AVX2 reads u8 where every weight as multiplied fits in
+// 7 bits (halved ones always do), so that vpmaddubsw cannot saturate.
+inline Path weights_path(Path machine, const Tensor& weight, bool seven_bit) {
+  if (machine != Path::avx2 || seven_bit) return machine == Path::avx2 ? Path::avx2_u8 : machine;
+  const int8_t* w = weight.data<int8_t>();
+  return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -64 && v <= 64; }) ? Path::avx2_u8 : Path::avx2;
+}
+
 // quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
 // first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `x` is the input's bytes (s8: shifted by 128 here, and
 // `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2

@@ -1,6 +1,7 @@
 // quantized_direct.h's linear kernel for few rows: the weight packed once with outputs as the vector
-// lanes (AVX-512 VNNI: u8 x s8 in groups of 4 inputs, 16 outputs a vector; AVX2: int16 pairs, 8 outputs
-// a vector), each row's inputs broadcast against it, the epilogue on whole vectors.
+// lanes (AVX-512 VNNI, and AVX2 on weights within 7 bits: u8 x s8 in groups of 4 inputs, 16 outputs a
+// block, one vector or two; AVX2 on 8-bit weights: int16 pairs, 8 outputs a vector), each row's inputs
+// broadcast against it, the epilogue on whole vectors.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -26,13 +27,13 @@ using namespace int8_direct;
 
 // ---- linear --------------------------------------------------------------------------------------
 
-constexpr int64_t kLinearRows = 4;  // AVX2: rows taken directly (oneDNN's matmul wins from about here on)
+constexpr int64_t kLinearRows = 4;  // AVX2 on int16: rows taken directly (oneDNN's matmul wins from about here on)
 constexpr int64_t kBlocksAtOnce = 4;  // blocks of outputs per tile (VNNI: 16 outputs each, times 4 rows: 16
                                       // accumulators; AVX2: 8 outputs each, one row)
-// VNNI: rows taken in tiles of 4 that share each weight load, where the weight is small enough to be
-// read again per tile from cache (LeNet's linears at batch 64: 36 -> 13 us on 2 threads, where
-// oneDNN's matmul spent most of its time in the threads' barriers).
-constexpr int64_t kVnniMostRows = 256, kVnniMostWeightBytes = int64_t{1} << 20;
+// VNNI and AVX2 on u8: rows taken in tiles of 4 that share each weight load, where the weight is small
+// enough to be read again per tile from cache (LeNet's linears at batch 64: 36 -> 13 us on 2 threads with
+// VNNI, where oneDNN's matmul spent most of its time in the threads' barriers).
+constexpr int64_t kTileMostRows = 256, kTileMostWeightBytes = int64_t{1} << 20;
 
 // Everything a call derives from its constant inputs: the epilogue (VNNI: with the zero point's offset)
 // and the weight as multiplied. VNNI packs it [block of 16 outputs][K / 4][16][4], outputs as lanes, so
@@ -40,6 +41,7 @@ constexpr int64_t kVnniMostRows = 256, kVnniMostWeightBytes = int64_t{1} << 20;
 // AVX2 packs it as int16 (halved for 7 bits) [block of 8 outputs][K2 = K / 2 rounded up][8][2]: one
 // vpmaddwd per 2 products x 8 outputs against a broadcast pair of x, and the epilogue on whole vectors.
 struct LinearCall {
+  Path path = Path::none;  // weights_path's
   Epilogue e;
   int64_t O = 0, K = 0, K4 = 0, blocks = 0;  // VNNI: K4 groups of 4 inputs, blocks of 16 outputs
   int64_t K2 = 0, blocks8 = 0;               // AVX2: K2 pairs of inputs, blocks of 8 outputs
@@ -57,7 +59,8 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
   const bool u8 = x.dtype() == DType::u8;
   c.zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
   const int8_t* w = weight.data<int8_t>();
-  if (path == Path::avx2) {
+  c.path = weights_path(path, weight, seven_bit);
+  if (c.path == Path::avx2) {
     c.K2 = (c.K + 1) / 2, c.blocks8 = (c.O + 7) / 8;
     c.w16.assign(static_cast<size_t>(c.blocks8 * c.K2 * 16), 0);
     for (int64_t o = 0; o < c.O; ++o)
@@ -169,6 +172,36 @@ PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int6
   }
 }
 
+// AVX2 on u8: R rows of x (as vnni_linear_tile's) against block b of 16 outputs in VNNI's packing, as
+// two vectors of 8 outputs.
+template <int R>
+PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* x, int64_t stride, int64_t b, void* out, int64_t row_at) {
+  __m256i acc[R][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const int8_t* w = c.w.data() + b * c.K4 * kLanes * 4;
+  for (int64_t k4 = 0; k4 < c.K4; ++k4) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k4 * kLanes * 4));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k4 * kLanes * 4 + 32));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i xv = _mm256_set1_epi32(load_u32(x + r * stride + 4 * k4));
+      acc[r][0] = avx2_dot_u8(acc[r][0], xv, w0);
+      acc[r][1] = avx2_dot_u8(acc[r][1], xv, w1);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int64_t o = b * kLanes + 8 * h;
+      if (o < c.O) avx2_store_u8(c.e, acc[r][h], o, c.O - o, nullptr, out, row_at + r * c.O + o);
+    }
+}
+
+using Avx2U8TileFn = void (*)(const LinearCall&, const uint8_t*, int64_t, int64_t, void*, int64_t);
+constexpr Avx2U8TileFn kAvx2U8Tiles[] = {avx2_u8_linear_tile<1>, avx2_u8_linear_tile<2>, avx2_u8_linear_tile<3>, avx2_u8_linear_tile<4>};
+
 using Avx2TileFn = void (*)(const LinearCall&, const int16_t*, int64_t, void*, int64_t);
 constexpr Avx2TileFn kAvx2Tiles[] = {avx2_linear_tile<1>, avx2_linear_tile<2>, avx2_linear_tile<3>, avx2_linear_tile<4>};
 
@@ -181,14 +214,15 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const Path path = int8_path();
   const Activation act = parse_activation("quantized_linear", activation);
   const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
-  const int64_t most_rows = path == Path::vnni && O * K <= kVnniMostWeightBytes ? kVnniMostRows : kLinearRows;
+  const int64_t most_rows = O * K <= kTileMostWeightBytes ? kTileMostRows : kLinearRows;  // on u8
   if (path == Path::none || !vector_activation(act) || M == 0 || M > most_rows || K == 0) return false;
   const auto call = linear_call(ctx, path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
                                 out_zero_point, act, alpha, out_dtype);
   const LinearCall& c = *call;
+  if (c.path == Path::avx2 && M > kLinearRows) return false;
   void* o = out.raw_data();
   const bool u8 = x.dtype() == DType::u8;
-  if (path == Path::vnni) {
+  if (c.path != Path::avx2) {
     // The rows as u8 (s8 shifted: v ^ 0x80 = v + 128), padded with zeros to whole groups of 4.
     thread_local std::vector<uint8_t> rows;
     rows.assign(static_cast<size_t>(M * c.K4 * 4), 0);
@@ -200,11 +234,19 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
         for (int64_t k = 0; k < K; ++k) row[k] = xu[m * K + k] ^ 0x80;
     }
     const uint8_t* xr = rows.data();  // the thread_local is this thread's: the workers get the pointer
-    const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce, tiles = (M + 3) / 4, stride = c.K4 * 4;
-    cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * K / kProductsPerWork, [&](int64_t t) {
-      const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce;
-      vnni_linear_rows(c, xr + m * stride, stride, std::min<int64_t>(4, M - m), b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
-    });
+    const int64_t tiles = (M + 3) / 4, stride = c.K4 * 4;
+    if (c.path == Path::vnni) {
+      const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
+      cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * K / kProductsPerWork, [&](int64_t t) {
+        const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce;
+        vnni_linear_rows(c, xr + m * stride, stride, std::min<int64_t>(4, M - m), b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
+      });
+    } else {
+      cpu::parallel_for(c.blocks * tiles, 4 * kLanes * K / kProductsPerWork, [&](int64_t t) {
+        const int64_t m = t / c.blocks * 4, b = t % c.blocks;
+        kAvx2U8Tiles[std::min<int64_t>(4, M - m) - 1](c, xr + m * stride, stride, b, o, m * O);
+      });
+    }
   } else {
     thread_local std::vector<int16_t> wide;  // x minus its zero point, each row zero-padded to K2 pairs
     const int64_t stride = c.K2 * 2;

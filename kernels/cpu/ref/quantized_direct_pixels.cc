@@ -344,7 +344,8 @@ void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilog
   fill_quads(s, x, s8, static_cast<uint8_t>(zero_point), q);
   const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
   const bool vnni = int8_path() == Path::vnni;
-  const PixelRowFn row = (vnni ? (pooled ? kPixelRows<true> : kPixelRows<false>) : (pooled ? kAvx2PixelRows<true> : kAvx2PixelRows<false>))[s.CO - 1];
+  const PixelRowFn* rows_for = vnni ? (pooled ? kPixelRows<true> : kPixelRows<false>) : (pooled ? kAvx2PixelRows<true> : kAvx2PixelRows<false>);
+  const PixelRowFn row = rows_for[s.CO - 1];
   const int64_t work = s.OW * s.CO * s.KH * s.KW * (pooled ? 2 : 1) / kProductsPerWork;
   cpu::parallel_for(s.N * rows, work, [&](int64_t r) {
     const int64_t n = r / rows, oh = r % rows;
