@@ -1,8 +1,8 @@
 // The direct int8 convolution for one input channel and few output channels (LeNet's 1 -> 6 conv on a
 // grayscale image), on AVX-512 VNNI, and on AVX2 for weights within 7 bits (8 pixels a vector, each
-// vpdpbusd a vpmaddubsw + vpmaddwd: avx2_dot_u8). With output channels as the vector lanes (quantized_direct.cc), 6
-// of 16 lanes would work and a 5-tap kernel row would fill 5 of 8 bytes: a quarter of the machine. Here
-// the lanes are 16 output pixels of a row instead, and each lane's 4 bytes are 4 horizontally adjacent
+// vpdpbusd a vpmaddubsw + vpmaddwd: avx2_dot_u8). With output channels as the vector lanes
+// (quantized_direct.cc), 6 of 16 lanes would work and a 5-tap kernel row would fill 5 of 8 bytes: a
+// quarter of the machine. Here the lanes are 16 output pixels of a row instead, and each lane's 4 bytes are 4 horizontally adjacent
 // input pixels: a "quad" image Q[i] = bytes (x[i], x[i+1], x[i+2], x[i+3]) of the padded input, built
 // once per call, lets one 64-byte load feed the taps kx..kx+3 of 16 neighbouring outputs, against a
 // broadcast of the channel's 4 weights. A kernel row of KW taps takes ceil(KW / 4) such groups (zero
@@ -221,7 +221,7 @@ template <bool Pool>
 constexpr PixelRowFn kPixelRows[] = {pixel_row<1, Pool>, pixel_row<2, Pool>, pixel_row<3, Pool>, pixel_row<4, Pool>,
                                      pixel_row<5, Pool>, pixel_row<6, Pool>, pixel_row<7, Pool>, pixel_row<8, Pool>};
 
-// ---- AVX2: the same with 8 pixels a vector, blocks of 16 (12 accumulators for 6 channels) ----------
+// ---- AVX2: the same with 8 pixels a vector, blocks of 16 pixels, channels 3 at a time ---------------
 
 constexpr int64_t kAvx2Block = 16;
 
