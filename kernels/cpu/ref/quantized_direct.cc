@@ -3,8 +3,8 @@
 //  - AVX-512 VNNI: the activations as u8 (s8 shifted by 128, zero point with it), one vpdpbusd per 4
 //    products x 16 output channels; the zero point comes off afterwards as zero_point * (sum of the
 //    channel's weights).
-//  - AVX2 with weights within 7 bits ([-64, 64]: always so where the oneDNN backend halves them on CPUs
-//    without VNNI): the VNNI kernel's u8 input and packed weights, one vpmaddubsw (pairs of u8 x s8
+//  - AVX2 (quantized_direct_avx2.cc) with weights within 7 bits ([-64, 64]: always so where the oneDNN
+//    backend halves them on CPUs without VNNI): the VNNI kernel's u8 input and packed weights, one vpmaddubsw (pairs of u8 x s8
 //    products in 16 bits, exact since 2 x 255 x 64 < 32768) and one vpmaddwd by ones per 4 products x 8
 //    output channels: twice vpmaddwd's products per instruction.
 //  - AVX2 with 8-bit weights (the reference backend): the activations minus their zero point widened to
@@ -137,18 +137,6 @@ PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uin
     }
 }
 
-// A row's pixels in blocks of at most `most`, as equal as they come (10 pixels at most 8: 5 + 5), so that
-// every block keeps enough independent accumulator chains to hide the multiply-add latency.
-template <typename F>
-void balanced_blocks(int64_t count, int64_t most, F f) {
-  const int64_t blocks = (count + most - 1) / most, base = count / blocks, extra = count % blocks;
-  for (int64_t b = 0, at = 0; b < blocks; ++b) {
-    const int64_t size = base + (b < extra ? 1 : 0);
-    f(at, size);
-    at += size;
-  }
-}
-
 // Most pixels per block for V channel vectors: about 12 accumulators (of 32 registers).
 constexpr int64_t vnni_most_pixels(int64_t V) { return V == 1 ? 12 : V == 2 ? 6 : V == 3 ? 4 : 3; }
 
@@ -176,101 +164,6 @@ void vnni_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, con
       vnni_pixels_for(pixels, V)(s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
     });
   }
-}
-
-// AVX2: P pixels x V blocks of 8 output channels, on int16 values.
-template <int P, int V>
-PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, int64_t o0,
-                                const float* residual, void* out, int64_t pixel) {
-  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
-  __m256i acc[P][V];
-  #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
-  for (int64_t ky = 0; ky < s.KH; ++ky) {
-    const int16_t* r = in + ky * row_step;
-    const int16_t* wk = w + (ky * s.groups * s.COp + o0) * 2;
-    for (int64_t g = 0; g < s.groups; ++g) {
-      __m256i wv[V];
-      #pragma GCC unroll 16
-      for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * 2));
-      #pragma GCC unroll 16
-      for (int p = 0; p < P; ++p) {
-        const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + 2 * g));
-        #pragma GCC unroll 16
-        for (int v = 0; v < V; ++v) acc[p][v] = _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(b, wv[v]));
-      }
-    }
-  }
-  #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) {
-      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
-      if (o < s.CO) avx2_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
-    }
-}
-
-using Avx2PixelsFn = void (*)(const ConvShape&, const Epilogue&, const int16_t*, const int16_t*, int64_t, const float*, void*, int64_t);
-constexpr Avx2PixelsFn kAvx2Pixels[] = {avx2_pixels<1, 2>, avx2_pixels<2, 2>, avx2_pixels<3, 2>, avx2_pixels<4, 2>, avx2_pixels<5, 2>};
-
-void avx2_conv_row(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
-                   int64_t n, int64_t oh) {
-  const int16_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
-  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
-  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
-    balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
-      kAvx2Pixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
-    });
-}
-
-// AVX2 on u8 (Path::avx2_u8): P pixels x V blocks of 8 output channels, VNNI's packing and input.
-template <int P, int V>
-PD_AVX2_TARGET void avx2_u8_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o0,
-                                   const float* residual, void* out, int64_t pixel) {
-  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
-  __m256i acc[P][V];
-  #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
-  for (int64_t ky = 0; ky < s.KH; ++ky) {
-    const uint8_t* r = in + ky * row_step;
-    const int8_t* wk = w + (ky * s.groups * s.COp + o0) * 4;
-    for (int64_t g = 0; g < s.groups; ++g) {
-      __m256i wv[V];
-      #pragma GCC unroll 16
-      for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * 4));
-      #pragma GCC unroll 16
-      for (int p = 0; p < P; ++p) {
-        const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + 4 * g));
-        #pragma GCC unroll 16
-        for (int v = 0; v < V; ++v) acc[p][v] = avx2_dot_u8(acc[p][v], b, wv[v]);
-      }
-    }
-  }
-  #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
-    #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) {
-      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
-      if (o < s.CO) avx2_store_u8(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
-    }
-}
-
-using Avx2U8PixelsFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, const float*, void*, int64_t);
-constexpr Avx2U8PixelsFn kAvx2U8Pixels[] = {avx2_u8_pixels<1, 2>, avx2_u8_pixels<2, 2>, avx2_u8_pixels<3, 2>,
-                                            avx2_u8_pixels<4, 2>, avx2_u8_pixels<5, 2>};
-
-void avx2_u8_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
-                      int64_t n, int64_t oh) {
-  const uint8_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
-  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
-  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
-    balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
-      kAvx2U8Pixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
-    });
 }
 
 // quantized_conv2d_maxpool on channel lanes: J pairs of output pixels in each of two conv rows (4J
@@ -312,47 +205,6 @@ void vnni_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, con
   balanced_blocks(PW, 5, [&](int64_t j0, int64_t pairs) {
     kVnniPool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, out, (n * PH + pr) * PW + j0);
   });
-}
-
-// quantized_conv2d_maxpool on AVX2 (u8): J pairs of output pixels in each of two conv rows for the 8
-// channels from o, pooled on the int32 sums as vnni_pool_pixels does.
-template <int J>
-PD_AVX2_TARGET void avx2_u8_pool_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o,
-                                        void* out, int64_t pooled) {
-  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C, pair_step = s.sh * row_step;
-  __m256i acc[2][2 * J];
-  #pragma GCC unroll 16
-  for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm256_setzero_si256();
-  for (int64_t ky = 0; ky < s.KH; ++ky) {
-    const uint8_t* r = in + ky * row_step;
-    const int8_t* wk = w + (ky * s.groups * s.COp + o) * 4;
-    for (int64_t g = 0; g < s.groups; ++g) {
-      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + g * s.COp * 4));
-      #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h)
-        #pragma GCC unroll 16
-        for (int p = 0; p < 2 * J; ++p)
-          acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
-    }
-  }
-  #pragma GCC unroll 16
-  for (int j = 0; j < J; ++j) {
-    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]),
-                                       _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
-    avx2_store_u8(e, m, o, s.CO - o, nullptr, out, (pooled + j) * s.CO + o);
-  }
-}
-
-using Avx2U8PoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, void*, int64_t);
-constexpr Avx2U8PoolFn kAvx2U8Pool[] = {avx2_u8_pool_pixels<1>, avx2_u8_pool_pixels<2>, avx2_u8_pool_pixels<3>};
-
-void avx2_u8_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
-                      int64_t PH, int64_t PW) {
-  const uint8_t* row = in + (n * s.Hp + 2 * pr * s.sh) * s.Wp * s.C;
-  for (int64_t o = 0; o < s.CO; o += 8)  // 12 accumulators of 16 registers
-    balanced_blocks(PW, 3, [&](int64_t j0, int64_t pairs) {
-      kAvx2U8Pool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, o, out, (n * PH + pr) * PW + j0);
-    });
 }
 
 // What a direct convolution call derives from its arguments.
@@ -487,7 +339,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   if (prepared->path != Path::avx2) {
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    const auto row = prepared->path == Path::vnni ? vnni_conv_row : avx2_u8_conv_row;
+    const auto row = prepared->path == Path::vnni ? vnni_conv_row : avx2_conv_row_u8;
     cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { row(s, e, padded, pack.w8.data(), res, o, r / s.OH, r % s.OH); });
   } else {
     thread_local std::vector<int16_t> in;
@@ -495,7 +347,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
     if (c.u8) fill_padded<int16_t>(s, x.data<uint8_t>(), int16_t{0}, [zp](uint8_t v) { return static_cast<int16_t>(v - zp); }, in);
     else fill_padded<int16_t>(s, x.data<int8_t>(), int16_t{0}, [zp](int8_t v) { return static_cast<int16_t>(v - zp); }, in);
     const int16_t* padded = in.data();
-    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row(s, e, padded, pack.w16.data(), res, o, r / s.OH, r % s.OH); });
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { avx2_conv_row_i16(s, e, padded, pack.w16.data(), res, o, r / s.OH, r % s.OH); });
   }
   return true;
 }
@@ -540,7 +392,7 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   int32_t zp_u8 = 0;
   const uint8_t* padded = padded_u8(c, x, zp_u8);
   const ConvPack& pack = *prepared->conv_pack;
-  const auto row = prepared->path == Path::vnni ? vnni_pool_row : avx2_u8_pool_row;
+  const auto row = prepared->path == Path::vnni ? vnni_pool_row : avx2_pool_row_u8;
   cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,
                     [&](int64_t r) { row(s, e, padded, pack.w8.data(), o, r / PH, r % PH, PH, PW); });
   return true;

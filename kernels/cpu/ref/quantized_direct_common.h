@@ -229,6 +229,29 @@ inline Path weights_path(Path machine, const Tensor& weight, bool seven_bit) {
   return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -64 && v <= 64; }) ? Path::avx2_u8 : Path::avx2;
 }
 
+// A row's pixels in blocks of at most `most`, as equal as they come (10 pixels at most 8: 5 + 5), so that
+// every block keeps enough independent accumulator chains to hide the multiply-add latency.
+template <typename F>
+void balanced_blocks(int64_t count, int64_t most, F f) {
+  const int64_t blocks = (count + most - 1) / most, base = count / blocks, extra = count % blocks;
+  for (int64_t b = 0, at = 0; b < blocks; ++b) {
+    const int64_t size = base + (b < extra ? 1 : 0);
+    f(at, size);
+    at += size;
+  }
+}
+
+// quantized_direct_avx2.cc: output row `oh` of image n with channel lanes, 8 a vector, from the padded
+// NHWC input (u8 for Path::avx2_u8, int16 values minus their zero point for Path::avx2) and the weights
+// packed [KH][groups][COp][4] (u8) or [2] (int16); residual (f32, or null) as avx2_store's.
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
+                      int64_t n, int64_t oh);
+void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
+                       int64_t n, int64_t oh);
+// Pooled row `pr` of image n (PW pooled pixels, 2 x 2 windows of stride 2 pooled on the sums; u8 path).
+void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
+                      int64_t PH, int64_t PW);
+
 // quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
 // first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `x` is the input's bytes (s8: shifted by 128 here, and
 // `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2

@@ -1,0 +1,121 @@
+// The direct int8 convolution with channel lanes on AVX2 (quantized_direct.cc chooses the path; shared
+// pieces in quantized_direct_common.h): 8 output channels a vector, P pixels x 2 vectors of accumulators.
+// On u8 (Path::avx2_u8, weights within 7 bits) each lane sums 4 products with vpmaddubsw + vpmaddwd by
+// ones, and the zero point comes off in the epilogue; on int16 values (Path::avx2, 8-bit weights) each
+// lane sums 2 with vpmaddwd, the zero point already subtracted from the input.
+#include "cpu/ref/quantized_direct_common.h"
+
+#include <type_traits>
+
+#if defined(__x86_64__)
+namespace pd::kernels::reference::int8_direct {
+namespace {
+
+// P pixels x V blocks of 8 output channels; In is uint8_t or int16_t.
+template <int P, int V, typename In, typename W>
+PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const In* in, const W* w, int64_t o0, const float* residual,
+                                void* out, int64_t pixel) {
+  constexpr bool u8 = std::is_same_v<In, uint8_t>;
+  constexpr int64_t per = u8 ? 4 : 2;  // values a 32-bit lane
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
+  __m256i acc[P][V];
+  #pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) acc[p][v] = _mm256_setzero_si256();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const In* r = in + ky * row_step;
+    const W* wk = w + (ky * s.groups * s.COp + o0) * per;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      __m256i wv[V];
+      #pragma GCC unroll 16
+      for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * per));
+      #pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) {
+        const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + per * g));
+        #pragma GCC unroll 16
+        for (int v = 0; v < V; ++v)
+          acc[p][v] = u8 ? avx2_dot_u8(acc[p][v], b, wv[v]) : _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(b, wv[v]));
+      }
+    }
+  }
+  #pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    #pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) {
+      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
+      if (o >= s.CO) continue;
+      const float* res = residual ? residual + at : nullptr;
+      if constexpr (u8) avx2_store_u8(e, acc[p][v], o, s.CO - o, res, out, at + o);
+      else avx2_store(e, acc[p][v], o, s.CO - o, res, out, at + o);
+    }
+}
+
+template <typename In, typename W>
+void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* in, const W* w, const float* residual, void* out, int64_t n,
+                   int64_t oh) {
+  using PixelsFn = void (*)(const ConvShape&, const Epilogue&, const In*, const W*, int64_t, const float*, void*, int64_t);
+  static constexpr PixelsFn kPixels[] = {avx2_pixels<1, 2, In, W>, avx2_pixels<2, 2, In, W>, avx2_pixels<3, 2, In, W>,
+                                         avx2_pixels<4, 2, In, W>, avx2_pixels<5, 2, In, W>};
+  const In* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
+  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
+    balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
+      kPixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+    });
+}
+
+// quantized_conv2d_maxpool (u8): J pairs of output pixels in each of two conv rows for the 8 channels from
+// o, each 2 x 2 window's maximum taken on the int32 sums, then one epilogue.
+template <int J>
+PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o, void* out,
+                                     int64_t pooled) {
+  const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C, pair_step = s.sh * row_step;
+  __m256i acc[2][2 * J];
+  #pragma GCC unroll 16
+  for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm256_setzero_si256();
+  for (int64_t ky = 0; ky < s.KH; ++ky) {
+    const uint8_t* r = in + ky * row_step;
+    const int8_t* wk = w + (ky * s.groups * s.COp + o) * 4;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + g * s.COp * 4));
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        #pragma GCC unroll 16
+        for (int p = 0; p < 2 * J; ++p)
+          acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int j = 0; j < J; ++j) {
+    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]),
+                                       _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+    avx2_store_u8(e, m, o, s.CO - o, nullptr, out, (pooled + j) * s.CO + o);
+  }
+}
+
+}  // namespace
+
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
+                      int64_t n, int64_t oh) {
+  avx2_conv_row(s, e, in, w, residual, out, n, oh);
+}
+
+void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
+                       int64_t n, int64_t oh) {
+  avx2_conv_row(s, e, in, w, residual, out, n, oh);
+}
+
+void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
+                      int64_t PH, int64_t PW) {
+  using PoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, void*, int64_t);
+  static constexpr PoolFn kPool[] = {avx2_pool_pixels<1>, avx2_pool_pixels<2>, avx2_pool_pixels<3>};
+  const uint8_t* row = in + (n * s.Hp + 2 * pr * s.sh) * s.Wp * s.C;
+  for (int64_t o = 0; o < s.CO; o += 8)  // 12 accumulators of 16 registers
+    balanced_blocks(PW, 3, [&](int64_t j0, int64_t pairs) {
+      kPool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, o, out, (n * PH + pr) * PW + j0);
+    });
+}
+
+}  // namespace pd::kernels::reference::int8_direct
+#endif
