@@ -3,55 +3,97 @@
 #   1. pack (here, on a build machine):   bash bench/cuda_device_run.sh pack      -> .gpu/ (git-ignored)
 #   2. run (on the GPU machine, repo root): bash bench/cuda_device_run.sh run OUT_DIR
 # `run` unpacks the binaries and their libraries, runs the GPU tests (CUDA against CPU for every op
-# with a CUDA kernel), pd-bench on CUDA, and pd-train on the GPU beside PyTorch on the same GPU.
+# with a CUDA kernel), pd-bench on CUDA, pd-train on the GPU (f32, bf16 / f16 autocast, the
+# determinism switch and a resume) beside PyTorch on the same GPU, and pd-infer --device cuda (pd-dist
+# over NCCL ran in the first of these sessions: the pack must stay under the device tool's 64 MiB). At most 8 files land in OUT_DIR (the device tool returns no more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: cuda_device_run.sh pack|run OUT_DIR}
 
 if [ "$mode" = pack ]; then
   rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/data
-  for b in build/tools/pd-train build/tools/pd-bench build/tests/gpu_tests; do
-    strip --strip-debug -o ".gpu/bin/$(basename "$b")" "$b"
+  for b in build/tools/pd-train build/tools/pd-bench build/tools/pd-infer build/tests/gpu_tests build/tests/param_diff; do
+    strip --strip-all -o ".gpu/bin/$(basename "$b")" "$b"
   done
   # Non-system libraries the binaries need (the GPU machine has CUDA, cuBLAS and cuDNN of its own).
   ldd .gpu/bin/* | awk '/=>/ {print $3}' | sort -u | grep -Ev 'libc\.so|libm\.so|libstdc|libgcc|ld-linux|libpthread|libdl|librt|cuda|cublas|cudnn|cudart' |
     while read -r lib; do cp -L "$lib" .gpu/lib/; done
-  xz -T2 -6 .gpu/bin/* .gpu/lib/*
+  xz -T2 -9 .gpu/bin/* .gpu/lib/*
   cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
   cp ../shared/peers/torch_fmnist.py .gpu/ 2>/dev/null || true
   du -sh .gpu
   exit 0
 fi
 
-out=${2:?usage: cuda_device_run.sh run OUT_DIR}
+out=${2:?usage: cuda_device_run.sh pack|run OUT_DIR}
 mkdir -p "$out"
 xz -d .gpu/bin/*.xz .gpu/lib/*.xz
 chmod +x .gpu/bin/*
 mkdir -p /usr/share/datasets/fashion-mnist && cp .gpu/data/*.gz /usr/share/datasets/fashion-mnist/
-export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# NCCL (and cuDNN, if the toolkit there lacks it) from the machine's own PyTorch wheels, after its toolkit.
+torch_libs=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64:${torch_libs}${LD_LIBRARY_PATH:-}
+B=.gpu/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-.gpu/bin/gpu_tests --reporter compact 2>&1 | tail -400 > "$out/gpu_tests.txt" || true
-tail -3 "$out/gpu_tests.txt"
-bench=".gpu/bin/pd-bench --backend cuda --format table"
+timeout 240 $B/gpu_tests --reporter compact > "$out/gpu_tests.txt" 2>&1 || true
+tail -2 "$out/gpu_tests.txt"
 {
-  $bench matmul --dtype bf16 --shape m8192n8192k8192 --direction fwd
-  $bench matmul --dtype f16 --shape m8192n8192k8192 --direction fwd
-  $bench matmul --dtype f32 --shape m4096n4096k4096 --direction fwd
-  $bench add --dtype f32 --input x=64x256x4096 --input y=64x256x4096 --direction fwd
-  $bench relu --dtype f32 --input x=64x256x4096 --direction fwd
-  $bench add --dtype bf16 --input x=64x256x4096 --input y=64x256x4096 --direction fwd
-  for conv in mb128ic64ih56oc64kh3ph1 mb128ic128ih28oc128kh3ph1 mb128ic256ih14oc256kh3ph1 mb128ic64ih56oc256kh1; do
-    $bench conv2d --dtype f32 --shape $conv
+  for spec in "matmul --dtype bf16 --shape m8192n8192k8192 --direction fwd" "add --dtype f32 --input x=64x256x4096 --input y=64x256x4096 --direction fwd"; do
+    $B/pd-bench --backend cuda --format table $spec | grep -v "^#"
   done
-} 2>&1 | tee "$out/pd_bench.txt" || true
-train() {  # NAME YAML FLAGS...
-  local name=$1; shift
-  timeout 300 .gpu/bin/pd-train "$@" --out "/tmp/run_$name" 2>&1 | grep -E "epoch|error|parameters" | tee "$out/train_$name.txt" || true
+  # conv2d with cuDNN's heuristic choice, then with its measured fastest (PD_CUDNN_FIND=1).
+  for conv in mb128ic64ih56oc64kh3ph1 mb128ic128ih28oc128kh3ph1 mb128ic256ih14oc256kh3ph1 mb128ic64ih56oc256kh1; do
+    $B/pd-bench --backend cuda --format table conv2d --dtype f32 --shape $conv | grep -v "^#"
+    PD_CUDNN_FIND=1 $B/pd-bench --backend cuda --format table conv2d --dtype f32 --shape $conv | grep -v "^#" | sed 's/^/find /'
+  done
+} > "$out/pd_bench.txt" 2>&1 || true
+yaml_with() {  # YAML LINE: the recipe with LINE appended to its train: section (the file's last)
+  { cat "$1"; echo "  $2"; } > "/tmp/$(basename "$1" .yaml)_$3.yaml"; echo "/tmp/$(basename "$1" .yaml)_$3.yaml"
 }
-train mlp_cuda examples/mlp_fmnist.yaml --device cuda --epochs 2
-train resnet_cuda examples/resnet_fmnist.yaml --device cuda --epochs 2
-train lenet_cuda examples/lenet_fmnist.yaml --device cuda --epochs 2 || true
-train resnet_cpu2 examples/resnet_fmnist.yaml --threads 2 --epochs 1 --limit 6000
-for arch in mlp resnet; do
-  timeout 300 python3 bench/torch_fmnist_cuda.py --arch $arch --epochs 2 2>&1 | tee "$out/torch_$arch.txt" || true
-done
+train() {  # NAME ARGS...: one pd-train run, its epoch lines into train.txt
+  local name=$1; shift
+  echo "== $name: pd-train $*" >> "$out/train.txt"
+  timeout 240 $B/pd-train "$@" --out "/tmp/run_$name" 2>&1 | grep -E "epoch|error|parameters|skipped" >> "$out/train.txt" || true
+}
+train mlp examples/mlp_fmnist.yaml --device cuda --epochs 2
+train lenet examples/lenet_fmnist.yaml --device cuda --epochs 2
+train resnet examples/resnet_fmnist.yaml --device cuda --epochs 2
+train resnet_bf16 "$(yaml_with examples/resnet_fmnist.yaml "amp: {dtype: bf16, level: O1}" bf16)" --device cuda --epochs 2
+train resnet_f16 "$(yaml_with examples/resnet_fmnist.yaml "amp: {dtype: f16, level: O1}" f16)" --device cuda --epochs 2
+train mlp_bf16_o2 "$(yaml_with examples/mlp_fmnist.yaml "amp: {dtype: bf16, level: O2}" o2)" --device cuda --epochs 2
+# Is LeNet's step launch-bound? The same epoch at 8x the batch, and where a step's host time goes.
+sed 's/batch_size: 64/batch_size: 512/' examples/lenet_fmnist.yaml > /tmp/lenet_b512.yaml
+train lenet_b512 /tmp/lenet_b512.yaml --device cuda --epochs 2
+echo "== lenet --profile" >> "$out/train.txt"
+timeout 120 $B/pd-train examples/lenet_fmnist.yaml --device cuda --epochs 1 --profile --out /tmp/run_lenet_prof 2>&1 | tail -24 >> "$out/train.txt" || true
+train vit examples/vit_fmnist.yaml --device cuda --epochs 2
+train vit_bf16 "$(yaml_with examples/vit_fmnist.yaml "amp: {dtype: bf16, level: O1}" bf16)" --device cuda --epochs 2
+# The determinism switch: two runs, and a run stopped after epoch 1 and resumed, give the same bits.
+det=$(yaml_with examples/resnet_fmnist.yaml "deterministic: true" det)
+{
+  train det_a "$det" --device cuda --epochs 2 --limit 12800
+  train det_b "$det" --device cuda --epochs 2 --limit 12800
+  train det_c "$det" --device cuda --epochs 2 --limit 12800 --stop-after-epoch 1
+  train det_c "$det" --device cuda --epochs 2 --limit 12800 --resume
+  echo "== two deterministic runs:"; $B/param_diff /tmp/run_det_a/model.pdparams /tmp/run_det_b/model.pdparams 0 | tail -2
+  echo "== resumed against uninterrupted:"; $B/param_diff /tmp/run_det_a/model.pdparams /tmp/run_det_c/model.pdparams 0 | tail -2
+  echo "== without the switch (two runs):"
+  train nodet_a examples/resnet_fmnist.yaml --device cuda --epochs 1 --limit 12800
+  train nodet_b examples/resnet_fmnist.yaml --device cuda --epochs 1 --limit 12800
+  $B/param_diff /tmp/run_nodet_a/model.pdparams /tmp/run_nodet_b/model.pdparams 0 | tail -2
+} > "$out/checks.txt" 2>&1 || true
+{
+  for m in resnet vit; do
+    for dev in cpu cuda; do
+      echo "== pd-infer $m --device $dev --batch 64"
+      timeout 60 $B/pd-infer /tmp/run_$m --data /tmp/run_$m/config.yaml --device $dev --batch 64 2>&1 | grep -E "accuracy|latency|throughput|target|error"
+    done
+    echo "== pd-infer $m --device cuda --batch 1 (random input)"
+    timeout 60 $B/pd-infer /tmp/run_$m --device cuda --batch 1 --repeat 200 2>&1 | grep -E "latency|error"
+  done
+} > "$out/infer.txt" 2>&1 || true
+{
+  for run in "mlp" "resnet" "resnet --amp bf16" "resnet --amp f16"; do
+    timeout 120 python3 bench/torch_fmnist_cuda.py --arch $run --epochs 2 2>&1 | tail -2
+  done
+} > "$out/torch.txt" 2>&1 || true

@@ -1,13 +1,15 @@
 # GPU peer for `pd-train --device cuda`: PyTorch eager on the same GPU, the recipes of
 # examples/mlp_fmnist.yaml and examples/resnet_fmnist.yaml (batches built on the host and copied to
 # the GPU each step, as pd-train does; random horizontal flips for the residual net).
-# usage: python3 torch_fmnist_cuda.py --arch mlp|resnet [--epochs N]     prints samples/s and test accuracy
+# usage: python3 torch_fmnist_cuda.py --arch mlp|resnet [--epochs N] [--amp bf16|f16]   prints samples/s and test accuracy
+# --amp: torch.autocast around forward and loss (O1), with a GradScaler for f16, as `amp:` in pd-train.
 import argparse, math, time
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 
 from fmnist_data import D, idx
 p = argparse.ArgumentParser()
 p.add_argument("--arch", default="mlp"); p.add_argument("--epochs", type=int, default=1)
+p.add_argument("--amp", choices=["bf16", "f16"])
 a = p.parse_args()
 dev = torch.device("cuda")
 
@@ -40,6 +42,8 @@ net = net.to(dev)
 opt = (torch.optim.Adam(net.parameters(), lr=1e-3) if a.arch == "mlp"
        else torch.optim.AdamW(net.parameters(), lr=0.003, weight_decay=5e-4))
 base = [g["lr"] for g in opt.param_groups]
+amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
+scaler = torch.amp.GradScaler("cuda", enabled=a.amp == "f16")
 steps = math.ceil(len(xtr) / batch) * a.epochs
 step, t_train, n_train = 0, 0.0, 0
 for epoch in range(a.epochs):
@@ -55,12 +59,13 @@ for epoch in range(a.epochs):
         x, y = x.to(dev), y.to(dev)
         scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * step / steps))
         for g, b in zip(opt.param_groups, base): g["lr"] = b * scale
-        loss = F.cross_entropy(net(x), y)
-        opt.zero_grad(); loss.backward(); opt.step(); step += 1
+        with torch.autocast("cuda", dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(net(x), y)
+        opt.zero_grad(); scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); step += 1
         loss.item()  # pd-train reads the loss every step too
     torch.cuda.synchronize(); t_train += time.perf_counter() - t0; n_train += len(xtr)
     net.eval(); correct = 0
     with torch.no_grad():
         for i in range(0, len(xte), 500):
             correct += (net(xte[i:i + 500].to(dev)).argmax(1).cpu() == yte[i:i + 500]).sum().item()
-    print(f"torch {torch.__version__} {a.arch} epoch {epoch + 1}: {n_train / t_train:.0f} samples/s, test_acc {correct / len(xte):.4f}", flush=True)
+    print(f"torch {torch.__version__} {a.arch}{' amp ' + a.amp if a.amp else ''} epoch {epoch + 1}: {n_train / t_train:.0f} samples/s, test_acc {correct / len(xte):.4f}", flush=True)

@@ -155,6 +155,26 @@ std::string bound_params(const OpDef& op) {
   return rest.empty() ? "const ::pd::BoundCall& call" : "const ::pd::BoundCall& call, " + rest;
 }
 
+// Under autocast (pd/ops/amp.h) an op whose inputs need another dtype calls itself again with them
+// cast. Not for views (no dtype of their own) or cast itself; tensors an op updates in place (e.g.
+// batch_norm's running statistics) are passed on as they are.
+std::string emit_autocast(const OpDef& op) {
+  if (!op.view.empty() || op.name == "cast") return "";
+  const auto mutated = [&](const std::string& name) {
+    return std::find(op.mutates.begin(), op.mutates.end(), name) != op.mutates.end();
+  };
+  std::vector<std::string> singles, lists, call;
+  for (const ArgDef* a : op.tensor_args())
+    if (!mutated(a->name)) (a->kind == ArgKind::TensorList ? lists : singles).push_back("&" + a->name);
+  if (singles.empty() && lists.empty()) return "";
+  for (const auto& a : op.args)
+    call.push_back(a.is_tensor() && !mutated(a.name) ? fmt::format("::pd::amp::cast({}, *amp_dtype)", a.name) : a.name);
+  return fmt::format("  if (::pd::amp::active())\n"
+                     "    if (const auto amp_dtype = ::pd::amp::cast_target(kOp, {{{}}}, {{{}}}))\n"
+                     "      return ::pd::ops::{}({});\n",
+                     fmt::join(singles, ", "), fmt::join(lists, ", "), op.name, fmt::join(call, ", "));
+}
+
 std::string emit_function(const OpDef& op, const OpSet& set) {
   std::string b;
   if (op.view.empty()) {
@@ -169,6 +189,7 @@ std::string emit_function(const OpDef& op, const OpSet& set) {
                      api_params(op, false), op.name);
   }
   auto tensors = op.tensor_args();
+  b += emit_autocast(op);
   b += "  const ::pd::OpObserverScope observed(kOp);\n";
   b += emit_prologue(op, "cast_if_needed");
   if (op.random) b += "  if (seed < 0) seed = static_cast<int64_t>(::pd::next_seed());\n";
@@ -266,7 +287,7 @@ void emit_api(const OpSet& set, const std::string& dir) {
        "namespace pd::ops {\n\n";
   std::string c = kHeader;
   c += "#include \"op_api.h\"\n\n#include \"elementwise_ops.h\"\n#include \"grad_nodes.h\"\n#include \"registry.h\"\n#include \"pd/autograd/autograd.h\"\n"
-       "#include \"pd/ops/op_observer.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n"
+       "#include \"pd/ops/amp.h\"\n#include \"pd/ops/op_observer.h\"\n#include \"pd/ops/op_support.h\"\n#include \"pd/ops/shape_rules.h\"\n"
        "#include \"pd/ops/views.h\"\n\nnamespace pd::ops {\n\n";
   for (const auto& op : set.ops) {
     if (!op.doc.empty()) h += fmt::format("// {}\n", op.doc);

@@ -240,7 +240,9 @@ std::string emit_expr(const Expr& e, const OpDef& owner, const OpSet& set, Slot 
   std::vector<std::string> args;
   for (size_t i = 0; i < e.args.size(); ++i)
     args.push_back(emit_expr(e.args[i], owner, set, callee->args[i].is_tensor() ? Slot::Tensor : Slot::Attr));
-  return fmt::format("::pd::ops::{}({})", f, fmt::join(args, ", "));
+  const std::string call = fmt::format("::pd::ops::{}({})", f, fmt::join(args, ", "));
+  // A creation op (zeros, full) makes a CPU tensor: the gradient belongs where the node ran.
+  return callee->tensor_args().empty() ? fmt::format("::pd::detail::on_place({}, grad_place)", call) : call;
 }
 
 }  // namespace pd::codegen

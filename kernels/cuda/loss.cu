@@ -3,16 +3,15 @@
 //
 // logits are viewed as [outer, C, inner]; sample s = (o, i) reads its classes at o*C*inner + i + c*inner.
 // Labels may be any integer dtype. The reference raises pd::Error for a label that is neither a class
-// index nor ignore_index, so both kernels first scan the labels (one block: the first bad index, its
-// value, and the number of counted labels) and copy that back to the host: one stream synchronisation
-// per call. The count also gives the mean's divisor.
+// index nor ignore_index, so both kernels first scan the labels (label_scan.cuh: one stream
+// synchronisation per call). The count also gives the mean's divisor.
 // Per sample: a warp when the classes are contiguous (inner == 1), else a thread. Arithmetic runs in
 // acc_t<T> (float for f32/f16/bf16, double for f64); the mean/sum of the losses accumulates in double.
 #include <limits>
 #include <string>
 
 #include "cpu/common/loss_reduction.h"
-#include "cuda/reduce_common.cuh"
+#include "cuda/label_scan.cuh"
 
 namespace pd::kernels::cuda {
 namespace {
@@ -20,17 +19,8 @@ namespace {
 using cpu::parse_reduction;
 using cpu::Reduction;
 
-struct LabelStats {
-  long long bad_index;  // -1: every label is a class index or ignore_index
-  long long bad_value;
-  long long count;      // labels != ignore_index
-};
-
 constexpr int kScanThreads = 1024;
 
-struct MinOp {
-  __device__ long long operator()(long long a, long long b) const { return b < a ? b : a; }
-};
 struct SumOp {
   template <typename A>
   __device__ A operator()(A a, A b) const { return a + b; }
@@ -39,28 +29,6 @@ struct MaxOp {
   template <typename A>
   __device__ A operator()(A a, A b) const { return a < b ? b : a; }  // std::max(a, b): a NaN b is dropped
 };
-
-// One block.
-template <typename L>
-__global__ void label_scan_kernel(const L* __restrict__ label, int64_t n, int64_t C, int64_t ignore_index,
-                                  LabelStats* __restrict__ stats) {
-  __shared__ long long shared[32];
-  long long first_bad = std::numeric_limits<long long>::max(), count = 0;
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
-    const int64_t y = static_cast<int64_t>(label[k]);
-    if (y == ignore_index) continue;
-    if (y >= 0 && y < C) ++count;
-    else if (k < first_bad) first_bad = k;
-  }
-  first_bad = block_allreduce(first_bad, MinOp{}, shared);
-  count = block_allreduce(count, SumOp{}, shared);
-  if (threadIdx.x == 0) {
-    const bool bad = first_bad != std::numeric_limits<long long>::max();
-    stats->bad_index = bad ? first_bad : -1;
-    stats->bad_value = bad ? static_cast<long long>(label[first_bad]) : 0;
-    stats->count = count;
-  }
-}
 
 template <typename A>
 __device__ __forceinline__ A exp_of(A v) {
@@ -176,30 +144,14 @@ ClassView class_view(const Tensor& logits, int64_t axis, const char* what) {
   return v;
 }
 
-// Scans the labels into stats (device memory), brings them to the host and raises for a bad label.
+// Scans the labels (stats: device memory), and raises for a bad label.
 template <typename L>
 LabelStats check_labels(const KernelContext& ctx, const Tensor& label, int64_t C, int64_t ignore_index,
                         LabelStats* stats, const char* op) {
-  cudaStream_t stream = stream_of(ctx);
-  label_scan_kernel<L><<<1, kScanThreads, 0, stream>>>(reinterpret_cast<const L*>(label.raw_data()), label.numel(), C,
-                                                       ignore_index, stats);
-  check_cuda(cudaGetLastError(), op, __FILE__, __LINE__);
-  LabelStats host{};
-  PD_CUDA_CHECK(cudaMemcpyAsync(&host, stats, sizeof(LabelStats), cudaMemcpyDeviceToHost, stream));
-  PD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const LabelStats host = scan_labels<L>(ctx, label, C, ignore_index, stats, op);
   PD_CHECK(host.bad_index < 0, ErrorCode::kOutOfRange, "{}: argument 'label' value {} at index {} is out of range [0, {})",
            op, host.bad_value, host.bad_index, C);
   return host;
-}
-
-// Calls fn.template operator()<L>() with the label's integer element type.
-template <typename Fn>
-void visit_label(const Tensor& label, const char* op, Fn&& fn) {
-  visit_dtype(label.dtype(), [&]<typename L>() {
-    if constexpr (std::is_integral_v<L> && !std::is_same_v<L, bool>) fn.template operator()<L>();
-    else raise(ErrorCode::kInvalidArgument, "{}: argument 'label' must have an integer dtype, but has {}", op,
-               dtype_name(label.dtype()));
-  });
 }
 
 constexpr size_t kLossesOffset = 256;  // the per-sample losses follow the stats in the workspace

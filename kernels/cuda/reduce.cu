@@ -1,4 +1,5 @@
-// Reductions over a list of axes (sum mean max min), argmax over one axis, and sum_to.
+// Reductions over a list of axes (sum mean max min), argmax over one axis, sum_to, and amax_mask
+// (max / min's gradient share).
 //
 // The reduce plan (cpu/common/reduce.h, the one the reference kernels use) views the input as merged
 // runs of kept dims and reduced dims. Element k of output o's group is at
@@ -15,58 +16,12 @@
 #include <type_traits>
 
 #include "cpu/common/reduce.h"
-#include "cuda/reduce_common.cuh"
+#include "cuda/reduce_groups.cuh"
 
 namespace pd::kernels::cuda {
 namespace {
 
 using cpu::ReducePlan;
-
-constexpr int kMaxReduceDims = 12;
-
-struct ReduceGeometry {
-  int nk = 0, nr = 0;
-  int64_t kshape[kMaxReduceDims] = {}, kstride[kMaxReduceDims] = {};
-  int64_t rshape[kMaxReduceDims] = {}, rstride[kMaxReduceDims] = {};
-  int64_t out_numel = 0, group = 0;
-
-  __device__ int64_t kept_offset(int64_t o) const {
-    int64_t off = 0;
-    for (int d = nk - 1; d >= 0; --d) {
-      off += (o % kshape[d]) * kstride[d];
-      o /= kshape[d];
-    }
-    return off;
-  }
-  __device__ int64_t reduced_offset(int64_t k) const {
-    if (nr == 1) return k * rstride[0];
-    int64_t off = 0;
-    for (int d = nr - 1; d >= 0; --d) {
-      off += (k % rshape[d]) * rstride[d];
-      k /= rshape[d];
-    }
-    return off;
-  }
-};
-
-ReduceGeometry reduce_geometry(const ReducePlan& p, const char* op) {
-  PD_CHECK(p.kept_shape.size() <= kMaxReduceDims && p.red_shape.size() <= kMaxReduceDims, ErrorCode::kNotImplemented,
-           "{}: reducing a tensor with more than {} non-mergeable dimensions on CUDA", op, kMaxReduceDims);
-  ReduceGeometry g;
-  g.nk = static_cast<int>(p.kept_shape.size());
-  g.nr = static_cast<int>(p.red_shape.size());
-  for (int d = 0; d < g.nk; ++d) {
-    g.kshape[d] = p.kept_shape[d];
-    g.kstride[d] = p.kept_strides[d];
-  }
-  for (int d = 0; d < g.nr; ++d) {
-    g.rshape[d] = p.red_shape[d];
-    g.rstride[d] = p.red_strides[d];
-  }
-  g.out_numel = p.out_numel;
-  g.group = p.group_size;
-  return g;
-}
 
 // ---- reducers: In (device element type), S (state), Out; init / load / combine / finish ----
 
@@ -150,7 +105,7 @@ struct ArgmaxReducer {
 // The group elements [k0, k1) of output o, strided by `step` starting at k0 + first.
 template <typename R>
 __device__ __forceinline__ typename R::S reduce_range(const R& r, const typename R::In* __restrict__ x,
-                                                      const ReduceGeometry& g, int64_t base, int64_t k0, int64_t k1,
+                                                      const GroupGeometry& g, int64_t base, int64_t k0, int64_t k1,
                                                       int64_t first, int64_t step) {
   typename R::S s = r.init();
   for (int64_t k = k0 + first; k < k1; k += step) s = r.combine(s, r.load(x[base + g.reduced_offset(k)], k));
@@ -160,7 +115,7 @@ __device__ __forceinline__ typename R::S reduce_range(const R& r, const typename
 // rows, a warp per output (blockDim.x a multiple of 32).
 template <typename R>
 __global__ void reduce_rows_warp_kernel(R r, const typename R::In* __restrict__ x, typename R::Out* __restrict__ out,
-                                        ReduceGeometry g) {
+                                        GroupGeometry g) {
   const int lane = threadIdx.x & 31;
   const int64_t warps_per_block = blockDim.x >> 5;
   auto combine = [&r](typename R::S a, typename R::S b) { return r.combine(a, b); };
@@ -176,7 +131,7 @@ __global__ void reduce_rows_warp_kernel(R r, const typename R::In* __restrict__ 
 // split the block writes the output, else its partial state partial[o * splits + sp].
 template <typename R, bool Partial>
 __global__ void reduce_rows_block_kernel(R r, const typename R::In* __restrict__ x, typename R::Out* __restrict__ out,
-                                         typename R::S* __restrict__ partial, ReduceGeometry g, int64_t splits,
+                                         typename R::S* __restrict__ partial, GroupGeometry g, int64_t splits,
                                          int64_t chunk) {
   __shared__ typename R::S shared[32];
   auto combine = [&r](typename R::S a, typename R::S b) { return r.combine(a, b); };
@@ -199,7 +154,7 @@ constexpr int kColRows = 8;
 
 template <typename R, bool Partial>
 __global__ void reduce_cols_kernel(R r, const typename R::In* __restrict__ x, typename R::Out* __restrict__ out,
-                                   typename R::S* __restrict__ partial, ReduceGeometry g, int64_t splits, int64_t chunk) {
+                                   typename R::S* __restrict__ partial, GroupGeometry g, int64_t splits, int64_t chunk) {
   __shared__ typename R::S shared[kColRows][32];
   const int64_t tiles = (g.out_numel + 31) / 32;
   const int64_t sp = blockIdx.y;
@@ -243,7 +198,7 @@ template <typename R>
 void launch_reduce(const KernelContext& ctx, const char* op, const R& r, const ReducePlan& p,
                    const typename R::In* x, typename R::Out* out) {
   if (p.out_numel == 0) return;
-  const ReduceGeometry g = reduce_geometry(p, op);
+  const GroupGeometry g = group_geometry(p, op);
   cudaStream_t stream = stream_of(ctx);
   using S = typename R::S;
   // The innermost non-trivial dim is reduced when the last reduced run has stride 1.
@@ -301,7 +256,43 @@ void extreme(const KernelContext& ctx, const Tensor& x, const std::vector<int64_
   launch_reduce(ctx, op, ExtremeReducer<T, Max>{}, p, dptr<T>(x), dptr<T>(out));
 }
 
+// amax_mask: a warp per group counts the elements equal to the group's reduced value, then writes
+// 1 / ties to them and 0 elsewhere (all 0 when nothing matches, e.g. a NaN maximum).
+template <typename T>
+__global__ void amax_mask_kernel(const dev_t<T>* __restrict__ x, const dev_t<T>* __restrict__ reduced,
+                                 dev_t<T>* __restrict__ mask, GroupGeometry g) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; o < g.out_numel; o += warps) {
+    const int64_t base = g.kept_offset(o);
+    const A target = load_as<A>(reduced[o]);
+    int64_t ties = 0;
+    for (int64_t k = lane; k < g.group; k += 32) ties += load_as<A>(x[base + g.reduced_offset(k)]) == target ? 1 : 0;
+    ties = warp_allreduce(ties, [](int64_t a, int64_t b) { return a + b; });
+    const A share = ties > 0 ? static_cast<A>(A(1) / static_cast<A>(ties)) : A(0);
+    for (int64_t k = lane; k < g.group; k += 32) {
+      const int64_t i = base + g.reduced_offset(k);
+      mask[i] = store_as<dev_t<T>>(load_as<A>(x[i]) == target ? share : A(0));
+    }
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void amax_mask(const KernelContext& ctx, const Tensor& x, const Tensor& out, const std::vector<int64_t>& axis,
+               bool keepdim, Tensor& mask) {
+  const ReducePlan p = cpu::make_reduce_plan(x.shape(), axis, "amax_mask");
+  PD_CHECK(out.numel() == p.out_numel, ErrorCode::kShape,
+           "amax_mask: argument 'out' must have {} elements (x {} reduced over the axes), but received shape {}",
+           p.out_numel, shape_str(x.shape()), shape_str(out.shape()));
+  if (p.out_numel == 0 || p.group_size == 0) return;
+  const GroupGeometry g = group_geometry(p, "amax_mask");
+  amax_mask_kernel<T><<<blocks_for(g.out_numel * 32), kThreads, 0, stream_of(ctx)>>>(dptr<T>(x), dptr<T>(out),
+                                                                                       dptr<T>(mask), g);
+  PD_CUDA_CHECK_LAUNCH("amax_mask");
+}
 
 template <typename T>
 void sum(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& axis, bool keepdim, Tensor& out) {
@@ -373,4 +364,5 @@ PD_INSTANTIATE_KERNELS(mean, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(max, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(min, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(argmax, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(amax_mask, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(sum_to, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)

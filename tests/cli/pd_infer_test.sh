@@ -98,5 +98,17 @@ out=$("$PD_INFER" "$MODEL" --data "$WORK/badlabels.yaml" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "lab.npy: sample 1 has label 12, but the model has 10 classes (labels 0 to 9)" <<< "$out" ||
   fail "--data with label 12: exit $rc: $out"
 
+# --device: on a GPU the accuracy of the CPU run (to a near-tie or two); without one, a clear refusal.
+out=$("$PD_INFER" "$MODEL" --data "$WORK/data.yaml" --device cuda 2>&1); rc=$?
+if [ $rc -eq 0 ]; then
+  gacc=$(echo "$out" | sed -n 's/^accuracy *\([0-9.]*\).*/\1/p')
+  awk -v a="${gacc:-0}" -v b="$acc" 'BEGIN { d = a - b; exit !(d < 0.0025 && d > -0.0025) }' ||
+    fail "--device cuda: accuracy '$gacc', on the CPU $acc: $out"
+else
+  [ $rc -eq 2 ] && echo "$out" | grep -qE "no CUDA backend|no usable CUDA GPU" || fail "--device cuda: exit $rc: $out"
+fi
+out=$("$PD_INFER" "$MODEL" --device tpu 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "expected cpu, cuda or cuda:N" <<< "$out" || fail "--device tpu: exit $rc: $out"
+
 [ $fails -eq 0 ] && echo "pd-infer end-to-end: all checks passed"
 exit $fails

@@ -66,6 +66,14 @@ out=$("$PD_TRAIN" "$WORK/bad_value.yaml" --check 2>&1); rc=$?
 out=$("$PD_TRAIN" "$WORK/bad_sharding.yaml" --check 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "bad_sharding.yaml:[0-9]*:.*expected none or optimizer_state, got 'optimizer_states'" ||
   fail "bad sharding: exit $rc, message: $out"
+(cat "$YAML"; echo "  amp: {dtype: fp8}") > "$WORK/bad_amp.yaml"
+out=$("$PD_TRAIN" "$WORK/bad_amp.yaml" --check 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "bad_amp.yaml:[0-9]*:.*amp.dtype': expected bf16 or f16, got 'fp8'" ||
+  fail "bad amp dtype: exit $rc, message: $out"
+# Mixed precision needs the GPU's bf16 / f16 products: on the CPU it is refused before training.
+(cat "$YAML"; echo "  amp: {dtype: bf16, level: O2}") > "$WORK/amp_cpu.yaml"
+out=$("$PD_TRAIN" "$WORK/amp_cpu.yaml" --out "$WORK/amp_cpu" --limit 64 --epochs 1 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "train.amp (bf16 O2) runs on a GPU" || fail "amp on the CPU: exit $rc, message: $out"
 sed 's/out_features: 10}/out_features: 10, input: fc9}/' "$YAML" > "$WORK/bad_input.yaml"
 out=$("$PD_TRAIN" "$WORK/bad_input.yaml" --check 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "reads 'fc9'" || fail "missing input: exit $rc, message: $out"

@@ -13,7 +13,9 @@
 #include "common/inputs.h"
 #include "common/openmp_spin.h"
 #include "common/tool_main.h"
+#include "device_program.h"
 #include "op_api.h"
+#include "pd/core/allocator.h"
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -28,7 +30,7 @@ using pd::Tensor;
 namespace {
 
 struct Options {
-  std::string model, data, output_dir, compare;
+  std::string model, data, output_dir, compare, device = "cpu";
   std::vector<std::string> inputs;
   int64_t batch = 0, warmup = 10, repeat = 100, limit = 0;
   uint64_t seed = 0;
@@ -96,10 +98,14 @@ void profile_runs(pd::exec::Executor& exec, const pd::ir::Program& program, cons
   r.nodes = node_profile(program, op_ns);
 }
 
-std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, std::vector<double>* ms) {
+// On a GPU the time includes copying the inputs there and the outputs back (which waits for the run).
+std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::string, Tensor>& in, std::vector<double>* ms,
+                              pd::Place place) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    auto out = exec.run(in);
+    auto out = exec.run(place.is_cpu() ? in : pd::infer::to_place(in, place));
+    if (!place.is_cpu())
+      for (Tensor& t : out) t = t.to(pd::Place::cpu());
     if (ms) ms->push_back(ms_since(t0));
     return out;
   } catch (const pd::Error& e) {
@@ -110,23 +116,37 @@ std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::stri
 int run(const Options& o) {
   pd::infer::Report r;
   r.model = resolve_model(o.model);
-  // A portable model is lowered for this machine here, as onnxruntime optimises when a session starts.
-  pd::exec::ExecPlan plan;
+  pd::Place place = pd::Place::cpu();
   try {
-    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower});
+    place = pd::parse_place(o.device);
+  } catch (const pd::Error& e) {
+    throw pd::tools::InputError(fmt::format("--device: {}", e.what()));
+  }
+  const bool gpu = !place.is_cpu();
+  if (gpu && o.profile)
+    throw pd::tools::InputError("--profile times each op on the host clock; it is for the CPU, not --device " + o.device);
+  // A portable model is lowered for this machine here, as onnxruntime optimises when a session starts
+  // (not for a GPU: the lowering makes CPU kernels).
+  pd::exec::ExecPlan plan;
+  std::unique_ptr<pd::ir::Program> device_program;
+  try {
+    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower && !gpu});
+    if (gpu) device_program = std::make_unique<pd::ir::Program>(pd::infer::program_on(plan.program(), place));
   } catch (const pd::Error& e) {
     throw pd::tools::InputError(e.what());
   }
   const pd::ir::Program& program = plan.program();
-  r.target = plan.target().str();
+  r.target = gpu ? place.str() : plan.target().str();
   r.source_ops = plan.source_ops();
-  r.lowering = !program.target().empty() && plan.lowering_report().empty() ? "lowered by pd-opt for " + program.target()
+  r.lowering = gpu ? "not lowered (GPU)"
+               : !program.target().empty() && plan.lowering_report().empty() ? "lowered by pd-opt for " + program.target()
                : o.no_lower                                                  ? "not lowered (--no-lower)"
                                                                              : "lowered at load";
   if (o.threads > 0) pd::set_num_threads(o.threads);
   r.threads = o.threads;
   r.warmup = o.warmup;
-  pd::exec::Executor exec(plan);
+  const auto executor = gpu ? std::make_unique<pd::exec::Executor>(*device_program) : std::make_unique<pd::exec::Executor>(plan);
+  pd::exec::Executor& exec = *executor;
   std::vector<double> ms;
   std::vector<Tensor> outputs;
 
@@ -144,12 +164,12 @@ int run(const Options& o) {
     } catch (const pd::Error& e) {
       throw pd::tools::InputError(e.what());
     }
-    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr);
+    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, {{t.input, first->x}}, nullptr, place);
     if (o.profile) profile_runs(exec, program, {{t.input, first->x}}, o.repeat, r);
     std::vector<std::vector<Tensor>> per_output(program.outputs().size());
     int64_t correct = 0;
     for (auto b = first; b; b = loader.next()) {
-      auto out = timed_run(exec, {{t.input, b->x}}, &ms);
+      auto out = timed_run(exec, {{t.input, b->x}}, &ms, place);
       for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k]);
       if (out[0].dim() == 2) correct += pd::ops::sum(pd::ops::cast(pd::ops::equal(pd::ops::argmax(out[0], -1), b->y), pd::DType::i64)).item<int64_t>();
       r.samples += b->y.numel();
@@ -172,8 +192,8 @@ int run(const Options& o) {
     }
     const Tensor& lead = in.begin()->second;
     r.batch = lead.dim() > 0 ? lead.shape()[0] : 1;
-    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, in, nullptr);
-    for (int64_t i = 0; i < o.repeat; ++i) outputs = timed_run(exec, in, &ms);
+    for (int64_t i = 0; i < o.warmup; ++i) timed_run(exec, in, nullptr, place);
+    for (int64_t i = 0; i < o.repeat; ++i) outputs = timed_run(exec, in, &ms, place);
     r.samples = r.batch * o.repeat;
     if (o.profile) profile_runs(exec, program, in, o.repeat, r);
   }
@@ -233,6 +253,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch,-b", o.batch, "batch size for -1 dims (random data: 1, --data: 64)")->check(pd::tools::positive<int64_t>());
   app.add_option("--seed", o.seed, "seed of the random inputs")->check(pd::tools::non_negative<uint64_t>());
   app.add_option("--threads", o.threads, "CPU threads for the kernels")->check(pd::tools::positive<int>());
+  app.add_option("--device", o.device, "cpu (default), cuda or cuda:N: run the model there (not lowered)");
   app.add_option("--warmup", o.warmup, "untimed runs first")->check(pd::tools::non_negative<int64_t>());
   app.add_option("--repeat", o.repeat, "timed runs (random or .npy inputs)")->check(pd::tools::positive<int64_t>());
   app.add_option("--output-dir,-o", o.output_dir, "write every output as DIR/NAME.npy");

@@ -16,6 +16,14 @@ struct AlongAxis {
   int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
 };
 
+// The product of extents [begin, end) of `s` (1 for an empty range): the outer or inner size around
+// an axis.
+inline int64_t extent_product(const Shape& s, int64_t begin, int64_t end) {
+  int64_t p = 1;
+  for (int64_t d = begin; d < end; ++d) p *= s[static_cast<size_t>(d)];
+  return p;
+}
+
 // `axis` may be negative; a 0-D shape is one element along its only axis.
 inline AlongAxis along_axis(const Shape& shape, int64_t axis, const char* op) {
   AlongAxis g;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpu/common/loss_reduction.h"
+#include "cpu/common/nll_view.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
@@ -11,20 +12,8 @@ namespace {
 
 using cpu::Reduction;
 
-// x viewed as [outer, C, inner]: classes are axis 1, or axis 0 of a single sample.
-struct NllView {
-  int64_t outer = 1, C = 1, inner = 1;
-};
-
-NllView nll_view(const Tensor& x) {
-  NllView v;
-  const Shape& s = x.shape();
-  const size_t ca = s.size() == 1 ? 0 : 1;
-  for (size_t d = 0; d < ca; ++d) v.outer *= s[d];
-  v.C = s[ca];
-  for (size_t d = ca + 1; d < s.size(); ++d) v.inner *= s[d];
-  return v;
-}
+using cpu::NllView;
+using cpu::nll_view;
 
 std::vector<int64_t> read_labels(const Tensor& label, int64_t C, int64_t ignore_index, const char* op) {
   std::vector<int64_t> ids = label.to_vector<int64_t>();

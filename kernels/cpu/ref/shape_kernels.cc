@@ -2,17 +2,13 @@
 // set of row-major block copies.
 #include <algorithm>
 
+#include "cpu/common/along_axis.h"
 #include "pd/kernels/slice_geometry.h"
 #include "kernels.h"
 
 namespace pd::kernels::reference {
 
 namespace {
-int64_t prod(const Shape& s, int64_t begin, int64_t end) {
-  int64_t p = 1;
-  for (int64_t d = begin; d < end; ++d) p *= s[d];
-  return p;
-}
 
 // Calls f(src_offset, dst_offset) for every element of a box of extents `box` whose corner sits at
 // `src_start` in a tensor with strides `src_strides` and at `dst_start` in one with `dst_strides`
@@ -57,12 +53,12 @@ void for_each_in_box(const Shape& box, const Shape& src_strides, const Shape& sr
 template <typename T>
 void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
   const int64_t ax = normalize_axis(axis, out.dim(), "concat: argument 'axis'");
-  const int64_t outer = prod(out.shape(), 0, ax);
-  const int64_t out_row = prod(out.shape(), ax, out.dim());  // elements per outer index in out
+  const int64_t outer = cpu::extent_product(out.shape(), 0, ax);
+  const int64_t out_row = cpu::extent_product(out.shape(), ax, out.dim());  // elements per outer index in out
   T* od = out.data<T>();
   int64_t col = 0;  // where this input's block starts within an out row
   for (const Tensor& x : xs) {
-    const int64_t row = prod(x.shape(), ax, x.dim());
+    const int64_t row = cpu::extent_product(x.shape(), ax, x.dim());
     if (row > 0 && outer > 0) {
       const T* xd = x.data<T>();
       for (int64_t o = 0; o < outer; ++o) std::copy_n(xd + o * row, row, od + o * out_row + col);
@@ -74,12 +70,12 @@ void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axi
 template <typename T>
 void split(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& sections, int64_t axis, std::vector<Tensor>& outs) {
   const int64_t ax = normalize_axis(axis, x.dim(), "split: argument 'axis'");
-  const int64_t outer = prod(x.shape(), 0, ax);
-  const int64_t x_row = prod(x.shape(), ax, x.dim());
+  const int64_t outer = cpu::extent_product(x.shape(), 0, ax);
+  const int64_t x_row = cpu::extent_product(x.shape(), ax, x.dim());
   const T* xd = x.data<T>();
   int64_t col = 0;
   for (Tensor& y : outs) {
-    const int64_t row = prod(y.shape(), ax, y.dim());
+    const int64_t row = cpu::extent_product(y.shape(), ax, y.dim());
     if (row > 0 && outer > 0) {
       T* yd = y.data<T>();
       for (int64_t o = 0; o < outer; ++o) std::copy_n(xd + o * x_row + col, row, yd + o * row);

@@ -291,7 +291,8 @@ void parse_data(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
 
 void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
   c.check_keys(node, "train", {"batch_size", "epochs", "seed", "optimizer", "schedule", "clip_grad_norm", "log_every", "threads",
-                               "device", "check_nan_inf", "checkpoint_every", "bucket_mb", "sharding", "sync_batch_norm"});
+                               "device", "check_nan_inf", "checkpoint_every", "bucket_mb", "sharding", "sync_batch_norm",
+                               "amp", "deterministic"});
   TrainSpec& t = spec.train;
   if (node["batch_size"]) t.batch_size = c.integer_in(node["batch_size"], "batch_size", 1, kMaxBatch);
   if (node["epochs"]) t.epochs = c.integer_in(node["epochs"], "epochs", 1, kMaxEpochs);
@@ -319,6 +320,17 @@ void parse_train(const Ctx& c, const YAML::Node& node, ModelSpec& spec) {
     t.shard_optimizer_state = sharding == "optimizer_state";
   }
   if (node["sync_batch_norm"]) t.sync_batch_norm = c.boolean(node["sync_batch_norm"], "sync_batch_norm");
+  if (node["deterministic"]) t.deterministic = c.boolean(node["deterministic"], "deterministic");
+  if (const YAML::Node a = node["amp"]) {
+    if (!a.IsMap()) c.fail(a, "key 'amp': expected a map such as {dtype: bf16, level: O1}");
+    c.check_keys(a, "amp", {"dtype", "level"});
+    t.amp_dtype = a["dtype"] ? c.text(a["dtype"], "dtype") : "bf16";
+    if (t.amp_dtype != "bf16" && t.amp_dtype != "f16")
+      c.fail(a["dtype"], fmt::format("key 'amp.dtype': expected bf16 or f16, got '{}'", t.amp_dtype));
+    if (a["level"]) t.amp_level = c.text(a["level"], "level");
+    if (t.amp_level != "O1" && t.amp_level != "O2")
+      c.fail(a["level"], fmt::format("key 'amp.level': expected O1 or O2, got '{}'", t.amp_level));
+  }
   t.schedule.base_lr = 0.01;
   if (const YAML::Node o = node["optimizer"]) {
     c.check_keys(o, "optimizer", {"type", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay"});

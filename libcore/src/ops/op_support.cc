@@ -164,8 +164,10 @@ const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& 
 
 Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype, Place place) {
   if (g.defined()) return g;
-  return place.is_cpu() ? ops::zeros(shape, dtype) : ops::zeros(shape, dtype).to(place);
+  return on_place(ops::zeros(shape, dtype), place);
 }
+
+Tensor on_place(const Tensor& t, Place place) { return t.place() == place ? t : t.to(place); }
 
 Tensor sum_to_if_needed(const Tensor& g, const Shape& shape) {
   if (!g.defined() || g.shape() == shape) return g;

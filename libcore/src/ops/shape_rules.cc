@@ -70,6 +70,12 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, bool ceil_mode) {
 
 Shape same_as(const char*, In x) { return x.t.shape(); }
 
+Shape clip_range(const char* op, In x, double min, double max) {
+  PD_CHECK(min <= max, ErrorCode::kInvalidArgument, "{}: argument 'min' must be <= 'max' ({}), but received {}", op,
+           max, min);
+  return x.t.shape();
+}
+
 Shape same_shapes(const char* op, In a, In b) {
   PD_CHECK(a.t.shape() == b.t.shape(), ErrorCode::kShape, "{}: argument '{}' must have the shape of '{}' {}, but received {}",
            op, b.name, a.name, shape_str(a.t.shape()), shape_str(b.t.shape()));

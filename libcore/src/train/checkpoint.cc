@@ -25,8 +25,9 @@ T field(const io::TensorArchive& a, const std::string& path, const char* key, T 
 }  // namespace
 
 void save_checkpoint(const std::string& path, model::Network& net, const std::map<std::string, Tensor>& optim_state,
-                     const RunState& s, const RunFacts& f, uint64_t spec_hash) {
-  io::write_file_atomic(path, encode_checkpoint(net, optim_state, s, f, spec_hash));
+                     const RunState& s, const RunFacts& f, uint64_t spec_hash,
+                     const std::map<std::string, std::string>& extra) {
+  io::write_file_atomic(path, encode_checkpoint(net, optim_state, s, f, spec_hash, extra));
 }
 
 std::string encode_checkpoint(model::Network& net, const std::map<std::string, Tensor>& optim_state, const RunState& s,

@@ -23,7 +23,8 @@ struct RunFacts {
 
 // `optim_state` is the whole optimizer's (Optimizer::state(), or every rank's shard put together).
 void save_checkpoint(const std::string& path, model::Network& net, const std::map<std::string, Tensor>& optim_state,
-                     const RunState& state, const RunFacts& facts, uint64_t spec_hash);
+                     const RunState& state, const RunFacts& facts, uint64_t spec_hash,
+                     const std::map<std::string, std::string>& extra = {});
 // The checkpoint's bytes (pd-dist sends them from rank 0 to the other ranks); `extra` adds metadata.
 std::string encode_checkpoint(model::Network& net, const std::map<std::string, Tensor>& optim_state, const RunState& state,
                               const RunFacts& facts, uint64_t spec_hash, const std::map<std::string, std::string>& extra = {});

@@ -39,11 +39,13 @@ Axis fit_axis(std::vector<double> v, double floor_lo, double ceil_hi) {
 }  // namespace
 
 std::string metrics_json(const EpochMetrics& m) {
+  const std::string scaling =
+      m.loss_scale > 0 ? fmt::format(", \"loss_scale\": {}, \"skipped_steps\": {}", m.loss_scale, m.skipped_steps) : "";
   return fmt::format(
       "{{\"epoch\": {}, \"train_loss\": {}, \"test_loss\": {}, \"test_acc\": {}, \"samples_per_s\": {}, "
-      "\"seconds\": {}, \"lr\": {}, \"steps\": {}}}",
+      "\"seconds\": {}, \"lr\": {}, \"steps\": {}{}}}",
       m.epoch, number(m.train_loss, "{:.6f}"), number(m.test_loss, "{:.6f}"), number(m.test_acc, "{:.5f}"),
-      number(m.samples_per_s, "{:.1f}"), number(m.seconds, "{:.3f}"), number(m.lr, "{:.6g}"), m.steps);
+      number(m.samples_per_s, "{:.1f}"), number(m.seconds, "{:.3f}"), number(m.lr, "{:.6g}"), m.steps, scaling);
 }
 
 std::vector<EpochMetrics> read_metrics(const std::string& path) {

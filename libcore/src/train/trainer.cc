@@ -16,14 +16,17 @@
 #include "op_api.h"
 #include "pd/autograd/autograd.h"
 #include "pd/core/allocator.h"
+#include "pd/core/determinism.h"
 #include "pd/dist/data_parallel.h"
 #include "pd/dist/optimizer_shards.h"
 #include "pd/io/model_file.h"
 #include "pd/io/tensor_file.h"
 #include "pd/core/threads.h"
 #include "pd/model/export.h"
+#include "pd/ops/amp.h"
 #include "pd/train/optimizer.h"
 #include "checkpoint.h"
+#include "pd/train/loss_scaler.h"
 #include "non_finite_check.h"
 #include "run_dir.h"
 #include "run_files.h"
@@ -187,6 +190,14 @@ int Trainer::run() {
   std::string device_name = opt_.device.empty() ? spec_.train.device : opt_.device;
   if (dp && device_name == "cuda") device_name = fmt::format("cuda:{}", dp->env().local_rank);  // a GPU per local rank
   const Place device = parse_place(device_name);
+  pd::set_deterministic(spec_.train.deterministic);
+  const bool amp_on = !spec_.train.amp_dtype.empty();
+  PD_CHECK(!amp_on || !device.is_cpu(), ErrorCode::kInvalidArgument,
+           "{}: train.amp ({} {}) runs on a GPU (--device cuda): the CPU kernels have no bf16 / f16 products; remove "
+           "amp: to train on the CPU",
+           spec_.file, spec_.train.amp_dtype, spec_.train.amp_level);
+  const amp::Policy amp_policy = amp_on ? amp::parse_policy(spec_.train.amp_dtype, spec_.train.amp_level) : amp::Policy{};
+  LossScaler scaler(amp_on && amp_policy.dtype == DType::f16);
   model::Network net(spec_);
   net.to(device);  // before the optimizer, whose state is made beside the parameters
   net.set_rng_stream(static_cast<uint64_t>(rank));
@@ -239,6 +250,7 @@ int Trainer::run() {
     if (resuming) {
       Checkpoint c = load_checkpoint(ckpt, net, &optim, hash);
       st = c.state;
+      scaler.load_state(c.metadata, ckpt);
       if (dp) resumed_optim_state = std::move(c.optim_state);
       const RunFacts& was = c.facts;
       PD_CHECK(was.train_samples < 0 || (was.train_samples == facts_now.train_samples && was.batches_per_epoch == per_epoch),
@@ -279,9 +291,10 @@ int Trainer::run() {
   if (dp) {
     // Every rank starts from rank 0's weights, optimizer state and place in the run.
     // A new run's optimizer state is zero on every rank; a resumed one's is the checkpoint's, whole.
+    std::map<std::string, std::string> extra = scaler.state();
+    extra.merge(std::map<std::string, std::string>{{"finished", finished ? "1" : "0"}, {"resuming", resuming ? "1" : "0"}});
     const std::string state = lead ? encode_checkpoint(net, resuming ? resumed_optim_state : std::map<std::string, Tensor>{}, st,
-                                                       facts_now, hash,
-                                                       {{"finished", finished ? "1" : "0"}, {"resuming", resuming ? "1" : "0"}})
+                                                       facts_now, hash, extra)
                                    : std::string();
     resumed_optim_state.clear();
     const std::string got = dp->broadcast_bytes(state, "initial state from rank 0");
@@ -290,6 +303,7 @@ int Trainer::run() {
       st = c.state;
       finished = c.metadata.at("finished") == "1";
       resuming = c.metadata.at("resuming") == "1";
+      scaler.load_state(c.metadata, "the state rank 0 sent");
       if (resuming) optim.load_state(c.optim_state);
     }
   }
@@ -308,11 +322,12 @@ int Trainer::run() {
     write_metrics(*dir, history, spec_.name);
   }
   if (!opt_.quiet && !resuming)
-    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}{}; run directory {}\n", spec_.name,
+    fmt::print(stderr, "{}: {} parameters, {} training samples, {} steps per epoch, on {}{}{}; run directory {}\n", spec_.name,
                net.parameter_count(), train_loader.dataset().size(), per_epoch, device.str(),
                dp ? fmt::format(" x {} ranks (batch {} = {} per rank)", world, spec_.train.batch_size,
                                 spec_.train.batch_size / world)
                   : "",
+               amp_on ? fmt::format(", {} autocast", amp::policy_str(amp_policy)) : "",
                dir->path());
   if (shards && !opt_.quiet)
     fmt::print(stderr, "sharding: optimizer_state: this rank keeps the optimizer state of {} of {} parameters ({:.2f} MiB)\n",
@@ -321,9 +336,9 @@ int Trainer::run() {
   auto checkpoint = [&](const RunState& at) {
     if (shards) {
       const auto whole = shards->gather_state(optim.state(false), optim.state_suffixes());
-      if (lead) save_checkpoint(ckpt, net, whole, at, facts, hash);
+      if (lead) save_checkpoint(ckpt, net, whole, at, facts, hash, scaler.state());
     } else if (lead) {
-      save_checkpoint(ckpt, net, optim.state(), at, facts, hash);
+      save_checkpoint(ckpt, net, optim.state(), at, facts, hash, scaler.state());
     }
   };
   std::unique_ptr<dist::GradientReducer> reducer;
@@ -368,6 +383,9 @@ int Trainer::run() {
       // need it to take part.
       const bool take_part = n_local > 0 || stats_group;
       if (take_part) {
+        // Autocast covers forward and loss only; backward runs each op in its forward dtype.
+        std::unique_ptr<amp::AutocastScope> autocast;
+        if (amp_on) autocast = std::make_unique<amp::AutocastScope>(amp_policy);
         auto values = net.forward({{feature, b->x.to(device)}}, true, st.step, {net.output_name()});
         loss = net.loss(values, b->y.to(device));
         if (n_local > 0) loss_value = loss.item<double>();
@@ -391,18 +409,22 @@ int Trainer::run() {
                lead && fs::exists(ckpt) ? ckpt : "none yet", lr);
       if (checking) nan_check.set_where(where() + ", backward");
       if (!dp) {
-        backward(loss);
+        backward(scaler.scale_loss(loss));
       } else {
         // Each rank's mean loss, weighted by its share of the batch: the averaged gradients are then
         // exactly the gradient of the batch's mean loss, even when the shares differ.
         const double weight = static_cast<double>(n_local) * world / static_cast<double>(n);
-        if (take_part) backward({loss}, {Tensor::full_scalar(weight, loss.dtype(), loss.place())});
+        if (take_part) backward({loss}, {Tensor::full_scalar(weight * scaler.scale(), loss.dtype(), loss.place())});
         reducer->finish();
       }
       profile.mark(Phase::backward);
-      if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
-      optim.step(lr);
-      if (shards) shards->gather_parameters();
+      // With f16 loss scaling, a step whose gradients overflowed is skipped (every rank alike: the
+      // gradients are the same averages).
+      if (scaler.unscale(optim.params())) {
+        if (spec_.train.clip_grad_norm > 0) clip_grad_norm(optim.params(), spec_.train.clip_grad_norm);
+        optim.step(lr);
+        if (shards) shards->gather_parameters();
+      }
       profile.mark(Phase::optimizer);
       st.epoch_loss_sum += loss_value * static_cast<double>(n);
       st.epoch_samples += n;
@@ -432,15 +454,17 @@ int Trainer::run() {
     if (checking) nan_check.set_where(fmt::format("evaluation after epoch {}", st.epoch + 1));
     EvalResult ev = evaluate(net, test_loader, feature, st.step, dp.get());
     EpochMetrics m{st.epoch + 1, st.epoch_samples ? st.epoch_loss_sum / st.epoch_samples : 0, ev.loss, ev.acc,
-                   st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step};
+                   st.epoch_samples / std::max(st.epoch_seconds, 1e-9), seconds_before + seconds_since(t0), lr, st.step,
+                   scaler.enabled() ? scaler.scale() : 0, scaler.skipped_steps()};
     history.push_back(m);
     // Metrics first, then the checkpoint: a kill between the two redoes the epoch and rewrites its line.
     if (lead) write_metrics(*dir, history, spec_.name);
     checkpoint(RunState{st.epoch + 1, 0, st.step});
     if (opt_.json) fmt::print("{}\n", metrics_json(m));
     else if (!opt_.quiet)
-      fmt::print(stderr, "epoch {}/{}: train_loss {:.4f} test_loss {:.4f} test_acc {:.4f} ({:.0f} samples/s, {:.1f} s, peak RSS {:.0f} MiB)\n",
-                 m.epoch, spec_.train.epochs, m.train_loss, m.test_loss, m.test_acc, m.samples_per_s, m.seconds, peak_rss_mib());
+      fmt::print(stderr, "epoch {}/{}: train_loss {:.4f} test_loss {:.4f} test_acc {:.4f} ({:.0f} samples/s, {:.1f} s, peak RSS {:.0f} MiB{})\n",
+                 m.epoch, spec_.train.epochs, m.train_loss, m.test_loss, m.test_acc, m.samples_per_s, m.seconds, peak_rss_mib(),
+                 scaler.enabled() ? fmt::format(", loss scale {:g}, {} steps skipped", m.loss_scale, m.skipped_steps) : "");
     std::fflush(stdout);
     if (profile.enabled()) fmt::print(stderr, "{}", profile.report(m.epoch));
     if (opt_.stop_after_epoch > 0 && st.epoch + 1 >= opt_.stop_after_epoch && st.epoch + 1 < spec_.train.epochs) {

@@ -76,6 +76,9 @@ struct TrainSpec {
   double bucket_mb = 25;            // pd-dist: gradients are averaged in buckets of about this size
   bool shard_optimizer_state = false;  // pd-dist: `sharding: optimizer_state` (ZeRO stage 1)
   bool sync_batch_norm = false;     // pd-dist: batch_norm statistics over the global batch
+  std::string amp_dtype;            // `amp: {dtype, level}`: bf16 or f16 mixed precision; empty = off
+  std::string amp_level = "O1";     // O1 (the listed ops in low precision) or O2 (all but the f32 list)
+  bool deterministic = false;       // GPU algorithms chosen so that two runs give identical weights
 };
 
 struct ModelSpec {

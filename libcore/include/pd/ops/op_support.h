@@ -64,6 +64,9 @@ const Tensor& require_contiguous(const char* op, const char* arg, const Tensor& 
 
 // Backward helpers.
 Tensor grad_or_zeros(const Tensor& g, const Shape& shape, DType dtype, Place place = Place::cpu());
+// t on `place` (itself when it is there already): what a gradient formula's creation ops make on
+// the CPU, moved to where the node ran.
+Tensor on_place(const Tensor& t, Place place);
 Tensor sum_to_if_needed(const Tensor& g, const Shape& shape);
 
 // Shape-only tensors for the meta functions: a shape and dtype over an empty storage.

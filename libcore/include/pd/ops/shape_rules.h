@@ -19,6 +19,8 @@ struct InList {
 namespace infer {
 
 Shape same_as(const char* op, In x);
+// clip: x's shape; min must not exceed max (checked here so that every backend refuses it alike).
+Shape clip_range(const char* op, In x, double min, double max);
 Shape same_shapes(const char* op, In a, In b);  // a's shape; b must have the same
 Shape same_shapes(const char* op, In a, In b, In c);
 // Adam's four tensors share a shape, and its step counts from 1 (bias correction divides by 1 - beta^step).
