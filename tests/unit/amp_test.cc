@@ -112,6 +112,7 @@ TEST_CASE("amp: the scale doubles after 2000 good steps; off, the scaler changes
   CHECK(scaler.scale() == 131072.0);
 
   pd::train::LossScaler off(false);
+  CHECK(off.scale() == 1.0);  // pd-dist multiplies each rank's loss weight by it
   const Tensor loss = Tensor::full_scalar(0.5, DType::f32);
   CHECK(off.scale_loss(loss).item<double>() == 0.5);
   w.set_grad(Tensor::from_vector<float>({std::numeric_limits<float>::infinity()}, {1}));

@@ -72,7 +72,9 @@ int run_check(const Options& o, const std::vector<pd::tools::Job>& jobs) {
 
 int run_perf(const Options& o, const std::vector<pd::tools::Job>& jobs) {
   auto machine = pd::bench::machine_info();
-  auto peak = pd::bench::machine_peak(machine.threads, o.reprobe);
+  // --backend cuda: shares of the GPU's peaks (measured now), not of the CPU's.
+  auto peak = o.run.backend == "cuda" ? pd::bench::device_peak(pd::Place::cuda(0), o.run.dtype)
+                                      : pd::bench::machine_peak(machine.threads, o.reprobe);
   bool table = o.format == "table";
   if (table) pd::bench::print_header(stdout, machine, peak);
   std::vector<pd::bench::Result> rows;

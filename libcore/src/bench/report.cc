@@ -36,8 +36,12 @@ std::string result_key(const Result& r) {
 
 void print_header(std::FILE* f, const MachineInfo& m, const Peak& p) {
   fmt::print(f, "# {} ({}), {} cores, {} threads, oneDNN {}, {}\n", m.cpu, m.isa, m.cores, m.threads, m.onednn, m.compiler);
-  fmt::print(f, "# peak: {:.1f} GFLOP/s FP32 GEMM, {:.1f} GB/s memory ({}{})\n", p.gemm_gflops, p.mem_gbps,
-             p.cached ? "cached in " : "measured now, cached in ", p.cache_path);
+  if (!p.device.empty())
+    fmt::print(f, "# peak on {}: {:.1f} GFLOP/s {} GEMM (8192^3), {:.1f} GB/s device copy (measured now)\n", p.device,
+               p.gemm_gflops, p.gemm_dtype, p.mem_gbps);
+  else
+    fmt::print(f, "# peak: {:.1f} GFLOP/s FP32 GEMM, {:.1f} GB/s memory ({}{})\n", p.gemm_gflops, p.mem_gbps,
+               p.cached ? "cached in " : "measured now, cached in ", p.cache_path);
   fmt::print(f, "{:<18} {:<9} {:<4} {:<3} {:>10} {:>10} {:>6} {:>10} {:<7} {:>6}  {}\n", "op", "backend", "dt", "dir",
              "min ms", "median ms", "reps", "rate", "unit", "%peak", "problem");
 }

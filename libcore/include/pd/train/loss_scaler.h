@@ -18,7 +18,7 @@ class LossScaler {
  public:
   explicit LossScaler(bool enabled) : enabled_(enabled) {}
   bool enabled() const { return enabled_; }
-  double scale() const { return scale_; }
+  double scale() const { return enabled_ ? scale_ : 1.0; }  // what the loss is multiplied by
   int64_t skipped_steps() const { return skipped_; }
 
   // loss * scale (the loss itself when off).
