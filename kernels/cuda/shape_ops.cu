@@ -315,21 +315,10 @@ template <typename T>
 void slice_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape,
                 const std::vector<int64_t>& axes, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                 const std::vector<int64_t>& steps, Tensor& dx) {
-  PD_CHECK(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
-           ErrorCode::kInvalidArgument,
-           "slice_grad: arguments 'starts', 'ends' and 'steps' must have one value per axis ({}), but received {}, {} "
-           "and {}", axes.size(), starts.size(), ends.size(), steps.size());
   const Shape& in = dx.shape();
   const int64_t nd = dx.dim();
-  Shape first(nd, 0), box(in), step(nd, 1);
-  for (size_t a = 0; a < axes.size(); ++a) {
-    const int64_t d = normalize_axis(axes[a], nd, "slice_grad: argument 'axes'");
-    step[d] = steps.empty() ? 1 : steps[a];
-    normalize_slice(in[d], starts[a], ends[a], step[d], first[d], box[d]);
-  }
-  PD_CHECK(grad.shape() == box, ErrorCode::kShape,
-           "slice_grad: argument 'grad' must have the slice's shape {}, but received {}", shape_str(box),
-           shape_str(grad.shape()));
+  const SliceBox sb = slice_box(in, grad.shape(), axes, starts, ends, steps);
+  const Shape &first = sb.first, &box = sb.box, &step = sb.step;
   const int64_t n = dx.numel();
   if (n == 0) return;
   // Drop dims of extent 1 taken whole; merge runs of dims taken whole.

@@ -114,27 +114,14 @@ template <typename T>
 void slice_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& axes,
                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                 const std::vector<int64_t>& steps, Tensor& dx) {
-  PD_CHECK(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
-           ErrorCode::kInvalidArgument,
-           "slice_grad: arguments 'starts', 'ends' and 'steps' must have one value per axis ({}), but received {}, {} "
-           "and {}", axes.size(), starts.size(), ends.size(), steps.size());
   const Shape& in = dx.shape();
-  const int64_t nd = dx.dim();
-  // The slice as a strided box in dx: per dim its first index, extent and step.
-  Shape first(nd, 0), box(in), step(nd, 1), origin(nd, 0);
-  for (size_t a = 0; a < axes.size(); ++a) {
-    const int64_t d = normalize_axis(axes[a], nd, "slice_grad: argument 'axes'");
-    step[d] = steps.empty() ? 1 : steps[a];
-    cpu::normalize_slice(in[d], starts[a], ends[a], step[d], first[d], box[d]);
-  }
-  PD_CHECK(grad.shape() == box, ErrorCode::kShape,
-           "slice_grad: argument 'grad' must have the slice's shape {}, but received {}", shape_str(box),
-           shape_str(grad.shape()));
+  const cpu::SliceBox b = cpu::slice_box(in, grad.shape(), axes, starts, ends, steps);
+  const Shape origin(in.size(), 0);
   T* dd = dx.data<T>();
   for (int64_t i = 0; i < dx.numel(); ++i) dd[i] = T(0);
   const T* gd = grad.data<T>();
   // Walk grad in order (dst) and dx along the strided box (src).
-  for_each_in_box(box, contiguous_strides(in), first, step, contiguous_strides(box), origin,
+  for_each_in_box(b.box, contiguous_strides(in), b.first, b.step, contiguous_strides(b.box), origin,
                   [&](int64_t s, int64_t g) { dd[s] = gd[g]; });
 }
 

@@ -1,8 +1,10 @@
-// Python slice semantics for one axis, shared by the slice view and the slice_grad kernel.
+// Python slice semantics for one axis, shared by the slice view and the slice_grad kernels.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "pd/core/error.h"
+#include "pd/core/shape.h"
 
 namespace pd::kernels {
 
@@ -30,8 +32,34 @@ inline void normalize_slice(int64_t dim, int64_t start, int64_t end, int64_t ste
   }
 }
 
+// slice_grad's slice as a strided box in its input: per dim the first index, the extent and the step
+// (dims not in `axes` are taken whole). Checks the arguments and that `grad` has the box's shape.
+struct SliceBox {
+  Shape first, box, step;
+};
+inline SliceBox slice_box(const Shape& in, const Shape& grad, const std::vector<int64_t>& axes,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                          const std::vector<int64_t>& steps) {
+  PD_CHECK(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
+           ErrorCode::kInvalidArgument,
+           "slice_grad: arguments 'starts', 'ends' and 'steps' must have one value per axis ({}), but received {}, {} "
+           "and {}", axes.size(), starts.size(), ends.size(), steps.size());
+  const int64_t nd = static_cast<int64_t>(in.size());
+  SliceBox b{Shape(in.size(), 0), in, Shape(in.size(), 1)};
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const int64_t d = normalize_axis(axes[a], nd, "slice_grad: argument 'axes'");
+    b.step[d] = steps.empty() ? 1 : steps[a];
+    normalize_slice(in[d], starts[a], ends[a], b.step[d], b.first[d], b.box[d]);
+  }
+  PD_CHECK(grad == b.box, ErrorCode::kShape, "slice_grad: argument 'grad' must have the slice's shape {}, but received {}",
+           shape_str(b.box), shape_str(grad));
+  return b;
+}
+
 namespace cpu {
 using kernels::normalize_slice;
+using kernels::SliceBox;
+using kernels::slice_box;
 }  // namespace cpu
 
 }  // namespace pd::kernels

@@ -51,7 +51,8 @@ class AutocastScope {
 bool active();
 
 // The dtype op `op` should run in, given its tensor inputs, or nothing when no input needs a cast
-// (also when autocast is off). Called by every generated op before anything else.
+// (also when autocast is off). Called by every generated op before anything else. `op` must be a
+// string literal (the generated op's kOp): its address keys a per-thread cache.
 std::optional<DType> cast_target(const char* op, std::initializer_list<const Tensor*> tensors,
                                  std::initializer_list<const std::vector<Tensor>*> lists = {});
 // t cast to `dtype` when it is an f32 / f16 / bf16 tensor of another dtype; otherwise t itself.
