@@ -273,10 +273,7 @@ void tile(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>&
 
 template <typename T>
 void pad(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& pads, double value, Tensor& out) {
-  const int64_t nd = x.dim();
-  PD_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * nd, ErrorCode::kInvalidArgument,
-           "pad: argument 'pads' must have an even length of at most 2 * {} (x's dims), but received {} values", nd,
-           pads.size());
+  const int64_t nd = x.dim();  // pads: (lo, hi) pairs for at most nd axes, checked by the shape rule
   const int64_t n = out.numel();
   if (n == 0) return;
   // Drop dims of extent 1 on both sides with no shift; merge runs of unpadded dims.

@@ -80,8 +80,12 @@ std::optional<DType> cast_target(const char* op, std::initializer_list<const Ten
   for (const std::vector<Tensor>* l : lists)
     for (const Tensor& t : *l) see(t);
   if (!any) return std::nullopt;
+  // The op's list, looked up once per thread and op (the name's address, as in has_kernel).
+  thread_local std::map<const char*, OpClass> classes;
+  auto cls = classes.find(op);
+  if (cls == classes.end()) cls = classes.emplace(op, op_class(op)).first;
   DType target;
-  switch (op_class(op)) {
+  switch (cls->second) {
     case OpClass::low: target = t_policy.dtype; break;
     case OpClass::f32: target = DType::f32; break;
     default: target = t_policy.level == Level::O2 ? t_policy.dtype : (has_f32 ? DType::f32 : first); break;
