@@ -110,7 +110,7 @@ std::string emit_prologue(const OpDef& op, const char* cast_fn) {
     else if (a->dtype_class != "any")
       b += fmt::format("  ::pd::detail::check_dtype_class(kOp, \"{}\", {}_, \"{}\");\n", a->name, a->name, a->dtype_class);
   }
-  b += tensors.empty() ? "  const ::pd::Place place = ::pd::Place::cpu();\n"
+  b += tensors.empty() ? "  const ::pd::Place place = ::pd::default_place();\n"
                        : fmt::format("  const ::pd::Place place = ::pd::detail::place_of({}_);\n", tensors[0]->name);
   // Every input on the first one's place: kernels of one backend read all of them.
   if (std::string(cast_fn) == "cast_if_needed" && !tensors.empty())

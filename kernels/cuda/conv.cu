@@ -218,6 +218,24 @@ std::vector<Candidate> candidates(cudnnHandle_t h, const ConvDescs& d, Direction
   return out;
 }
 
+// Algorithms whose intermediates are held in the 16-bit data type (the FFT and non-fused Winograd
+// transforms) or that add partial sums with atomics in it (backward ALGO_0): on an H200 cudnnFind chose
+// one for a bf16 backward-data convolution that was 10% off the f32 result. f16 / bf16 pass them over.
+bool low_precision_algo(Direction dir, int algo) {
+  switch (dir) {
+    case Direction::kForward:
+      return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case Direction::kBackwardData:
+      return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    default:
+      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+  }
+}
+
 // The cached algorithm for this geometry, chosen on first use (nothing when cuDNN has none). Leaves
 // d.conv's math type set to the chosen one.
 std::optional<Choice> choose(const KernelContext& ctx, const ConvDescs& d, Direction dir, cudnnDataType_t data,
@@ -240,6 +258,7 @@ std::optional<Choice> choose(const KernelContext& ctx, const ConvDescs& d, Direc
     for (const Candidate& c : cands) {
       if (c.status != CUDNN_STATUS_SUCCESS || !math_allowed(requested, c.math)) continue;
       if (only_deterministic && !c.deterministic) continue;
+      if ((data == CUDNN_DATA_HALF || data == CUDNN_DATA_BFLOAT16) && low_precision_algo(dir, c.algo)) continue;
       // f32 keeps FMA math whatever the heuristic reports; the others take the reported one.
       const cudnnMathType_t math = requested == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : c.math;
       PD_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, math));

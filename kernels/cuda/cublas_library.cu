@@ -104,4 +104,51 @@ cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* handle) {
   PD_CUBLAS_FORWARD(cublasLtCreate, CUBLAS_STATUS_NOT_INITIALIZED, handle);
 }
 
+// cuBLASLt's matmul with an epilogue (linear_epilogue.cu).
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulDescCreate, CUBLAS_STATUS_NOT_INITIALIZED, desc, compute, scale);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                                                           const void* buf, size_t bytes) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulDescSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED, desc, attr, buf, bytes);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
+                                                       uint64_t cols, int64_t ld) {
+  PD_CUBLAS_FORWARD(cublasLtMatrixLayoutCreate, CUBLAS_STATUS_NOT_INITIALIZED, layout, type, rows, cols, ld);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulPreferenceCreate, CUBLAS_STATUS_NOT_INITIALIZED, pref);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulPreferenceDestroy, CUBLAS_STATUS_NOT_INITIALIZED, pref);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                                 cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                                 size_t bytes) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulPreferenceSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED, pref, attr, buf, bytes);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                           cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                           cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                                           cublasLtMatmulPreference_t pref, int requested,
+                                                           cublasLtMatmulHeuristicResult_t results[], int* returned) {
+  PD_CUBLAS_FORWARD(cublasLtMatmulAlgoGetHeuristic, CUBLAS_STATUS_NOT_INITIALIZED, handle, desc, a, b, c, d, pref, requested, results,
+                    returned);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+                                           cublasLtMatrixLayout_t a, const void* B, cublasLtMatrixLayout_t b, const void* beta,
+                                           const void* C, cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t d,
+                                           const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                                           cudaStream_t stream) {
+  PD_CUBLAS_FORWARD(cublasLtMatmul, CUBLAS_STATUS_NOT_INITIALIZED, handle, desc, alpha, A, a, B, b, beta, C, c, D, d, algo, workspace,
+                    workspace_bytes, stream);
+}
+
 }  // extern "C"

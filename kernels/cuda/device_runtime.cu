@@ -5,7 +5,8 @@
 // The allocator keeps freed blocks in size classes (512-byte steps below 1 MiB, 2 MiB steps above)
 // and hands them out again without cudaMalloc. Blocks are used by one stream per device, so reuse is
 // ordered by the stream itself: a block freed on the host while a kernel still reads it is only
-// written again by a later kernel on the same stream.
+// written again by a later kernel on the same stream. Host-to-device copies go through pinned staging
+// buffers and do not wait for the stream (host_staging.h).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "cuda/device_runtime.h"
+#include "cuda/host_staging.h"
 #include "pd/core/allocator.h"
 #include "pd/core/error.h"
 
@@ -117,9 +119,7 @@ class CudaAllocator final : public Allocator {
   void copy_from_host(void* dst, const void* host_src, size_t bytes) const override {
     if (bytes == 0) return;
     DeviceGuard guard(device_);
-    PD_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
-    // Pageable host memory: the caller may free it as soon as this returns.
-    PD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staging_.copy_to_device(dst, host_src, bytes, stream_);
   }
   void copy_strided(void* dst, const void* src, size_t elem, const Shape& shape, const Shape& strides) const override {
     DeviceGuard guard(device_);
@@ -151,6 +151,7 @@ class CudaAllocator final : public Allocator {
 
   int device_;
   cudaStream_t stream_ = nullptr;
+  mutable HostStaging staging_;  // host-to-device copies through pinned buffers
   mutable std::mutex mu_;
   std::map<size_t, std::vector<void*>> free_;
   AllocatorStats stats_;

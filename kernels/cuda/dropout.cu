@@ -1,37 +1,14 @@
 // dropout on CUDA with the reference's mask bit for bit (kernels/cpu/ref/dropout.cc): element i is
 // dropped when the i-th draw of std::mt19937_64(seed), as the uniform double (draw >> 11) * 2^-53, is
 // below p; kept elements are scaled by 1 / (1 - p) (rounded to T, as the reference). Eval: identity with a
-// mask of ones; p == 1: all zeros.
-//
-// The Mersenne Twister is sequential from one draw to the next, but each regeneration of its 312-word
-// state (the "twist") is two data-parallel halves, so one block of 312+ threads runs the generator:
-// thread t tempers word t into draw c0 + t of each 312-draw round. One block bounds the throughput
-// (rounds run one after another), the price of matching the CPU's mask exactly.
+// mask of ones; p == 1: all zeros. The generator runs in one block (mt19937_block.cuh).
 #include <cstdint>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/mt19937_block.cuh"
 
 namespace pd::kernels::cuda {
 namespace {
-
-// std::mt19937_64's parameters.
-constexpr int kMtN = 312, kMtM = 156;
-constexpr unsigned long long kMtA = 0xb5026f5aa96619e9ull;
-constexpr unsigned long long kUpper = ~0ull << 31, kLower = ~kUpper;
-constexpr unsigned long long kInitMul = 6364136223846793005ull;
-constexpr int kMtThreads = 320;  // a multiple of 32 covering the 312 words
-
-__device__ __forceinline__ unsigned long long twist_word(unsigned long long other, unsigned long long y) {
-  return other ^ (y >> 1) ^ ((y & 1ull) ? kMtA : 0ull);
-}
-
-__device__ __forceinline__ unsigned long long temper(unsigned long long z) {
-  z ^= (z >> 29) & 0x5555555555555555ull;
-  z ^= (z << 17) & 0x71d67fffeda60000ull;
-  z ^= (z << 37) & 0xfff7eee000000000ull;
-  z ^= z >> 43;
-  return z;
-}
 
 // One block of kMtThreads.
 template <typename D, typename A>
@@ -39,34 +16,16 @@ __global__ void dropout_mt_kernel(const D* __restrict__ x, D* __restrict__ out, 
                                   unsigned long long seed, double p, A keep) {
   __shared__ unsigned long long st[kMtN];
   const int t = threadIdx.x;
-  if (t == 0) {  // the seeding recurrence, one word after the other
-    st[0] = seed;
-    for (int i = 1; i < kMtN; ++i) st[i] = kInitMul * (st[i - 1] ^ (st[i - 1] >> 62)) + static_cast<unsigned long long>(i);
-  }
-  __syncthreads();
+  mt_seed(st, seed);
   for (int64_t c0 = 0; c0 < n; c0 += kMtN) {
-    // The twist: words [0, n - m) from the old state only; then [n - m, n - 1) from those new words;
-    // the last word also pairs with the new word 0.
-    unsigned long long y = 0;
-    if (t < kMtN - 1) y = (st[t] & kUpper) | (st[t + 1] & kLower);
-    __syncthreads();
-    if (t < kMtN - kMtM) st[t] = twist_word(st[t + kMtM], y);
-    __syncthreads();
-    if (t >= kMtN - kMtM && t < kMtN - 1) {
-      st[t] = twist_word(st[t - (kMtN - kMtM)], y);
-    } else if (t == kMtN - 1) {
-      y = (st[t] & kUpper) | (st[0] & kLower);
-      st[t] = twist_word(st[kMtM - 1], y);
-    }
-    __syncthreads();
+    mt_twist(st);
     const int64_t i = c0 + t;
     if (t < kMtN && i < n) {
-      const double u = static_cast<double>(temper(st[t]) >> 11) * 0x1.0p-53;
+      const double u = mt_unit_double(st[t]);
       const D m = store_as<D>(u < p ? A(0) : keep);
       mask[i] = m;
       out[i] = store_as<D>(load_as<A>(x[i]) * load_as<A>(m));
     }
-    // The next twist reads the state only before its first barrier, after every thread's read above.
   }
 }
 

@@ -1,10 +1,13 @@
 // matmul, linear and fused_linear on cuBLAS. Row-major C = A B is computed as the column-major
 // C^T = B^T A^T, so no operand is copied or transposed in memory. f32 runs true f32 products
 // (CUBLAS_COMPUTE_32F: no TF32, the same numbers the CPU gives); f16/bf16 multiply on tensor cores
-// and accumulate in f32; f64 in f64. Bias and activation are one pass over the output.
+// and accumulate in f32; f64 in f64. linear's bias (and relu) run in cuBLASLt's epilogue where it has an
+// algorithm (linear_epilogue.cu); other activations and the residual are one pass over the output.
 #include <string>
+#include <type_traits>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/linear_epilogue.h"
 #include "elementwise_ops.h"
 #include "pd/kernels/matmul_geometry.h"
 
@@ -67,6 +70,14 @@ void linear_into(const KernelContext& ctx, const Tensor& x, const Tensor& weight
   const int64_t in_f = weight.shape()[1], out_f = weight.shape()[0];
   const int64_t rows = out_f == 0 ? 0 : out.numel() / out_f;
   if (out.numel() == 0) return;
+  // Bias and relu in cuBLASLt's epilogue where it has an algorithm: one kernel instead of two.
+  const bool epilogue_fits = bias.defined() && !residual.defined() &&
+                             (act == ::pd::Activation::none || act == ::pd::Activation::relu) && in_f > 0;
+  if constexpr (!std::is_same_v<T, double>) {
+    if (epilogue_fits && linear_bias_epilogue(ctx, GemmTypes<T>::data, rows, out_f, in_f, x.raw_data(), weight.raw_data(),
+                                              bias.raw_data(), act == ::pd::Activation::relu, out.raw_data()))
+      return;
+  }
   if (in_f == 0) {  // an empty contraction: the product is zero
     PD_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0, static_cast<size_t>(out.numel()) * sizeof(T), stream_of(ctx)));
   } else {

@@ -15,6 +15,23 @@ TEST_CASE("gpu: a tensor goes to the device and back unchanged", "[gpu]") {
   CHECK_THROWS_AS(g.item<float>(), pd::Error);  // not a one-element tensor
 }
 
+TEST_CASE("gpu: host-to-device copies do not wait, yet never see the host buffer change after", "[gpu]") {
+  // Each copy returns before the GPU has run it (pinned staging); the host vector is overwritten at
+  // once, and staging buffers are reused while earlier copies and a long matmul are still queued.
+  Tensor big = pd::ops::uniform({1024, 1024}, -1.0, 1.0, 5).to(Place::cuda(0));
+  Tensor sum = pd::ops::zeros({256, 1024}).to(Place::cuda(0));
+  Tensor host = Tensor::from_vector<float>(std::vector<float>(256 * 1024, 0.0f), {256, 1024});
+  float* h = host.data<float>();
+  for (int i = 1; i <= 40; ++i) {
+    pd::ops::matmul(big, big);  // keeps the stream busy
+    for (int64_t k = 0; k < host.numel(); ++k) h[k] = static_cast<float>(i);
+    sum = pd::ops::add(sum, host.to(Place::cuda(0)));
+  }
+  const auto got = sum.to_vector<float>();
+  CHECK(got.front() == 820.0f);  // 1 + 2 + ... + 40
+  CHECK(got.back() == 820.0f);
+}
+
 TEST_CASE("gpu: a transposed view is made contiguous on the device", "[gpu]") {
   Tensor x = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor t = pd::ops::transpose(x.to(Place::cuda(0)), {1, 0});

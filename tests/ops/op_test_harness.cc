@@ -340,7 +340,14 @@ void check_cuda_forward(const OpTestSpec& spec, const Sample& s, const AttrMap& 
       for (auto& t : slot)
         if (t.defined() && t.dtype() == dt) t = ops::cast(t, DType::f32);
   std::vector<Tensor> want = call(spec.op, cpu_in, attrs);
-  std::vector<Tensor> got = to_cpu(call(spec.op, gpu_in, attrs));
+  std::vector<Tensor> on_gpu;
+  {
+    const DefaultPlaceGuard guard(gpu);  // ops with no tensor input (zeros, uniform) create there
+    on_gpu = call(spec.op, gpu_in, attrs);
+  }
+  for (const Tensor& t : on_gpu)
+    if (t.defined()) CHECK(t.place() == gpu);
+  std::vector<Tensor> got = to_cpu(on_gpu);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     Tensor g = half && got[i].dtype() == dt ? ops::cast(got[i], DType::f32) : got[i];
@@ -372,9 +379,21 @@ void run_cuda_op_tests(const OpTestSpec& spec) {
   for (const Sample& s : spec.samples) {
     INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line);
     AttrMap attrs = with_seed(spec.op, s.attrs);
-    // A sample whose first input has its own dtype (max_pool2d on u8) runs where that dtype has a kernel.
-    const InputSpec& first = s.inputs.front();
-    if (!first.dtype.empty() && !has_cuda_kernel(spec.op, dtype_from_name(first.dtype))) continue;
+    // A sample that fixes every input's dtype (the int8 ops) runs once, where one of its dtypes has a
+    // CUDA kernel; one whose first input has its own dtype (max_pool2d on u8) runs where that dtype has one.
+    bool all_typed = !s.inputs.empty(), typed_kernel = false;
+    for (const InputSpec& in : s.inputs) {
+      if (!in.present) continue;
+      all_typed = all_typed && !in.dtype.empty();
+      typed_kernel = typed_kernel || (!in.dtype.empty() && has_cuda_kernel(spec.op, dtype_from_name(in.dtype)));
+    }
+    if (all_typed) {
+      if (typed_kernel)
+        SECTION(fmt::format("cuda forward in the sample's dtypes, line {}", s.yaml_line)) { check_cuda_forward(spec, s, attrs, DType::f32); }
+      continue;
+    }
+    if (!s.inputs.empty() && !s.inputs.front().dtype.empty() && !has_cuda_kernel(spec.op, dtype_from_name(s.inputs.front().dtype)))
+      continue;
     for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
       if (!has_cuda_kernel(spec.op, dt)) continue;
       SECTION(fmt::format("cuda {} forward, line {}", dtype_name(dt), s.yaml_line)) { check_cuda_forward(spec, s, attrs, dt); }
@@ -386,6 +405,7 @@ void run_cuda_op_tests(const OpTestSpec& spec) {
     SECTION("cuda bad input, line " + std::to_string(s.yaml_line)) {
       INFO("op " << spec.op << ", bad sample at ops.yaml:" << s.yaml_line);
       try {
+        const DefaultPlaceGuard on_gpu(Place::cuda(0));
         call(spec.op, to_place(make_inputs(s, DType::f32, 42), Place::cuda(0)), with_seed(spec.op, s.attrs));
         FAIL("expected pd::Error containing '" << s.error << "'");
       } catch (const Error& e) {

@@ -11,7 +11,7 @@
 namespace pd::infer {
 
 // A copy of `program` whose parameters live on `place`. Refuses (pd::Error listing them) a program
-// with ops that have no kernel for `place`, e.g. a model pd-opt lowered for a CPU.
+// with ops that have no kernel for `place` (every op has a CUDA kernel today; a new op may not).
 ir::Program program_on(const ir::Program& program, Place place);
 
 std::map<std::string, Tensor> to_place(const std::map<std::string, Tensor>& tensors, Place place);

@@ -103,6 +103,7 @@ std::vector<Tensor> timed_run(pd::exec::Executor& exec, const std::map<std::stri
                               pd::Place place) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
+    const pd::DefaultPlaceGuard on_device(place);  // the program's creation ops (arange, zeros) make their tensors there
     auto out = exec.run(place.is_cpu() ? in : pd::infer::to_place(in, place));
     if (!place.is_cpu())
       for (Tensor& t : out) t = t.to(pd::Place::cpu());
@@ -138,7 +139,8 @@ int run(const Options& o) {
   const pd::ir::Program& program = plan.program();
   r.target = gpu ? place.str() : plan.target().str();
   r.source_ops = plan.source_ops();
-  r.lowering = gpu ? "not lowered (GPU)"
+  r.lowering = gpu && !program.target().empty() ? "lowered by pd-opt for " + program.target() + "; its ops run on the GPU"
+               : gpu ? "not lowered (GPU)"
                : !program.target().empty() && plan.lowering_report().empty() ? "lowered by pd-opt for " + program.target()
                : o.no_lower                                                  ? "not lowered (--no-lower)"
                                                                              : "lowered at load";
