@@ -7,46 +7,10 @@
 // (rounded) statistics, as the forward pass computed it, to find where the relu passed it.
 #include <cmath>
 
-#include "cuda/cuda_common.cuh"
+#include "cuda/bn_channels.cuh"
 
 namespace pd::kernels::cuda {
 namespace {
-
-constexpr int kBnThreads = 512;
-
-struct ChannelView {
-  int64_t N, C, inner;
-};
-
-// channels_last: [rows, C] with C the last axis, i.e. N = all the other extents, inner = 1.
-ChannelView channel_view(const Shape& s, bool channels_last) {
-  if (channels_last) {
-    ChannelView v{1, s.back(), 1};
-    for (size_t i = 0; i + 1 < s.size(); ++i) v.N *= s[i];
-    return v;
-  }
-  ChannelView v{s.empty() ? 1 : s[0], s.size() < 2 ? 1 : s[1], 1};
-  for (size_t i = 2; i < s.size(); ++i) v.inner *= s[i];
-  return v;
-}
-
-// Sums a per-thread value over the block (blockDim.x == kBnThreads); every thread gets the total.
-__device__ double block_sum(double v, double* shared) {
-  const int t = threadIdx.x;
-  __syncthreads();  // `shared` may still be read from a previous call
-  shared[t] = v;
-  __syncthreads();
-  for (int s = kBnThreads / 2; s > 0; s >>= 1) {
-    if (t < s) shared[t] += shared[t + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
-// Element j of channel c (j over the channel's N * inner elements).
-__device__ __forceinline__ int64_t channel_offset(int64_t j, int64_t c, int64_t C, int64_t inner) {
-  return ((j / inner) * C + c) * inner + j % inner;
-}
 
 // Element value of channel statistics (mean, invstd) as stored in D, so that the forward pass and the
 // gradient's relu mask compute the same value.
@@ -64,46 +28,13 @@ __global__ void bn_train_kernel(const D* __restrict__ x, const D* __restrict__ s
   __shared__ double shared[kBnThreads];
   const int64_t c = blockIdx.x;
   const int64_t n = v.N * v.inner;
-  double mean = 0, var = 0;
-  if (n > 0) {
-    double sum = 0;
-    for (int64_t j = threadIdx.x; j < n; j += kBnThreads) sum += load_as<double>(x[channel_offset(j, c, v.C, v.inner)]);
-    mean = block_sum(sum, shared) / static_cast<double>(n);
-    double sq = 0;  // two-pass variance: no cancellation
-    for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
-      const double d = load_as<double>(x[channel_offset(j, c, v.C, v.inner)]) - mean;
-      sq += d * d;
-    }
-    sq = block_sum(sq, shared);
-    var = sq / static_cast<double>(n);
-    if (threadIdx.x == 0) {
-      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
-      rm[c] = store_as<D>(momentum * load_as<double>(rm[c]) + (1 - momentum) * mean);
-      rv[c] = store_as<D>(momentum * load_as<double>(rv[c]) + (1 - momentum) * unbiased);
-    }
-  }
-  // With no elements there is nothing to normalise and nothing folded into the running statistics.
-  const double invstd = 1.0 / ::sqrt(var + epsilon);
-  if (threadIdx.x == 0) {
-    sm[c] = store_as<D>(mean);
-    si[c] = store_as<D>(invstd);
-  }
+  const auto [mean, invstd] = train_channel_stats(x, rm, rv, sm, si, v, momentum, epsilon, shared);
   const double g = scale ? load_as<double>(scale[c]) : 1.0;
   const double b0 = bias ? load_as<double>(bias[c]) : 0.0;
   for (int64_t j = threadIdx.x; j < n; j += kBnThreads) {
     const int64_t k = channel_offset(j, c, v.C, v.inner);
     const double y = bn_value<D>(load_as<double>(x[k]), mean, invstd, g, b0);
     out[k] = store_as<D>(relu && y < 0 ? 0.0 : y);  // NaN stays NaN, as relu keeps it
-  }
-}
-
-// Eval: the saved statistics are the running mean and 1 / sqrt(running_var + epsilon).
-template <typename D>
-__global__ void bn_eval_stats_kernel(const D* __restrict__ rm, const D* __restrict__ rv, D* __restrict__ sm,
-                                     D* __restrict__ si, int64_t C, double epsilon) {
-  PD_GRID_STRIDE(c, C) {
-    sm[c] = rm[c];
-    si[c] = store_as<D>(1.0 / ::sqrt(load_as<double>(rv[c]) + epsilon));
   }
 }
 
@@ -167,11 +98,6 @@ __global__ void bn_grad_kernel(const D* __restrict__ x, const D* __restrict__ sc
   }
 }
 
-template <typename T>
-const dev_t<T>* optional_ptr(const Tensor& t) {
-  return t.defined() ? dptr<T>(t) : nullptr;
-}
-
 }  // namespace
 
 template <typename T>
@@ -188,7 +114,7 @@ void batch_norm(const KernelContext& ctx, const Tensor& x, const Tensor& scale, 
     PD_CUDA_CHECK_LAUNCH("batch_norm");
     return;
   }
-  bn_eval_stats_kernel<dev_t<T>><<<blocks_for(v.C), kThreads, 0, stream_of(ctx)>>>(
+  eval_stats_kernel<dev_t<T>><<<blocks_for(v.C), kThreads, 0, stream_of(ctx)>>>(
       dptr<T>(running_mean), dptr<T>(running_var), dptr<T>(saved_mean), dptr<T>(saved_invstd), v.C, epsilon);
   PD_CUDA_CHECK_LAUNCH("batch_norm");
   const int64_t total = out.numel();
@@ -208,12 +134,11 @@ void batch_norm_grad(const KernelContext& ctx, const Tensor& x, const Tensor& sc
   PD_CHECK(v.C <= 0x7fffffffLL, ErrorCode::kNotImplemented, "batch_norm_grad on CUDA: {} channels", v.C);
   bn_grad_kernel<dev_t<T>><<<static_cast<unsigned>(v.C), kBnThreads, 0, stream_of(ctx)>>>(
       dptr<T>(x), optional_ptr<T>(scale), optional_ptr<T>(bias), dptr<T>(saved_mean), dptr<T>(saved_invstd),
-      dptr<T>(grad), dx.defined() ? dptr<T>(dx) : nullptr, dscale.defined() ? dptr<T>(dscale) : nullptr,
-      dbias.defined() ? dptr<T>(dbias) : nullptr, v, training, fuse_relu);
+      dptr<T>(grad), optional_out<T>(dx), optional_out<T>(dscale), optional_out<T>(dbias), v, training, fuse_relu);
   PD_CUDA_CHECK_LAUNCH("batch_norm_grad");
 }
 
 }  // namespace pd::kernels::cuda
 
-PD_INSTANTIATE_KERNELS(batch_norm, cuda, float, double)
-PD_INSTANTIATE_KERNELS(batch_norm_grad, cuda, float, double)
+PD_INSTANTIATE_KERNELS(batch_norm, cuda, float, double, ::pd::float16, ::pd::bfloat16)
+PD_INSTANTIATE_KERNELS(batch_norm_grad, cuda, float, double, ::pd::float16, ::pd::bfloat16)

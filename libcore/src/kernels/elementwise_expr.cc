@@ -136,7 +136,11 @@ bool find_fn(const std::string& name, Fn* fn) {
 
 Program parse(const char* op, const std::string& text, int num_inputs) {
   PD_CHECK(num_inputs >= 1, ErrorCode::kInvalidArgument, "{}: argument 'xs' must hold at least one tensor", op);
-  return Parser(op, text, num_inputs).run();
+  Program prog = Parser(op, text, num_inputs).run();
+  for (const Step& s : prog.steps)
+    PD_CHECK(s.fn != Fn::clip || s.consts[0] <= s.consts[1], ErrorCode::kInvalidArgument,
+             "{}: clip's min must be <= max, but received min {} and max {}", op, s.consts[0], s.consts[1]);
+  return prog;
 }
 
 std::string call(Fn fn, const std::vector<std::string>& operands, const std::vector<double>& consts) {

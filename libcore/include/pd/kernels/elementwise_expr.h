@@ -3,8 +3,9 @@
 //
 //   relu(add(x0, x1))            leaky_relu(mul(x0, x1), 0.2)            clip(x0, 0, 6)
 //
-// parse() checks names, arities, input numbers and that every input is used, and compiles the text to
-// steps in evaluation order (post-order), which is what the kernels run; format() writes the text back.
+// parse() checks names, arities, input numbers, that every input is used and that clip's min <= max,
+// and compiles the text to steps in evaluation order (post-order), which is what the kernels run;
+// format() writes the text back.
 #pragma once
 #include <string>
 #include <vector>
