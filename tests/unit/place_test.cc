@@ -1,12 +1,14 @@
 // Places and device memory: a place this build has no device for is refused by name; with a device
 // allocator registered (here a stand-in that keeps its memory on the host and counts copies, as a CUDA
-// backend's would), tensors move there and back with Tensor::to, and ops refuse inputs on two places.
+// backend's would), tensors move there and back with Tensor::to, and ops refuse inputs on two places;
+// ops with no tensor input make their output on the thread's default place.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "pd/core/allocator.h"
 #include "pd/pd.h"
@@ -70,6 +72,26 @@ TEST_CASE("place: a device this build lacks is refused by name", "[place]") {
   const Tensor t = pd::ops::ones({3});
   CHECK(t.to(Place::cpu()).storage() == t.storage());  // already there: no copy
   CHECK_THAT(error_of([&] { t.to(Place::cuda(0)); }), Catch::Contains("cuda:0 is not available"));
+}
+
+TEST_CASE("place: ops with no tensor input follow this thread's default place", "[place]") {
+  REQUIRE(pd::default_place() == Place::cpu());
+  {
+    const pd::DefaultPlaceGuard outer(Place::cuda(0));
+    CHECK(pd::default_place() == Place::cuda(0));
+    {
+      const pd::DefaultPlaceGuard inner(Place::cpu());
+      CHECK(pd::ops::zeros({2}).place() == Place::cpu());
+    }
+    CHECK(pd::default_place() == Place::cuda(0));
+    Place other = Place::cuda(0);
+    std::thread([&] { other = pd::default_place(); }).join();
+    CHECK(other == Place::cpu());  // a guard is per thread
+    if (pd::device_count(pd::DeviceType::cuda) == 0)  // refused by name, as Tensor::empty on that place is
+      CHECK_THAT(error_of([] { pd::ops::arange(0.0, 4.0); }), Catch::Contains("cuda:0 is not available"));
+  }
+  CHECK(pd::default_place() == Place::cpu());
+  CHECK(pd::ops::full({2}, 3.0).place() == Place::cpu());
 }
 
 TEST_CASE("place: tensors move to a device and back; ops refuse mixed places", "[place]") {
