@@ -114,14 +114,14 @@ std::string ewise_table(const std::vector<const OpDef*>& ops) {
        "attributes, in argument order\n  const char* consts[2];\n};\n";
   h += fmt::format("inline constexpr EwiseFnInfo kEwiseFns[] = {{\n    {}}};\n", fmt::join(infos, ",\n    "));
   h += fmt::format("inline constexpr size_t kEwiseFnCount = {};\n\n", enums.size());
-  h += fmt::format(R"(// F over x (and y for two operands) with its constants c.
+  h += fmt::format(R"(// F over x (and y for two operands) with its constants c (on the host and, in CUDA code, the device).
 template <EwiseFn F, typename T>
-inline T ewise_eval(T x, [[maybe_unused]] T y, [[maybe_unused]] const T* c) {{
+PD_HOST_DEVICE inline T ewise_eval(T x, [[maybe_unused]] T y, [[maybe_unused]] const T* c) {{
 {}}}
 
 // Calls f(std::integral_constant<EwiseFn, F>{{}}) for the function fn holds at run time.
 template <typename Fn>
-inline decltype(auto) dispatch_ewise(EwiseFn fn, Fn&& f) {{
+PD_HOST_DEVICE inline decltype(auto) dispatch_ewise(EwiseFn fn, Fn&& f) {{
   switch (fn) {{
 {}
   }}
