@@ -18,15 +18,11 @@
 #include <optional>
 
 #include "cuda/cuda_common.cuh"
+#include "pd/kernels/spatial_arg.h"
 #include "pd/core/determinism.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 // x [N, C, H, W], w [K, C / groups, kH, kW], y [N, K, oH, oW]; with nhwc, x and y are [N, H, W, C] in
 // memory (the extents here are still N, C, H, W).
@@ -43,8 +39,8 @@ ConvGeom make_geom(const Shape& x_shape, const Shape& w, const Shape& y_shape, c
            groups);
   const Shape x = nchw_extents(x_shape, nhwc), y = nchw_extents(y_shape, nhwc);
   ConvGeom g{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3],
-             pick(padding, 0, 0), pick(padding, 1, 0), pick(stride, 0, 1), pick(stride, 1, 1),
-             pick(dilation, 0, 1), pick(dilation, 1, 1), groups, nhwc};
+             spatial_arg(padding, 0, 0), spatial_arg(padding, 1, 0), spatial_arg(stride, 0, 1), spatial_arg(stride, 1, 1),
+             spatial_arg(dilation, 0, 1), spatial_arg(dilation, 1, 1), groups, nhwc};
   for (int64_t v : {g.N, g.C, g.H, g.W, g.K, g.Cg, g.kH, g.kW, g.oH, g.oW, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.groups})
     PD_CHECK(v <= 0x7fffffffLL, ErrorCode::kNotImplemented, "conv2d on CUDA: a dimension or attribute {} beyond int",
              v);

@@ -16,15 +16,11 @@
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
+#include "pd/kernels/spatial_arg.h"
 #include "elementwise_ops.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
@@ -84,8 +80,8 @@ void fused_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const Tenso
   if (out.numel() == 0) return;
   const Shape &xs = x.shape(), &ws = weight.shape();
   const Shape conv_shape = {xs[0], ws[0],
-                            conv_out(xs[2], ws[2], pick(stride, 0, 1), pick(padding, 0, 0), pick(dilation, 0, 1)),
-                            conv_out(xs[3], ws[3], pick(stride, 1, 1), pick(padding, 1, 0), pick(dilation, 1, 1))};
+                            conv_out(xs[2], ws[2], spatial_arg(stride, 0, 1), spatial_arg(padding, 0, 0), spatial_arg(dilation, 0, 1)),
+                            conv_out(xs[3], ws[3], spatial_arg(stride, 1, 1), spatial_arg(padding, 1, 0), spatial_arg(dilation, 1, 1))};
   Tensor conv = Tensor::empty(conv_shape, x.dtype(), out.place());  // freed stream-ordered after the pool reads it
   conv2d<T>(ctx, x, weight, Tensor(), stride, padding, dilation, groups, false, conv);
   conv_epilogue<T>(ctx, conv, bias, Tensor(), act, alpha, "fused_conv2d_maxpool epilogue kernel launch");

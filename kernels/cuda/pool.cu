@@ -8,14 +8,10 @@
 #include <cmath>
 
 #include "cuda/cuda_common.cuh"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 struct PoolGeom {
   int64_t planes, H, W, oH, oW, kh, kw, sh, sw, ph, pw;
@@ -30,12 +26,12 @@ PoolGeom make_geom(const Shape& in, const Shape& o, const std::vector<int64_t>& 
   g.W = in[3];
   g.oH = o[2];
   g.oW = o[3];
-  g.kh = pick(kernel_size, 0, 1);
-  g.kw = pick(kernel_size, 1, 1);
-  g.sh = pick(stride, 0, g.kh);
-  g.sw = pick(stride, 1, g.kw);
-  g.ph = pick(padding, 0, 0);
-  g.pw = pick(padding, 1, 0);
+  g.kh = spatial_arg(kernel_size, 0, 1);
+  g.kw = spatial_arg(kernel_size, 1, 1);
+  g.sh = spatial_arg(stride, 0, g.kh);
+  g.sw = spatial_arg(stride, 1, g.kw);
+  g.ph = spatial_arg(padding, 0, 0);
+  g.pw = spatial_arg(padding, 1, 0);
   return g;
 }
 

@@ -9,14 +9,10 @@
 #include <type_traits>
 
 #include "cuda/cuda_common.cuh"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 struct NhwcPool {
   int64_t H, W, C, oH, oW, kh, kw, sh, sw, ph, pw;
@@ -55,9 +51,9 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   const Shape& xs = x.shape();
   NhwcPool g{};
   g.H = xs[1], g.W = xs[2], g.C = xs[3], g.oH = out.shape()[1], g.oW = out.shape()[2];
-  g.kh = pick(kernel_size, 0, 1), g.kw = pick(kernel_size, 1, 1);
-  g.sh = pick(stride, 0, g.kh), g.sw = pick(stride, 1, g.kw);
-  g.ph = pick(padding, 0, 0), g.pw = pick(padding, 1, 0);
+  g.kh = spatial_arg(kernel_size, 0, 1), g.kw = spatial_arg(kernel_size, 1, 1);
+  g.sh = spatial_arg(stride, 0, g.kh), g.sw = spatial_arg(stride, 1, g.kw);
+  g.ph = spatial_arg(padding, 0, 0), g.pw = spatial_arg(padding, 1, 0);
   max_pool_nhwc_kernel<dev_t<T>><<<blocks_for(total), kThreads, 0, stream_of(ctx)>>>(dptr<T>(x), dptr<T>(out), g, total);
   PD_CUDA_CHECK_LAUNCH("max_pool2d_nhwc");
 }

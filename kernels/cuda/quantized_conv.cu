@@ -19,14 +19,10 @@
 #include <cmath>
 
 #include "cuda/quant_common.cuh"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 // A convolution's geometry and the element strides of its input and output, NCHW or NHWC.
 struct QConvGeom {
@@ -173,9 +169,9 @@ void quantized_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const T
   const QConvGeom g = make_geom(x.shape(), weight.shape(), stride, padding, dilation, groups, /*channels_last=*/true);
   QPoolGeom p{};
   p.PH = out.shape()[1], p.PW = out.shape()[2];
-  p.kh = pick(pool_kernel_size, 0, 1), p.kw = pick(pool_kernel_size, 1, 1);
-  p.sh = pick(pool_stride, 0, p.kh), p.sw = pick(pool_stride, 1, p.kw);
-  p.ph = pick(pool_padding, 0, 0), p.pw = pick(pool_padding, 1, 0);
+  p.kh = spatial_arg(pool_kernel_size, 0, 1), p.kw = spatial_arg(pool_kernel_size, 1, 1);
+  p.sh = spatial_arg(pool_stride, 0, p.kh), p.sw = spatial_arg(pool_stride, 1, p.kw);
+  p.ph = spatial_arg(pool_padding, 0, 0), p.pw = spatial_arg(pool_padding, 1, 0);
   const bool f32_math = direct_conv_on_cpu(true, groups, dilation, act, false, g.C, g.KW);
   const Tensor none;
   const QuantEpilogue e =
