@@ -15,7 +15,7 @@ RUNS=${*:-/tmp/lenet_bench /tmp/resnet_bench}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 median() { python3 -c "import statistics,sys; print('%.5g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source bench/common.sh  # field, median
 
 echo "| what | old | new | new / old |"
 echo "|---|---|---|---|"

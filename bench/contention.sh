@@ -14,7 +14,7 @@ RESNET=""
 [ -n "${4:-}" ] && RESNET=$(cd "$4" && pwd)
 cd "$(dirname "$0")/.."
 PEER_PY=${PEER_PY:-python3}
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source bench/common.sh  # field, median
 median() { python3 -c "import statistics,sys; print('%.3g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 [ -f "$LENET/model_O2.pdmodel" ] || build/tools/pd-opt "$LENET/model.pdmodel" "$LENET/model_O2.pdmodel" -O2 > /dev/null
 [ -f "$VIT/model_O2.pdmodel" ] || build/tools/pd-opt "$VIT/model.pdmodel" "$VIT/model_O2.pdmodel" -O2 > /dev/null

@@ -13,9 +13,8 @@ ROUNDS=${3:-5}
 PD_OPT=${PD_OPT:-build/tools/pd-opt}
 PD_INFER=${PD_INFER:-build/tools/pd-infer}
 "$PD_OPT" "$RUN/model.pdmodel" "$RUN/model_O2.pdmodel" -O2 --verify > /dev/null
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source bench/common.sh  # field, median
 model_of() { if [ "$1" = O2 ]; then echo "$RUN/model_O2.pdmodel"; else echo "$RUN/model.pdmodel --no-lower"; fi; }
-median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 smallest() { python3 -c "import sys; print('%.4g' % min(float(v) for v in sys.argv[1:]))" "$@"; }
 
 declare -A acc

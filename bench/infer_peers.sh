@@ -24,7 +24,7 @@ PEER_PY=${PEER_PY:-python3}   # needs onnx, onnxruntime and paddlepaddle
 PEER_RUNTIME=${PEER_RUNTIME:-both}   # ort: onnxruntime only (where paddlepaddle is not installed)
 WARMUP=${WARMUP:-50}
 REPEAT=${REPEAT:-500}
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source bench/common.sh  # field, median
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "| model | batch | pd-infer -O2 p50 ms | onnxruntime p50 ms | Paddle Inference p50 ms | ratio ORT/pd | ratio Paddle/pd |"
 echo "|---|---|---|---|---|---|---|"

@@ -44,8 +44,7 @@ for _ in range(50):
 print("%.4f" % statistics.median(ms))
 PY
 }
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
+source bench/common.sh  # field, median
 
 echo "| batch | pd-infer -O2 p50 ms | onnxruntime p50 ms | pd / ort |"
 echo "|---|---|---|---|"

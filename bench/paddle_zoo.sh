@@ -55,8 +55,7 @@ for _ in range(20):
 print("%.4f" % statistics.median(ms))
 PY
 }
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
+source bench/common.sh  # field, median
 
 echo "| model | import s | max abs vs paddle | batch | pd-infer -O2 p50 ms | paddle.inference p50 ms | pd / paddle |"
 echo "|---|---|---|---|---|---|---|"

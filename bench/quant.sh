@@ -26,8 +26,7 @@ trap 'rm -rf "$OUT"' EXIT
 "$PD_OPT" "$RUN/model.pdmodel" "$OUT/f32.pdmodel" -O2 > /dev/null
 "$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" | grep -E "^(int8 path|quantized)"
 "$PD_OPT" "$OUT/q.pdmodel" "$OUT/int8.pdmodel" -O2 > /dev/null
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-median() { python3 -c "import statistics,sys; print('%.4g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
+source bench/common.sh  # field, median
 
 # Two f32 rows: lowered at load as pd-infer runs it by default, and op by op (--no-lower). Which is
 # faster depends on the host (Winograd against oneDNN's direct convolution); the speedup column is
