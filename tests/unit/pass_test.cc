@@ -1072,7 +1072,7 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3);
     check_same_outputs(p, q, 1e-4);
   }
-  SECTION("3x3 stride-1 convolutions on images of 16 tiles or more go on to Winograd on the blocks") {
+  SECTION("3x3 stride-1 convolutions on images of enough tiles go on to Winograd on the blocks") {
     Program p = residual_chain(16, 16, 0, false, 16);
     Program q = blocked_for(p, wide, nullptr, true);
     CHECK(count_ops(q, "winograd_conv2d") == 1);
@@ -1080,8 +1080,17 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     for (const auto& op : q.ops())
       if (op.type == "winograd_conv2d") CHECK(pd::ir::attr_int(op, "block") == block);
     check_same_outputs(p, q, 1e-4);
-    // At 10x10 (9 tiles) the blocked 3x3 convolution stays oneDNN's.
-    CHECK(count_ops(blocked_for(residual_chain(16, 16), wide, nullptr, true), "winograd_conv2d") == 0);
+    // At 10x10 (9 tiles) the blocked 3x3 convolution stays oneDNN's on AVX-512 (16 tiles needed) and goes
+    // to Winograd on AVX2 (4 needed); at 6x6 (4 tiles) too, at 4x4 (1 tile) it stays oneDNN's there.
+    CHECK(count_ops(blocked_for(residual_chain(16, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 0);
+    if (!avx512) {
+      Program nine = residual_chain(16, 16);
+      Program w = blocked_for(nine, "cpu-avx2", nullptr, true);
+      CHECK(count_ops(w, "winograd_conv2d") == 1);
+      check_same_outputs(nine, w, 1e-4);
+      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 6), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
+      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 4), "cpu-avx2", nullptr, true), "winograd_conv2d") == 0);
+    }
   }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
     Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});

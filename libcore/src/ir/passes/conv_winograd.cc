@@ -1,11 +1,13 @@
 // 3x3, stride-1 convolutions -> winograd_conv2d: Winograd's F(4x4, 3x3) needs about 4x fewer
 // multiplications, and the filter transform (winograd_weight) runs here, once, instead of on every call.
 // conv2d and fused_conv2d (keeping its residual and activation) are both taken, and blocked_conv2d on
-// channel blocks (made by channel_blocking) becomes a winograd_conv2d on blocks where its images have at
-// least kMinBlockedTiles output tiles. On smaller ones (7x7 at 128 channels) the 2.4 MB transformed
-// weight is read for 4 tiles an image: at batch 1 that costs more than oneDNN's direct convolution (the
-// residual example on AVX-512: 68 against 51 us), though at batch 64 it would win (1.74 against 2.26 ms);
-// the batch is not known here, and batch 1 is the latency case.
+// channel blocks (made by channel_blocking) becomes a winograd_conv2d on blocks where its images have
+// enough output tiles. On AVX-512 that is 16 (14x14 and up): on a 7x7 image at 128 channels the 2.4 MB
+// transformed weight is read for 4 tiles an image, and at batch 1 that cost more than oneDNN's direct
+// convolution (the residual example on host C: 68 against 51 us), though at batch 64 it won (1.74
+// against 2.26 ms); the batch is not known here, and batch 1 is the latency case. On AVX2, where oneDNN's
+// direct kernel runs at half the FMA peak, Winograd wins there at every batch (host A, 7x7 x 128
+// channels: 0.12 against 0.23 ms at batch 1, 11.7 against 24.0 at batch 64), so 4 tiles are enough.
 //
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
@@ -20,10 +22,9 @@ namespace pd::ir::passes {
 namespace {
 
 constexpr int64_t kMinChannels = 16;
-constexpr int64_t kMinBlockedTiles = 16;  // 4x4 output tiles per image: 14x14 and up
 
 // Whether the pass takes op i (see the preconditions above).
-bool winograd_fits(const Program& p, int32_t i) {
+bool winograd_fits(const Program& p, int32_t i, int64_t min_blocked_tiles) {
   const Operation& op = p.ops()[i];
   const bool blocked = op.type == "blocked_conv2d";  // groups 1 by definition
   if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
@@ -32,7 +33,7 @@ bool winograd_fits(const Program& p, int32_t i) {
   if (blocked) {
     const Shape& x = p.value(input_of(p, i, 0)).type.shape;
     const Shape& out = p.value(op.results[0]).type.shape;
-    if (x.size() != 5 || ((out[2] + 3) / 4) * ((out[3] + 3) / 4) < kMinBlockedTiles) return false;
+    if (x.size() != 5 || ((out[2] + 3) / 4) * ((out[3] + 3) / 4) < min_blocked_tiles) return false;
   }
   const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
   if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
@@ -51,7 +52,8 @@ class ConvWinograd final : public Pass {
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d", "blocked_conv2d"}; }
 
-  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i); }
+  void set_target(const Target& t) override { min_blocked_tiles_ = t.has_isa(CpuIsa::avx512) ? 16 : 4; }
+  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, min_blocked_tiles_); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation conv = p.ops()[i];
@@ -74,6 +76,9 @@ class ConvWinograd final : public Pass {
     p.remove_ops({i + 1});
     ++stats.folded;
   }
+
+ private:
+  int64_t min_blocked_tiles_ = 16;
 };
 
 }  // namespace
