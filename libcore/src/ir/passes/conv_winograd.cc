@@ -7,7 +7,8 @@
 // convolution (the residual example on host C: 68 against 51 us), though at batch 64 it won (1.74
 // against 2.26 ms); the batch is not known here, and batch 1 is the latency case. On AVX2, where oneDNN's
 // direct kernel runs at half the FMA peak, Winograd wins there at every batch (host A, 7x7 x 128
-// channels: 0.12 against 0.23 ms at batch 1, 11.7 against 24.0 at batch 64), so 4 tiles are enough.
+// channels, pd-bench: 0.07 against 0.23 ms at batch 1, 3.2 against 10.3-10.9 at batch 64), so 4 tiles
+// are enough.
 //
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
