@@ -28,11 +28,14 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 // 32 channels at 28x28 2.9 against 5.4 ms forward, but 64 at 14x14 4.1 against 3.7 ms and 128 at 7x7
 // 8.5 against about 3.7: on small maps the 4x4 output tiles overhang the image (16x16 computed for 14x14)
 // and the transforms weigh more. So the conv_winograd pass's bounds (at least 16 channels each way, AVX2
-// and FMA) and at least 36 output tiles an image (maps of 21x21 and up). NHWC tensors are read as one
-// block of all their channels ([N, 1, H, W, C], winograd_conv2d's blocked layout), which takes channel
-// counts in whole vectors of 8.
+// and FMA) and, with AVX-512, at least 36 output tiles an image (maps of 21x21 and up). With AVX2 only,
+// oneDNN's direct kernels run at about half the FMA peak and Winograd wins down to 4 tiles (7x7 maps):
+// the residual example's step on host A (batch 128, ms of conv2d / grad_input / grad_weight) 105 / 98 /
+// 112 with 36 tiles, 94 / 86 / 97 with 16, 79 / 72 / 91 with 4. NHWC tensors are read as one block of
+// all their channels ([N, 1, H, W, C], winograd_conv2d's blocked layout), which takes channel counts in
+// whole vectors of 8.
 constexpr int64_t kMinWinogradChannels = 16;
-constexpr int64_t kMinWinogradTiles = 36;
+int64_t min_winograd_tiles() { return cpu_has_avx512() ? 36 : 4; }
 
 // `out` in NCHW extents.
 bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
@@ -43,7 +46,7 @@ bool winograd_fits(const Shape& w, const Shape& out, const std::vector<int64_t>&
   if (channels_last && (w[0] % 8 != 0 || w[1] % 8 != 0)) return false;
   for (int64_t p : padding)
     if (p < 0 || p > 2) return false;  // the input gradient's padding, 2 - p, must be one too
-  return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels && ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= kMinWinogradTiles;
+  return w[0] >= kMinWinogradChannels && w[1] >= kMinWinogradChannels && ((out[2] + 3) / 4) * ((out[3] + 3) / 4) >= min_winograd_tiles();
 }
 
 // NHWC t [N, H, W, C] seen as winograd_conv2d's channel blocks, one block of C: [N, 1, H, W, C].
