@@ -5,18 +5,13 @@
 
 #include "cpu/common/channels_last.h"
 #include "kernels.h"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::reference {
 namespace {
 
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// Attributes may come as one value for both spatial dims.
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 struct ConvGeom {
   int64_t N, C, H, W;      // input
@@ -34,8 +29,8 @@ ConvGeom make_geom(const Shape& in, const Shape& w, const Shape& o, const std::v
   PD_CHECK(groups > 0, ErrorCode::kInvalidArgument, "conv2d: argument 'groups' must be positive, but received {}",
            groups);
   ConvGeom g{in[0], in[1], in[2], in[3], w[0], w[2], w[3], o[2], o[3],
-             pick(stride, 0, 1), pick(stride, 1, 1), pick(padding, 0, 0), pick(padding, 1, 0),
-             pick(dilation, 0, 1), pick(dilation, 1, 1), groups};
+             spatial_arg(stride, 0, 1), spatial_arg(stride, 1, 1), spatial_arg(padding, 0, 0), spatial_arg(padding, 1, 0),
+             spatial_arg(dilation, 0, 1), spatial_arg(dilation, 1, 1), groups};
   return g;
 }
 

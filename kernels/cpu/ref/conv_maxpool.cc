@@ -27,16 +27,12 @@
 #include "pd/core/cpu_features.h"
 #include "pd/core/packed_weights.h"
 #include "pd/kernels/direct_conv.h"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::reference {
 namespace {
 
 using namespace direct;
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
@@ -115,13 +111,13 @@ void run_direct(const KernelContext& ctx, const Tensor& x, const Tensor& weight,
   g.L = direct_lanes();
   g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
   g.Co = ws[0], g.KH = ws[2], g.KW = ws[3];
-  g.ph = pick(padding, 0, 0), g.pw = pick(padding, 1, 0);
+  g.ph = spatial_arg(padding, 0, 0), g.pw = spatial_arg(padding, 1, 0);
   g.OH = conv_out(g.H, g.KH, 1, g.ph, 1), g.OW = conv_out(g.W, g.KW, 1, g.pw, 1);
   g.OWv = (g.OW + g.L - 1) / g.L;
   g.Wp = g.OWv * g.L + g.KW - 1;
-  g.pkh = pick(pool_kernel_size, 0, 1), g.pkw = pick(pool_kernel_size, 1, 1);
-  g.psh = pick(pool_stride, 0, g.pkh), g.psw = pick(pool_stride, 1, g.pkw);
-  g.pph = pick(pool_padding, 0, 0), g.ppw = pick(pool_padding, 1, 0);
+  g.pkh = spatial_arg(pool_kernel_size, 0, 1), g.pkw = spatial_arg(pool_kernel_size, 1, 1);
+  g.psh = spatial_arg(pool_stride, 0, g.pkh), g.psw = spatial_arg(pool_stride, 1, g.pkw);
+  g.pph = spatial_arg(pool_padding, 0, 0), g.ppw = spatial_arg(pool_padding, 1, 0);
   g.POH = os[2], g.POW = os[3];
   g.act = act;
   g.alpha = static_cast<float>(alpha);
@@ -167,7 +163,7 @@ bool direct_conv_preferred(const Shape& x, const Shape& weight, const std::vecto
   Geom g{};
   g.L = direct_lanes();
   g.Co = weight[0];
-  g.OH = conv_out(x[2], weight[2], 1, pick(padding, 0, 0), 1), g.OW = conv_out(x[3], weight[3], 1, pick(padding, 1, 0), 1);
+  g.OH = conv_out(x[2], weight[2], 1, spatial_arg(padding, 0, 0), 1), g.OW = conv_out(x[3], weight[3], 1, spatial_arg(padding, 1, 0), 1);
   g.OWv = (g.OW + g.L - 1) / g.L;
   g.pkh = g.pkw = 1, g.POW = g.OW;
   const int64_t flops = 2 * x[0] * g.Co * g.OH * g.OW * x[1] * weight[2] * weight[3];
@@ -210,8 +206,8 @@ void fused_conv2d_maxpool(const KernelContext& ctx, const Tensor& x, const Tenso
     return;
   }
   const Shape conv_shape = {xs[0], ws[0],
-                            conv_out(xs[2], ws[2], pick(stride, 0, 1), pick(padding, 0, 0), pick(dilation, 0, 1)),
-                            conv_out(xs[3], ws[3], pick(stride, 1, 1), pick(padding, 1, 0), pick(dilation, 1, 1))};
+                            conv_out(xs[2], ws[2], spatial_arg(stride, 0, 1), spatial_arg(padding, 0, 0), spatial_arg(dilation, 0, 1)),
+                            conv_out(xs[3], ws[3], spatial_arg(stride, 1, 1), spatial_arg(padding, 1, 0), spatial_arg(dilation, 1, 1))};
   Tensor conv = Tensor::empty(conv_shape, x.dtype());
   fused_conv2d<T>(ctx, x, weight, bias, Tensor(), stride, padding, dilation, groups, activation, alpha, conv);
   max_pool2d<T>(ctx, conv, pool_kernel_size, pool_stride, pool_padding, pool_ceil_mode, out);

@@ -11,6 +11,7 @@
 #include "cpu/ref/sum_run.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::reference {
 namespace {
@@ -18,11 +19,6 @@ namespace {
 struct PoolGeom {
   int64_t planes, H, W, oH, oW, kh, kw, sh, sw, ph, pw;
 };
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 // `in` is [N, C, H, W]; `o` is the output (or incoming grad) shape. stride [] means stride = kernel.
 PoolGeom make_geom(const Shape& in, const Shape& o, const std::vector<int64_t>& kernel_size,
@@ -33,12 +29,12 @@ PoolGeom make_geom(const Shape& in, const Shape& o, const std::vector<int64_t>& 
   g.W = in[3];
   g.oH = o[2];
   g.oW = o[3];
-  g.kh = pick(kernel_size, 0, 1);
-  g.kw = pick(kernel_size, 1, 1);
-  g.sh = pick(stride, 0, g.kh);
-  g.sw = pick(stride, 1, g.kw);
-  g.ph = pick(padding, 0, 0);
-  g.pw = pick(padding, 1, 0);
+  g.kh = spatial_arg(kernel_size, 0, 1);
+  g.kw = spatial_arg(kernel_size, 1, 1);
+  g.sh = spatial_arg(stride, 0, g.kh);
+  g.sw = spatial_arg(stride, 1, g.kw);
+  g.ph = spatial_arg(padding, 0, 0);
+  g.pw = spatial_arg(padding, 1, 0);
   return g;
 }
 

@@ -13,14 +13,10 @@
 #include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
 #include "kernels.h"
+#include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::reference {
 namespace {
-
-int64_t pick(const std::vector<int64_t>& v, size_t i, int64_t dflt) {
-  if (v.empty()) return dflt;
-  return v.size() == 1 ? v[0] : v[i];
-}
 
 // out[i] = max(a[i], b[i]) for n 1-byte values, 16 at a time in SSE2 (every x86-64 has it; GCC does not
 // vectorise this loop at -O2): i8 through u8's max with the sign bit flipped. out may be a.
@@ -82,9 +78,9 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
                      Tensor& out) {
   const Shape& xs = x.shape();
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], oH = out.shape()[1], oW = out.shape()[2];
-  const int64_t kh = pick(kernel_size, 0, 1), kw = pick(kernel_size, 1, 1);
-  const int64_t sh = pick(stride, 0, kh), sw = pick(stride, 1, kw);
-  const int64_t ph = pick(padding, 0, 0), pw = pick(padding, 1, 0);
+  const int64_t kh = spatial_arg(kernel_size, 0, 1), kw = spatial_arg(kernel_size, 1, 1);
+  const int64_t sh = spatial_arg(stride, 0, kh), sw = spatial_arg(stride, 1, kw);
+  const int64_t ph = spatial_arg(padding, 0, 0), pw = spatial_arg(padding, 1, 0);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   if constexpr (sizeof(T) == 1) {
