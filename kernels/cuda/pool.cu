@@ -8,32 +8,10 @@
 #include <cmath>
 
 #include "cuda/cuda_common.cuh"
-#include "pd/kernels/spatial_arg.h"
+#include "pd/kernels/pool_geometry.h"
 
 namespace pd::kernels::cuda {
 namespace {
-
-struct PoolGeom {
-  int64_t planes, H, W, oH, oW, kh, kw, sh, sw, ph, pw;
-};
-
-// `in` is [N, C, H, W]; `o` the output (or incoming grad) shape. stride [] means stride = kernel.
-PoolGeom make_geom(const Shape& in, const Shape& o, const std::vector<int64_t>& kernel_size,
-                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
-  PoolGeom g{};
-  g.planes = in[0] * in[1];
-  g.H = in[2];
-  g.W = in[3];
-  g.oH = o[2];
-  g.oW = o[3];
-  g.kh = spatial_arg(kernel_size, 0, 1);
-  g.kw = spatial_arg(kernel_size, 1, 1);
-  g.sh = spatial_arg(stride, 0, g.kh);
-  g.sw = spatial_arg(stride, 1, g.kw);
-  g.ph = spatial_arg(padding, 0, 0);
-  g.pw = spatial_arg(padding, 1, 0);
-  return g;
-}
 
 // One window along one dim: [start, end) clipped to the input, and its extent clipped to the padded
 // input (the count_include_pad divisor).
@@ -219,7 +197,7 @@ void max_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int
                 const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   max_pool_kernel<dev_t<T>, acc_t<T>><<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(x), dptr<T>(out), g, n);
   PD_CUDA_CHECK_LAUNCH("max_pool2d");
 }
@@ -230,7 +208,7 @@ void max_pool2d_grad(const KernelContext& ctx, const Tensor& x, const Tensor& gr
                      Tensor& dx) {
   const int64_t n = dx.numel();
   if (n == 0) return;
-  const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
   max_pool_grad_kernel<dev_t<T>, acc_t<T>>
       <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(x), dptr<T>(grad), dptr<T>(dx), g, n);
   PD_CUDA_CHECK_LAUNCH("max_pool2d_grad");
@@ -242,7 +220,7 @@ void avg_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int
                 Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   avg_pool_kernel<dev_t<T>, acc_t<T>>
       <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(x), dptr<T>(out), g, exclusive, n);
   PD_CUDA_CHECK_LAUNCH("avg_pool2d");
@@ -254,7 +232,7 @@ void avg_pool2d_grad(const KernelContext& ctx, const Tensor& grad, const std::ve
                      const std::vector<int64_t>& padding, bool ceil_mode, bool exclusive, Tensor& dx) {
   const int64_t n = dx.numel();
   if (n == 0) return;
-  const PoolGeom g = make_geom(dx.shape(), grad.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(dx.shape(), grad.shape(), kernel_size, stride, padding);
   avg_pool_grad_kernel<dev_t<T>, acc_t<T>>
       <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(grad), dptr<T>(dx), g, exclusive, n);
   PD_CUDA_CHECK_LAUNCH("avg_pool2d_grad");

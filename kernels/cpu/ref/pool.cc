@@ -11,32 +11,10 @@
 #include "cpu/ref/sum_run.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
-#include "pd/kernels/spatial_arg.h"
+#include "pd/kernels/pool_geometry.h"
 
 namespace pd::kernels::reference {
 namespace {
-
-struct PoolGeom {
-  int64_t planes, H, W, oH, oW, kh, kw, sh, sw, ph, pw;
-};
-
-// `in` is [N, C, H, W]; `o` is the output (or incoming grad) shape. stride [] means stride = kernel.
-PoolGeom make_geom(const Shape& in, const Shape& o, const std::vector<int64_t>& kernel_size,
-                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
-  PoolGeom g{};
-  g.planes = in[0] * in[1];
-  g.H = in[2];
-  g.W = in[3];
-  g.oH = o[2];
-  g.oW = o[3];
-  g.kh = spatial_arg(kernel_size, 0, 1);
-  g.kw = spatial_arg(kernel_size, 1, 1);
-  g.sh = spatial_arg(stride, 0, g.kh);
-  g.sw = spatial_arg(stride, 1, g.kw);
-  g.ph = spatial_arg(padding, 0, 0);
-  g.pw = spatial_arg(padding, 1, 0);
-  return g;
-}
 
 // Window [start, end) along one dim clipped to the padded input (for count_include_pad) and to the input.
 struct Window {
@@ -110,7 +88,7 @@ int64_t bin_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out
 template <typename T>
 void max_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, Tensor& out) {
-  const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   if constexpr (std::is_same_v<T, float>) {
@@ -151,7 +129,7 @@ template <typename T>
 void max_pool2d_grad(const KernelContext& ctx, const Tensor& x, const Tensor& grad, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      Tensor& dx) {
-  const PoolGeom g = make_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), grad.shape(), kernel_size, stride, padding);
   const T* xd = x.data<T>();
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
@@ -195,7 +173,7 @@ void max_pool2d_grad(const KernelContext& ctx, const Tensor& x, const Tensor& gr
 template <typename T>
 void avg_pool2d(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, bool ceil_mode, bool exclusive, Tensor& out) {
-  const PoolGeom g = make_geom(x.shape(), out.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(x.shape(), out.shape(), kernel_size, stride, padding);
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   for (int64_t p = 0; p < g.planes; ++p) {
@@ -216,7 +194,7 @@ template <typename T>
 void avg_pool2d_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape,
                      const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, bool ceil_mode, bool exclusive, Tensor& dx) {
-  const PoolGeom g = make_geom(dx.shape(), grad.shape(), kernel_size, stride, padding);
+  const PoolGeom g = make_pool_geom(dx.shape(), grad.shape(), kernel_size, stride, padding);
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
   std::fill(dd, dd + dx.numel(), T(0));
