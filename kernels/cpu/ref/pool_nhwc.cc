@@ -1,6 +1,7 @@
 // max_pool2d_nhwc: max pooling over [N, H, W, C]. Channels are innermost, so each window tap is a
 // contiguous run of C values maxed into the output pixel's run (16 bytes at a time for int8), with no
-// transposes around the pool in an NHWC int8 region.
+// transposes around the pool in an NHWC int8 region. global_avg_pool_nhwc: the mean of each channel over
+// H x W, on NHWC or on channel blocks, whose channels are innermost too.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -102,6 +103,49 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   });
 }
 
+// a[0..L) = the sums of HW rows of L contiguous values. The lanes of a channel block (8 or 16) are a
+// compile-time count, so that their sums stay in registers across the rows.
+template <typename T, int64_t kL>
+void sum_rows_of(const T* rows, int64_t HW, T* a) {
+  T acc[kL] = {};
+  for (int64_t p = 0; p < HW; ++p)
+    for (int64_t l = 0; l < kL; ++l) acc[l] += rows[p * kL + l];
+  std::copy(acc, acc + kL, a);
+}
+
+template <typename T>
+void sum_rows(const T* __restrict rows, int64_t HW, int64_t L, T* __restrict a) {
+  if (L == 8) return sum_rows_of<T, 8>(rows, HW, a);
+  if (L == 16) return sum_rows_of<T, 16>(rows, HW, a);
+  std::fill(a, a + L, T(0));
+  for (int64_t p = 0; p < HW; ++p) {
+#pragma omp simd  // GCC's -O2 cost model leaves a loop of unknown length scalar
+    for (int64_t l = 0; l < L; ++l) a[l] += rows[p * L + l];
+  }
+}
+
+// x as [N, G, HW, L], channels innermost: NHWC is G = 1 group of L = C lanes, channel blocks G = CB of L
+// = block. Each image (one work item: a map of a few thousand values is not worth splitting) sums each
+// group's HW rows and writes the lanes below `channels` as means.
+template <typename T>
+void global_avg_pool_nhwc(const KernelContext& ctx, const Tensor& x, int64_t channels, Tensor& out) {
+  const Shape& s = x.shape();
+  const bool blocked = s.size() == 5;
+  const int64_t N = s[0], G = blocked ? s[1] : 1, HW = blocked ? s[2] * s[3] : s[1] * s[2], L = blocked ? s[4] : s[3];
+  const T* in = x.data<T>();
+  T* o = out.data<T>();
+  cpu::parallel_for(N, G * HW * L, [&](int64_t n) {
+    thread_local std::vector<T> sums;
+    sums.resize(static_cast<size_t>(L));
+    for (int64_t g = 0; g < G; ++g) {
+      sum_rows(in + (n * G + g) * HW * L, HW, L, sums.data());
+      const int64_t lanes = std::min(L, channels - g * L);
+      for (int64_t l = 0; l < lanes; ++l) o[n * channels + g * L + l] = sums[l] / static_cast<T>(HW);
+    }
+  });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(max_pool2d_nhwc, reference, float, double, uint8_t, int8_t)
+PD_INSTANTIATE_KERNELS(global_avg_pool_nhwc, reference, float, double)

@@ -22,7 +22,8 @@ struct Entry {
 // then fold and fuse, then sweep what became dead. int8_lower takes the quantized convs and linears
 // with their fused activations, before the f32-only conv rewrites could; int8_channels_last then
 // moves the int8 convs to NHWC. channel_blocking takes chains of f32 convolutions before conv_winograd
-// could take their 3x3 ones apart.
+// could take their 3x3 ones apart; global_pool_fuse then reads the layout both leave at the network's
+// global pool.
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
@@ -37,6 +38,7 @@ const std::vector<Entry>& registry() {
       {"conv_pool_fuse", passes::conv_pool_fusion},
       {"channel_blocking", passes::channel_blocking},
       {"conv_winograd", passes::conv_winograd},
+      {"global_pool_fuse", passes::global_pool_fusion},
       {"elementwise_fuse", passes::elementwise_fusion},     {"dce", passes::dead_code_elimination},
   };
   return r;

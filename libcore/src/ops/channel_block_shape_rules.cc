@@ -1,4 +1,5 @@
-// Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d):
+// Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d,
+// global_avg_pool_nhwc, which takes NHWC as well):
 // [N, C, H, W] held as [N, ceil(C / block), H, W, block], the layout oneDNN's convolutions compute in.
 #include "pd/core/error.h"
 #include "pd/ops/shape_rules.h"
@@ -38,6 +39,20 @@ Shape from_channel_blocks(const char* op, In x, int64_t channels) {
            "{}: argument 'channels' = {} must fall in the last of the {} blocks of {} of '{}' {}, i.e. in [{}, {}]", op, channels,
            s[1], s[4], x.name, shape_str(s), (s[1] - 1) * s[4] + 1, s[1] * s[4]);
   return {s[0], channels, s[2], s[3]};
+}
+
+Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels) {
+  const Shape& s = x.t.shape();
+  PD_CHECK(s.size() == 4 || s.size() == 5, ErrorCode::kShape,
+           "{}: argument '{}' must be NHWC [N, H, W, C] (4-D) or channel blocks [N, CB, H, W, block] (5-D), but received {}", op,
+           x.name, shape_str(s));
+  if (s.size() == 4) {
+    PD_CHECK(channels == s[3], ErrorCode::kInvalidArgument, "{}: argument 'channels' = {} must be the channels of NHWC '{}' {}, i.e. {}",
+             op, channels, x.name, shape_str(s), s[3]);
+    return {s[0], channels, 1, 1};
+  }
+  const Shape plain = from_channel_blocks(op, x, channels);
+  return {plain[0], plain[1], 1, 1};
 }
 
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,

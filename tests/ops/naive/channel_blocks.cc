@@ -22,3 +22,25 @@ PD_NAIVE_REF(blocked_conv2d) {
   const pd::Tensor y = (*pd::test::find_naive("fused_conv2d"))(plain, conv_attrs)[0];
   return {blocks_of(y, b)};
 }
+
+// The mean of each channel over H x W, in double, reading element (n, y, x, c) of NHWC or (n, c / b, y,
+// x, c % b) of the blocks directly (not through plain_of, which the blocked sample would share with
+// from_channel_blocks' check).
+PD_NAIVE_REF(global_avg_pool_nhwc) {
+  const pd::Tensor& x = in[0][0];
+  const Ints s = x.shape();
+  const int64_t C = get<int64_t>(attrs, "channels", 0), N = s[0];
+  const bool blocked = s.size() == 5;
+  const int64_t H = blocked ? s[2] : s[1], W = blocked ? s[3] : s[2], b = blocked ? s[4] : 0;
+  const Reals xv = vals(x);
+  Reals out(static_cast<size_t>(N * C), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      double sum = 0;
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t w = 0; w < W; ++w)
+          sum += xv[blocked ? (((n * s[1] + c / b) * H + y) * W + w) * b + c % b : ((n * H + y) * W + w) * C + c];
+      out[n * C + c] = sum / static_cast<double>(H * W);
+    }
+  return {make(out, {N, C, 1, 1})};
+}

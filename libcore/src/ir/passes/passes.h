@@ -19,6 +19,7 @@ std::unique_ptr<Pass> weight_only_lowering();
 std::unique_ptr<Pass> conv_pool_fusion();
 std::unique_ptr<Pass> channel_blocking();
 std::unique_ptr<Pass> conv_winograd();
+std::unique_ptr<Pass> global_pool_fusion();
 std::unique_ptr<Pass> linear_residual_fusion();
 std::unique_ptr<Pass> linear_activation_fusion();
 std::unique_ptr<Pass> elementwise_fusion();
