@@ -3,7 +3,8 @@
 // per-channel output scales, bias, residual (sum post-op), activation and requantization
 // (quantized_common.h). An int8 residual of an int8 result is copied into the destination as it is and
 // read back by the sum post-op with its own scale and zero point, so a residual block stays in int8 from
-// end to end. Shapes oneDNN serves badly go to the direct kernels (cpu/ref/quantized_direct.h).
+// end to end. Shapes oneDNN serves badly go to the direct kernels (cpu/ref/quantized_direct.h): few input
+// channels to the direct convolution, a 1x1 convolution into few pixels to the direct linear kernel.
 #include <algorithm>
 #include <cstring>
 
@@ -263,6 +264,36 @@ void run_conv_call(const ConvCall& c, const ConvOp& op) {
   run_concurrently(launches);
 }
 
+// A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:
+// 49 to 196 pixels) is the product of the pixels' channel rows with the [C_out, C_in] weight. The direct
+// int8 linear kernel does it in a few us, where the convolution primitive's fixed cost is about 17 (both
+// host kinds, 2 threads: the 0.4 M multiply-adds of the residual example's projections). A stride gathers
+// the pixels it reads first. False: not such a call (or the linear kernel declined it).
+constexpr int64_t kPointwiseMostRows = 256;  // the direct linear kernel's bound on rows
+
+bool pointwise_as_linear(const KernelContext& ctx, const ConvOp& op, bool seven_bit) {
+  const Shape &ws = op.weight.shape(), &xs = op.x.shape(), &ys = op.out.shape();
+  const int64_t C = xs[3], rows = ys[0] * ys[1] * ys[2];
+  const auto ones = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 1 && v[1] == 1; };
+  if (!op.channels_last || ws[2] != 1 || ws[3] != 1 || op.groups != 1 || op.residual.defined() || !ones(op.dilation) ||
+      op.padding.size() != 2 || op.padding[0] != 0 || op.padding[1] != 0 || C < 16 || rows > kPointwiseMostRows)
+    return false;  // fewer channels: the direct convolution kernels' case
+  Tensor pixels = op.x;
+  if (!ones(op.stride)) {
+    pixels = Tensor::empty({rows, C}, op.x.dtype());  // 1-byte values: the pixels' rows of C bytes
+    const auto* from = static_cast<const uint8_t*>(op.x.raw_data());
+    auto* to = static_cast<uint8_t*>(pixels.raw_data());
+    const int64_t H = xs[1], W = xs[2], OH = ys[1], OW = ys[2];
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = r / (OH * OW), oh = r / OW % OH, ow = r % OW;
+      std::memcpy(to + r * C, from + ((n * H + oh * op.stride[0]) * W + ow * op.stride[1]) * C, static_cast<size_t>(C));
+    }
+  }
+  const Tensor matrix = op.weight.as_strided({ws[0], ws[1]}, {ws[1], 1}, op.weight.offset());
+  return reference::quantized_linear_direct(ctx, seven_bit, pixels, op.x_scale, op.x_zero_point, matrix, op.weight_scale, op.bias,
+                                            op.out_scale, op.out_zero_point, op.activation, op.alpha, op.out_dtype, op.out);
+}
+
 }  // namespace
 
 template <typename T>
@@ -278,12 +309,14 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                                weight, weight_scale, bias, residual, residual_scale, residual_zero_point, out_scale, out_zero_point,
                                stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, false, out);
   if (out.numel() == 0) return;
-  if (reference::quantized_conv2d_direct(ctx, !cpu_has_vnni() && beyond_seven_bits(ctx, weight), x, x_scale, x_zero_point,
-                                         weight, weight_scale, bias, residual, out_scale, out_zero_point, stride, padding,
-                                         dilation, groups, activation, alpha, channels_last, out_dtype, out))
-    return;
+  const bool seven_bit = !cpu_has_vnni() && beyond_seven_bits(ctx, weight);
   const ConvOp op{x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale, residual_zero_point,
                   out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out};
+  if (pointwise_as_linear(ctx, op, seven_bit) ||
+      reference::quantized_conv2d_direct(ctx, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
+                                         out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
+                                         out_dtype, out))
+    return;
   bool on_reference = false;
   guarded("quantized_conv2d", [&] {
     const std::shared_ptr<const ConvCall> call = conv_call(ctx, op);
