@@ -330,7 +330,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const Epilogue& e = c.e;
   const float* res = residual.defined() ? residual.data<float>() : nullptr;
   void* o = out.raw_data();
-  const int64_t work = s.OW * s.CO * s.KH * s.run / kProductsPerWork;
+  const int64_t work = s.OW * s.CO * (s.KH * s.run / kProductsPerWork + kEpilogueWork);
   if (prepared->pixels)
     return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
                             /*pooled=*/false),

@@ -44,6 +44,11 @@ constexpr int64_t kLanes = 16;  // output channels per block of the packed weigh
 // (AVX2's vpmaddwd 16), so products over this are the work. Counting products made LeNet's batch-1
 // convolutions and linears (a few thousand instructions each) fork across threads: 5 us slower in all.
 constexpr int64_t kProductsPerWork = 16;
+// An output's epilogue (to f32, scale and bias, activation, requantize, store: about 20 instructions a
+// vector of 8 on AVX2) in the same units. A convolution of one input channel spends most of its time
+// there (the residual example's stem: 9 products an output), which counting products alone left on
+// one thread.
+constexpr int64_t kEpilogueWork = 2;
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
