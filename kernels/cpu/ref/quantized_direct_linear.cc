@@ -237,12 +237,12 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
     const int64_t tiles = (M + 3) / 4, stride = c.K4 * 4;
     if (c.path == Path::vnni) {
       const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
-      cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * K / kProductsPerWork, [&](int64_t t) {
+      cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
         const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce;
         vnni_linear_rows(c, xr + m * stride, stride, std::min<int64_t>(4, M - m), b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
       });
     } else {
-      cpu::parallel_for(c.blocks * tiles, 4 * kLanes * K / kProductsPerWork, [&](int64_t t) {
+      cpu::parallel_for(c.blocks * tiles, 4 * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
         const int64_t m = t / c.blocks * 4, b = t % c.blocks;
         kAvx2U8Tiles[std::min<int64_t>(4, M - m) - 1](c, xr + m * stride, stride, b, o, m * O);
       });
