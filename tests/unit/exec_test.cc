@@ -108,6 +108,25 @@ TEST_CASE("executor: conv weights are packed once per param, and a replaced para
   CHECK(pd::current_packed_weights() == nullptr);
 }
 
+TEST_CASE("executor: a 3x3 conv2d on Winograd transforms a constant weight once, a replaced one anew", "[exec]") {
+  // 16 channels each way on 24x24 maps (36 output tiles): the Winograd path wherever AVX2 + FMA is.
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 16, 24, 24}});
+  const Tensor w1 = pd::ops::uniform({16, 16, 3, 3}, -1, 1, 1), w2 = pd::ops::uniform({16, 16, 3, 3}, -1, 1, 2);
+  auto w = p.add_param("w", w1);
+  p.mark_output(p.add_op("conv2d", {{x}, {w}, {}}, {{"padding", std::vector<int64_t>{1, 1}}})[0], "y");
+  pd::exec::Executor exec(p);
+  const Tensor in = pd::ops::uniform({1, 16, 24, 24}, -1, 1, 3);
+  const Tensor first = exec.run({{"x", in}})[0];
+  CHECK(max_abs_diff(first, pd::ops::conv2d(in, w1, {}, {1, 1}, {1, 1})) < 1e-4f);
+#ifdef PD_WITH_ONEDNN
+  if (pd::cpu_has_avx2_fma()) CHECK(exec.packed_weights().size() == 1);  // the transformed filters
+#endif
+  CHECK(max_abs_diff(exec.run({{"x", in}})[0], first) == 0.0f);
+  p.set_param(w, w2);
+  CHECK(max_abs_diff(exec.run({{"x", in}})[0], pd::ops::conv2d(in, w2, {}, {1, 1}, {1, 1})) < 1e-4f);
+}
+
 TEST_CASE("executor: an op's prepared call is kept between runs and made anew for a new batch or param", "[exec]") {
   // The int8 direct kernels keep their prepared call (packed weights, the epilogue of the constant
   // scales) in the op's memo slot: every run must still equal the eager op on the params of that run.

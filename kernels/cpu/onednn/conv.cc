@@ -3,6 +3,8 @@
 // reordered in and out only when the chosen layout differs. channels_last (NHWC) tensors are given to
 // the primitives as they are: oneDNN's convolutions run on NHWC as fast as on their blocked layouts,
 // so a network kept in NHWC pays no reorders (the weights, small, are still reordered).
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "cpu/common/channels_last.h"
@@ -19,8 +21,8 @@ using conv_bwd_data = dnnl::convolution_backward_data;
 using conv_bwd_weights = dnnl::convolution_backward_weights;
 
 // A training step's 3x3 stride-1 convolutions go to winograd_conv2d's kernel, with the filter transform
-// made on every call (the weights change every step; it costs 36 x C_in x C_out multiply-adds a point,
-// nothing next to the convolution): forward, and the input gradient, which is the same convolution of
+// made on every call (the weights change every step; at a training batch it is small next to the
+// convolution; winograd_filters keeps it for constant weights): forward, and the input gradient, which is the same convolution of
 // the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p),
 // and, on NHWC tensors, the weight gradient (winograd_grad_weight.h: 4.7 against oneDNN's 5.8 ms for 32
 // channels at 28x28, batch 128, host C with AVX-512; 6.5 against 12.3 on its AVX2 path).
@@ -55,12 +57,31 @@ Tensor as_one_block(const Tensor& t) {
   return t.as_strided({s[0], 1, s[1], s[2], s[3]}, {s[1] * s[2] * s[3], s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}, 0);
 }
 
+// winograd_weight's [36, C_in, C_out] of weight [C_out, C_in, 3, 3]. Made on every call in training
+// (the weights change every step; a batch of 128 amortises it), kept in ctx.packed for a weight an
+// inference executor declared constant: the transform is scalar (double precision), about 1 ms for 128
+// channels each way on host A, which made op-by-op inference at batch 1 (`pd-infer --no-lower`) ten
+// times slower than the convolutions themselves once 7x7 maps went to Winograd on AVX2.
+Tensor winograd_filters(const KernelContext& ctx, const Tensor& weight) {
+  const Shape& w = weight.shape();
+  const auto make = [&] {
+    Tensor transformed = Tensor::empty({36, w[1], w[0]}, DType::f32);
+    reference::winograd_weight<float>(ctx, weight, transformed);
+    return transformed;
+  };
+  if (!ctx.packed || !ctx.packed->is_constant(weight)) return make();
+  const std::string key = fmt::format("winograd:filters:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset());
+  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return *static_cast<const Tensor*>(hit.get());
+  auto made = std::make_shared<Tensor>(make());
+  ctx.packed->store(key, made);
+  return *made;
+}
+
 // x [N, C_in, H, W] (NHWC: [N, H, W, C_in]) * weight [C_out, C_in, 3, 3] -> out, by Winograd.
 void winograd_forward(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
                       const std::vector<int64_t>& padding, bool channels_last, Tensor& out) {
   const Shape& w = weight.shape();
-  Tensor transformed = Tensor::empty({36, w[1], w[0]}, DType::f32);
-  reference::winograd_weight<float>(ctx, weight, transformed);
+  const Tensor transformed = winograd_filters(ctx, weight);
   if (!channels_last) return reference::winograd_conv2d<float>(ctx, x, transformed, bias, Tensor(), padding, "none", 0.0, 0, out);
   Tensor out_blocks = as_one_block(out);
   reference::winograd_conv2d<float>(ctx, as_one_block(x), transformed, bias, Tensor(), padding, "none", 0.0, w[1], out_blocks);
