@@ -24,7 +24,8 @@ struct SmallLinear {
 };
 
 // Runs linear / fused_linear (f32) here when it is small enough and its activation is one the epilogue
-// computes (none, relu, gelu) on a CPU with AVX2 and FMA; false leaves the call to the caller. The
+// computes (none, relu, gelu) on a CPU with AVX2 and FMA; false leaves the call to the caller. Outputs
+// that are not a multiple of 16 (without a residual) are computed padded and copied out. The
 // transposed weight is kept in ctx.packed when the weight is a constant there (an Executor's param),
 // else made for this call.
 bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
