@@ -22,8 +22,9 @@ using conv_bwd_weights = dnnl::convolution_backward_weights;
 
 // A training step's 3x3 stride-1 convolutions go to winograd_conv2d's kernel, with the filter transform
 // made on every call (the weights change every step; at a training batch it is small next to the
-// convolution; winograd_filters keeps it for constant weights): forward, and the input gradient, which is the same convolution of
-// the output gradient with each filter turned by 180 degrees and its channels swapped (padding 2 - p),
+// convolution; winograd_filters keeps it for constant weights): forward, and the input gradient, which
+// is the same convolution of the output gradient with each filter turned by 180 degrees and its
+// channels swapped (padding 2 - p),
 // and, on NHWC tensors, the weight gradient (winograd_grad_weight.h: 4.7 against oneDNN's 5.8 ms for 32
 // channels at 28x28, batch 128, host C with AVX-512; 6.5 against 12.3 on its AVX2 path).
 // Against oneDNN's direct convolution on plain NCHW tensors at batch 64 (host C, AVX-512, 2 threads):
