@@ -3,8 +3,6 @@
 // reordered in and out only when the chosen layout differs. channels_last (NHWC) tensors are given to
 // the primitives as they are: oneDNN's convolutions run on NHWC as fast as on their blocked layouts,
 // so a network kept in NHWC pays no reorders (the weights, small, are still reordered).
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "cpu/common/channels_last.h"
@@ -70,11 +68,11 @@ Tensor winograd_filters(const KernelContext& ctx, const Tensor& weight) {
     reference::winograd_weight<float>(ctx, weight, transformed);
     return transformed;
   };
-  if (!ctx.packed || !ctx.packed->is_constant(weight)) return make();
-  const std::string key = fmt::format("winograd:filters:{}:{}", static_cast<const void*>(weight.storage().get()), weight.offset());
-  if (std::shared_ptr<void> hit = ctx.packed->find(key)) return *static_cast<const Tensor*>(hit.get());
+  PackedKey key("winograd:filters");
+  if (!ctx.packed || !key.add_constant(*ctx.packed, weight)) return make();
+  if (std::shared_ptr<void> hit = ctx.packed->find(key.str())) return *static_cast<const Tensor*>(hit.get());
   auto made = std::make_shared<Tensor>(make());
-  ctx.packed->store(key, made);
+  ctx.packed->store(key.str(), made);
   return *made;
 }
 

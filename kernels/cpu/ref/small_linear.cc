@@ -69,7 +69,7 @@ bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
     transpose_into(weight, Np, local);
     wt = &local;
   }
-  std::vector<float> padded_bias, padded_out;
+  thread_local std::vector<float> padded_bias, padded_out;  // N rounded up to 16: reused across calls
   c.x = x.data<float>();
   c.wt = wt->data();
   c.bias = bias.defined() ? bias.data<float>() : nullptr;
