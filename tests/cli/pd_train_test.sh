@@ -114,6 +114,10 @@ kill $pid 2>/dev/null; wait $pid 2>/dev/null
 sed "s|/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz|$WORK/missing.gz|" "$YAML" > "$WORK/missing.yaml"
 "$PD_TRAIN" "$WORK/missing.yaml" --out "$WORK/failed_start" --quiet 2>/dev/null && fail "missing data file accepted"
 [ ! -e "$WORK/failed_start" ] || fail "a failed start left $(ls -A "$WORK/failed_start" | tr '\n' ' ') behind"
+# --limit reads the first samples of an IDX file only, but the files' counts are still compared.
+sed "s|/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz|/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz|" "$YAML" > "$WORK/mislabelled.yaml"
+out=$("$PD_TRAIN" "$WORK/mislabelled.yaml" --out "$WORK/mislabelled" --limit 256 --threads 1 --quiet 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "has 60000 samples but the labels .* have shape \[10000\]" || fail "labels of another count with --limit: exit $rc, message: $out"
 
 # 8. Non-finite numbers stop the run with the step (and, with --check-nan-inf, the op and the layer).
 sed 's/lr: 0.05/lr: 1e10/; /clip_grad_norm/d' "$YAML" > "$WORK/diverge.yaml"

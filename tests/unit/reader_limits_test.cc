@@ -125,6 +125,31 @@ TEST_CASE("idx: declared sizes are checked, gzip bombs stop at the declared size
   CHECK(two.to_vector<uint8_t>()[3] == 'd');
 }
 
+TEST_CASE("idx: max_records reads the first records and reports the file's count", "[limits]") {
+  std::string body;
+  for (int r = 0; r < 6; ++r) body += std::string(3, static_cast<char>('a' + r));  // 6 records of 3 bytes
+  const std::string file = idx_header(0x08, {6, 3}) + body;
+  for (const std::string& bytes : {file, gzip(file)}) {
+    int64_t records = -1;
+    const pd::Tensor first = pd::data::parse_idx(bytes, "six.idx", 2, &records);
+    CHECK(first.shape() == Shape{2, 3});
+    CHECK(first.to_vector<uint8_t>() == std::vector<uint8_t>{'a', 'a', 'a', 'b', 'b', 'b'});
+    CHECK(records == 6);
+    CHECK(pd::data::parse_idx(bytes, "six.idx", 0).shape() == Shape{0, 3});
+    CHECK(pd::data::parse_idx(bytes, "six.idx", 6).shape() == Shape{6, 3});  // all: every check as without a limit
+    CHECK(pd::data::parse_idx(bytes, "six.idx", 100).shape() == Shape{6, 3});
+  }
+  // What the kept records need must be there; trailing bytes are refused when every record is read.
+  CHECK_THAT(error_of([&] { pd::data::parse_idx(file.substr(0, file.size() - 14), "short.idx", 2); }),
+             Catch::Contains("expected 6 bytes"));
+  CHECK(pd::data::parse_idx(file.substr(0, file.size() - 12), "short.idx", 2).shape() == Shape{2, 3});
+  CHECK_THAT(error_of([&] { pd::data::parse_idx(file + "zz", "long.idx", 6); }), Catch::Contains("trailing garbage"));
+  CHECK(pd::data::parse_idx(file + "zz", "long.idx", 5).shape() == Shape{5, 3});
+  // A gzip bomb stays one with a limit: the inflation stops past the kept records.
+  const std::string bomb = gzip(idx_header(0x08, {1 << 20, 16}) + std::string(16 << 20, '\0'));
+  CHECK(pd::data::parse_idx(bomb, "bomb.idx.gz", 4).shape() == Shape{4, 16});
+}
+
 TEST_CASE("tensor archive: rank and extents above the limits are refused", "[limits]") {
   CHECK(pd::io::parse_tensors(archive_with_shape({0, 3}), "ok.pdparams").tensors.at("t").shape() == Shape{0, 3});
   CHECK_THAT(error_of([] { pd::io::parse_tensors(archive_with_shape(Shape(65, 1)), "r.pdparams"); }),

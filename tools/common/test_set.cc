@@ -104,6 +104,8 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
   const std::string features = s.text(src["features"], "features");
   const int64_t file_limit = src["limit"] ? s.as<int64_t>(src["limit"], "limit", "an integer") : 0;
 
+  const int64_t keep = limit > 0 ? limit : file_limit;
+  int64_t file_samples = -1, file_labels = -1;  // IDX: the files' counts (read up to `keep`)
   TestSet t;
   t.input = input.name;
   std::string labels_file = features;  // csv: the label column is in the features file
@@ -116,8 +118,13 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
     } else if (format == "idx" || format == "npy") {
       if (!src["labels"]) fail("{}: the test source needs 'labels' (a file path)", s.at(src));
       const std::string labels = labels_file = s.text(src["labels"], "labels");
-      t.data.features = format == "idx" ? data::read_idx(features) : data::read_npy(features);
-      t.data.labels = format == "idx" ? data::read_idx(labels) : data::read_npy(labels);
+      if (format == "idx") {  // up to the limit only; the counts are the files'
+        t.data.features = data::read_idx(features, keep > 0 ? keep : -1, &file_samples);
+        t.data.labels = data::read_idx(labels, keep > 0 ? keep : -1, &file_labels);
+      } else {
+        t.data.features = data::read_npy(features);
+        t.data.labels = data::read_npy(labels);
+      }
     } else {
       fail("{}: unknown data format '{}' (expected idx, npy or csv)", s.at(src["format"]), format);
     }
@@ -126,17 +133,18 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
   }
   data::Dataset& d = t.data;
   const int64_t n = d.features.dim() > 0 ? d.features.shape()[0] : 0;
-  if (d.labels.dim() != 1 || d.labels.shape()[0] != n || !is_integral(d.labels.dtype()))
-    fail("{} {}: {} has {} samples but the labels are {}{}; expected {} integer labels", flag, spec_path, features, n,
-         dtype_name(d.labels.dtype()), shape_str(d.labels.shape()), n);
+  const int64_t samples = file_samples >= 0 ? file_samples : n;
+  const int64_t labelled = file_labels >= 0 && d.labels.dim() == 1 ? file_labels : (d.labels.dim() == 1 ? d.labels.shape()[0] : -1);
+  if (d.labels.dim() != 1 || labelled != samples || !is_integral(d.labels.dtype()))
+    fail("{} {}: {} has {} samples but the labels are {}{}; expected {} integer labels", flag, spec_path, features, samples,
+         dtype_name(d.labels.dtype()), d.labels.dim() == 1 ? shape_str({labelled}) : shape_str(d.labels.shape()), samples);
   Shape per_sample(input.type.shape.begin() + 1, input.type.shape.end());
   if (input.type.shape.empty() || shape_numel(per_sample) != (n ? d.features.numel() / n : 0))
     fail("{} {}: samples in {} have {} values, but the model expects {}", flag, spec_path, features, n ? d.features.numel() / n : 0,
          exec::describe_inputs(p));
-  const int64_t keep = limit > 0 ? limit : file_limit;
-  if (keep > 0 && keep < n) {
-    d.features = ops::slice(d.features, {0}, {0}, {keep}).contiguous();
-    d.labels = ops::slice(d.labels, {0}, {0}, {keep}).contiguous();
+  if (keep > 0 && keep < n) {  // copies: a slice would keep all of the file's samples alive
+    d.features = ops::slice(d.features, {0}, {0}, {keep}).clone();
+    d.labels = ops::slice(d.labels, {0}, {0}, {keep}).clone();
   }
   Shape s2 = {d.features.shape()[0]};
   s2.insert(s2.end(), per_sample.begin(), per_sample.end());

@@ -79,6 +79,7 @@ struct IdxHeader {
   int64_t numel = 0;
   size_t header = 0;       // bytes before the data
   uint64_t data_bytes = 0;
+  int64_t records = 0;     // the file's extent along the first dimension
 };
 
 // Reads and checks the header at the start of `bytes` (which must hold at least all of the header).
@@ -114,35 +115,51 @@ IdxHeader parse_header(const std::string& bytes, const std::string& path) {
     raise(ErrorCode::kParse, "{} (IDX header)", e.what());
   }
   h.data_bytes = static_cast<uint64_t>(h.numel) * h.elem;  // numel <= kMaxNumel = 2^40, elem <= 8
+  h.records = h.shape[0];
+  return h;
+}
+
+// The header of the first max_records records only (all of them where max_records < 0 or is more).
+IdxHeader keep_records(IdxHeader h, int64_t max_records) {
+  if (max_records < 0 || max_records >= h.records) return h;
+  const int64_t per_record = h.numel / h.records;  // records > max_records >= 0
+  h.shape[0] = max_records;
+  h.numel = per_record * max_records;
+  h.data_bytes = static_cast<uint64_t>(h.numel) * h.elem;
   return h;
 }
 
 }  // namespace
 
-Tensor read_idx(const std::string& path) { return parse_idx(io::read_file_bytes(path), path); }
+Tensor read_idx(const std::string& path, int64_t max_records, int64_t* records) {
+  return parse_idx(io::read_file_bytes(path), path, max_records, records);
+}
 
-Tensor parse_idx(const std::string& raw, const std::string& path) {
+Tensor parse_idx(const std::string& raw, const std::string& path, int64_t max_records, int64_t* records) {
   std::string inflated;
+  IdxHeader h;
   if (is_gzip(raw)) {
     PD_CHECK(raw.size() <= std::numeric_limits<uInt>::max(), ErrorCode::kParse,
              "{}: {} bytes of gzip data is more than this reader inflates (4 GiB)", path, raw.size());
     // The header first (at most 4 + 4 * 255 bytes), then the data it declares and not a byte more: a
     // small file must not inflate into all of memory.
     bool capped = false;
-    const IdxHeader h = parse_header(inflate_capped(raw, 4 + 4 * 255, path, &capped), path);
+    h = keep_records(parse_header(inflate_capped(raw, 4 + 4 * 255, path, &capped), path), max_records);
     const uint64_t declared = h.header + h.data_bytes;
     inflated = inflate_capped(raw, static_cast<size_t>(declared), path, &capped);
-    PD_CHECK(!capped, ErrorCode::kParse,
+    PD_CHECK(!capped || h.shape[0] < h.records, ErrorCode::kParse,
              "{}: the gzip data inflates to more than the {} bytes its IDX header declares for shape {}", path,
              declared, shape_str(h.shape));
   }
   const std::string& bytes = is_gzip(raw) ? inflated : raw;
-  const IdxHeader h = parse_header(bytes, path);
+  h = keep_records(parse_header(bytes, path), max_records);
   const uint64_t have = bytes.size() - h.header;
   PD_CHECK(have >= h.data_bytes, ErrorCode::kParse, "{}: expected {} bytes of data for shape {}, found {}", path,
            h.data_bytes, shape_str(h.shape), have);
-  PD_CHECK(have == h.data_bytes, ErrorCode::kParse, "{}: {} bytes of trailing garbage after the data for shape {}",
-           path, have - h.data_bytes, shape_str(h.shape));
+  // Past the records kept, the rest of the file is not read (and, gzipped, not inflated).
+  PD_CHECK(have == h.data_bytes || h.shape[0] < h.records, ErrorCode::kParse,
+           "{}: {} bytes of trailing garbage after the data for shape {}", path, have - h.data_bytes, shape_str(h.shape));
+  if (records) *records = h.records;
 
   Tensor t = Tensor::empty(h.shape, h.dtype);
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + h.header;

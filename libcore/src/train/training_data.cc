@@ -24,18 +24,27 @@ void check_finite_features(const Tensor& features, const model::DataSourceSpec& 
 
 // Loads one data source and shapes its features as the network's feature input expects.
 data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSpec& input, int64_t limit) {
+  if (limit <= 0) limit = src.limit;
   data::Dataset d;
+  int64_t n = 0, labelled = 0;  // the files' sample counts (IDX files are read up to the limit only)
   if (src.format == "csv") {
     data::CsvTable t = data::read_csv(src.features, src.label_column, src.header, src.allow_non_finite);
     d = {t.features, t.labels};
+  } else if (src.format == "idx") {
+    d.features = data::read_idx(src.features, limit > 0 ? limit : -1, &n);
+    d.labels = data::read_idx(src.labels, limit > 0 ? limit : -1, &labelled);
   } else {
-    d.features = src.format == "idx" ? data::read_idx(src.features) : data::read_npy(src.features);
-    d.labels = src.format == "idx" ? data::read_idx(src.labels) : data::read_npy(src.labels);
+    d.features = data::read_npy(src.features);
+    d.labels = data::read_npy(src.labels);
   }
-  const int64_t n = d.features.dim() > 0 ? d.features.shape()[0] : 0;
-  PD_CHECK(d.labels.dim() == 1 && d.labels.shape()[0] == n, ErrorCode::kShape,
+  if (src.format != "idx") {
+    n = d.features.dim() > 0 ? d.features.shape()[0] : 0;
+    labelled = d.labels.dim() == 1 ? d.labels.shape()[0] : -1;
+  }
+  PD_CHECK(d.labels.dim() == 1 && labelled == n, ErrorCode::kShape,
            "{}: {} has {} samples but the labels {} have shape {}", src.pos.str(), src.features, n, src.labels,
-           shape_str(d.labels.shape()));
+           d.labels.dim() == 1 ? shape_str({labelled}) : shape_str(d.labels.shape()));
+  n = d.features.dim() > 0 ? d.features.shape()[0] : 0;  // what was read
   PD_CHECK(is_integral(d.labels.dtype()), ErrorCode::kDType, "{}: labels in {} must be integers, but are {}", src.pos.str(),
            src.labels, dtype_name(d.labels.dtype()));
   const int64_t per_sample = n > 0 ? d.features.numel() / n : 0;
@@ -44,10 +53,9 @@ data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSp
            src.features, per_sample, shape_str(Shape(d.features.shape().begin() + 1, d.features.shape().end())), input.name,
            shape_str(input.shape), shape_numel(input.shape));
   if (src.format != "csv" && !src.allow_non_finite) check_finite_features(d.features, src);
-  if (limit <= 0) limit = src.limit;
-  if (limit > 0 && limit < n) {
-    d.features = ops::slice(d.features, {0}, {0}, {limit}).contiguous();
-    d.labels = ops::slice(d.labels, {0}, {0}, {limit}).contiguous();
+  if (limit > 0 && limit < n) {  // copies: a slice would keep all of the file's samples alive
+    d.features = ops::slice(d.features, {0}, {0}, {limit}).clone();
+    d.labels = ops::slice(d.labels, {0}, {0}, {limit}).clone();
   }
   Shape s = {d.features.shape()[0]};
   s.insert(s.end(), input.shape.begin(), input.shape.end());

@@ -12,11 +12,14 @@
 namespace pd::data {
 
 // IDX (MNIST) files, gzipped (by magic bytes, not name) or not. Returns the stored dtype
-// (u8, i8, i32, f32, f64; i16 is widened to i32) and shape.
-Tensor read_idx(const std::string& path);
+// (u8, i8, i32, f32, f64; i16 is widened to i32) and shape. With max_records >= 0, only the first
+// max_records records (along the first dimension) are inflated and read: `pd-train --limit` on a
+// 60000-image file holds the images it uses, not all of them. `records` (if given) gets the file's
+// own count, so that a features file and its labels can still be checked against each other.
+Tensor read_idx(const std::string& path, int64_t max_records = -1, int64_t* records = nullptr);
 // The same on the file's bytes (gzipped or not); `path` names them in messages. Gzip data may inflate
 // to the size the IDX header declares, not more.
-Tensor parse_idx(const std::string& bytes, const std::string& path);
+Tensor parse_idx(const std::string& bytes, const std::string& path, int64_t max_records = -1, int64_t* records = nullptr);
 
 // NumPy .npy (format 1.0-3.0), little-endian, C order; dtypes f4 f8 i1 u1 i4 i8 b1.
 Tensor read_npy(const std::string& path);
