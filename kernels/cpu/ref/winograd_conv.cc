@@ -137,6 +137,20 @@ PD_WINO_INLINE void scatter_blocked_tile(const WinoGeom& g, const Epilogue<T>& e
     }
 }
 
+// Asks for the residual of tile t, channels [k0, k1), in a channel-blocked layout: its rows are 4
+// pixels of 32 bytes in each block, far apart, so the hardware's prefetchers miss them and each load
+// waited on memory (a residual made the example's 28x28 convolutions at batch 64 1.9 ms slower, 6.4 MB).
+template <typename T>
+PD_WINO_INLINE void prefetch_blocked_tile(const WinoGeom& g, const T* residual, int64_t t, int64_t k0, int64_t k1) {
+  const int64_t n = t / (g.TH * g.TW), oy0 = t / g.TW % g.TH * kOut, ox0 = t % g.TW * kOut;
+  const int64_t rows = std::min<int64_t>(kOut, g.OH - oy0), row_bytes = std::min<int64_t>(kOut, g.OW - ox0) * g.BK * sizeof(T);
+  for (int64_t k = k0 - k0 % g.BK; k < k1; k += g.BK) {
+    const char* at = reinterpret_cast<const char*>(residual + (((n * (g.K / g.BK) + k / g.BK) * g.OH + oy0) * g.OW + ox0) * g.BK);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(at + r * g.OW * g.BK * sizeof(T) + b);
+  }
+}
+
 // Phase 3: the 4x4 output tiles of channels [k0, k1), with bias, residual and activation.
 template <typename T, typename Act>
 PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t t0, int64_t nt,
@@ -147,6 +161,7 @@ PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, c
     const int64_t t = t0 + tl, n = t / (g.TH * g.TW), ty = t / g.TW % g.TH, tx = t % g.TW;
     const int64_t oy0 = ty * kOut, ox0 = tx * kOut;
     const int64_t rows = std::min<int64_t>(kOut, g.OH - oy0), cols = std::min<int64_t>(kOut, g.OW - ox0);
+    if (e.residual && g.BK > 0 && tl + 1 < nt) prefetch_blocked_tile(g, e.residual, t + 1, k0, k1);
     for (int64_t k = k0; k < k1; k += L) {
       alignas(32) T o[kOut * kOut][L];
       output_transform<T>(M + tl * g.KV + k, point_stride, load(e.bias + k), reinterpret_cast<Vec<T>*>(o));
