@@ -134,7 +134,7 @@ TestSet load_test_set(const ir::Program& p, const std::string& spec_path, int64_
   data::Dataset& d = t.data;
   const int64_t n = d.features.dim() > 0 ? d.features.shape()[0] : 0;
   const int64_t samples = file_samples >= 0 ? file_samples : n;
-  const int64_t labelled = file_labels >= 0 && d.labels.dim() == 1 ? file_labels : (d.labels.dim() == 1 ? d.labels.shape()[0] : -1);
+  const int64_t labelled = d.labels.dim() != 1 ? -1 : file_labels >= 0 ? file_labels : d.labels.shape()[0];
   if (d.labels.dim() != 1 || labelled != samples || !is_integral(d.labels.dtype()))
     fail("{} {}: {} has {} samples but the labels are {}{}; expected {} integer labels", flag, spec_path, features, samples,
          dtype_name(d.labels.dtype()), d.labels.dim() == 1 ? shape_str({labelled}) : shape_str(d.labels.shape()), samples);
