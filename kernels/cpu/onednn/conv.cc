@@ -181,7 +181,9 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, bool channels_last, Tensor& dw) {
   if (dw.numel() == 0) return;
-  if (!channels_last && reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw)) return;
+  if (!channels_last && (reference::conv2d_grad_weight_direct(grad, x, weight_shape, stride, padding, dilation, groups, dw) ||
+                         reference::conv2d_grad_weight_rows(grad, x, weight_shape, stride, padding, dilation, groups, dw)))
+    return;
   if (channels_last && grad.numel() > 0 && x.numel() > 0 &&
       winograd_fits(weight_shape, nchw_extents(grad.shape(), true), stride, padding, dilation, groups, true))
     return reference::winograd_conv2d_grad_weight(ctx, grad, x, padding, dw);
