@@ -20,8 +20,8 @@ bool conv2d_grad_weight_direct(const Tensor& grad, const Tensor& x, const std::v
                                const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw);
 
 // The same for 1-3 input channels (conv_grad_weight_rows.cc; oneDNN pads them to blocks of 8 or 16):
-// f32 NCHW, stride and dilation 1, one group, kernels at most 6 wide, AVX2 + FMA. False, having done
-// nothing, otherwise.
+// f32 NCHW, stride and dilation 1, one group, kernels at most 6 wide, AVX2 + FMA without AVX-512.
+// False, having done nothing, otherwise.
 bool conv2d_grad_weight_rows(const Tensor& grad, const Tensor& x, const std::vector<int64_t>& weight_shape,
                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                              const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw);

@@ -79,7 +79,8 @@ bool conv2d_grad_weight_rows(const Tensor& grad, const Tensor& x, const std::vec
                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                              const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   const auto ones = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 1 && v[1] == 1; };
-  if (x.dtype() != DType::f32 || !cpu_has_avx2_fma() || groups != 1 || !ones(stride) || !ones(dilation) || x.dim() != 4 ||
+  // AVX2 hosts only: on AVX-512 (host C, session 16) a kernel of this kind was no faster than oneDNN's.
+  if (x.dtype() != DType::f32 || !cpu_has_avx2_fma() || cpu_has_avx512() || groups != 1 || !ones(stride) || !ones(dilation) || x.dim() != 4 ||
       grad.dim() != 4 || padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
     return false;
   RowsGeom g;
