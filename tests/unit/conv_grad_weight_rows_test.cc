@@ -60,6 +60,7 @@ TEST_CASE("conv2d_grad_weight_rows: the sums of plain loops, whatever the thread
       {{2, 3, 10, 12}, {5, 3, 4, 6}, {1, 3}},    // an odd output channel, 6 taps wide, rows of 13
       {{1, 2, 7, 17}, {1, 2, 3, 1}, {0, 0}},     // one output channel, one tap wide
       {{2, 1, 5, 5}, {3, 1, 3, 3}, {4, 4}},      // padding wider than the kernel: rows of zeros only
+      {{20, 1, 6, 9}, {4, 1, 3, 3}, {1, 1}},     // chunks of 3 images, the last one of 2
   };
   for (const Case& k : cases) {
     const int64_t OH = k.x[2] + 2 * k.padding[0] - k.weight[2] + 1, OW = k.x[3] + 2 * k.padding[1] - k.weight[3] + 1;
