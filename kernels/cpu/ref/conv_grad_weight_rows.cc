@@ -3,11 +3,11 @@
 // pads the input channels to blocks of 8 there, so LeNet's first layer (1 -> 6 channels, 5x5, 28x28,
 // batch 64) took 1.4 ms for 7.5 M multiply-adds, a third of the whole training step.
 //
-// Each item is one input channel x one kernel row x two output channels: 2 x KW accumulators of 8
-// pixels stay in registers over every image and row, each input vector (one load per tap) meeting both
-// output channels' gradient vectors. A row's last gradient vector is read masked (zeros past its end)
-// and the input is padded to every tap's reach, so there are no bounds tests; each tap's 8 lanes are
-// summed in a fixed order at the end, so the result does not depend on the thread count.
+// For each pair of output channels and kernel row, 2 x KW accumulators of 8 pixels stay in registers
+// over a chunk of images and their rows, each input vector (one load per tap) meeting both channels'
+// gradient vectors. A row's last gradient vector is read masked (zeros past its end) and the input is
+// padded to every tap's reach, so there are no bounds tests. Items (below) are one input channel x a
+// chunk of images; the sums do not depend on the thread count.
 #include "cpu/ref/conv_grad_weight_direct.h"
 
 #include <algorithm>
@@ -90,8 +90,8 @@ bool conv2d_grad_weight_rows(const Tensor& grad, const Tensor& x, const std::vec
                              const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw) {
   const auto ones = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == 1 && v[1] == 1; };
   // AVX2 hosts only: on AVX-512 (host C, session 16) a kernel of this kind was no faster than oneDNN's.
-  if (x.dtype() != DType::f32 || !cpu_has_avx2_fma() || cpu_has_avx512() || groups != 1 || !ones(stride) || !ones(dilation) || x.dim() != 4 ||
-      grad.dim() != 4 || padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
+  if (x.dtype() != DType::f32 || !cpu_has_avx2_fma() || cpu_has_avx512() || groups != 1 || !ones(stride) || !ones(dilation) ||
+      x.dim() != 4 || grad.dim() != 4 || padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
     return false;
   RowsGeom g;
   g.N = x.shape()[0], g.C = x.shape()[1], g.O = weight_shape[0], g.KH = weight_shape[2], g.KW = weight_shape[3];
