@@ -12,6 +12,25 @@
 #include "cpu/common/parallel.h"
 #include "pd/core/cpu_features.h"
 
+namespace pd::kernels::reference {
+
+Tensor zero_padded_planes(const Tensor& x, int64_t Hp, int64_t Wp, int64_t ph, int64_t pw) {
+  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t cols = std::min(W, Wp - pw);
+  Tensor xp = Tensor::empty({x.shape()[0], x.shape()[1], Hp, Wp}, DType::f32);
+  const float* xv = x.data<float>();
+  float* xpv = xp.data<float>();
+  cpu::parallel_for(planes, Hp * Wp, [&](int64_t plane) {
+    float* out = xpv + plane * Hp * Wp;
+    std::fill(out, out + Hp * Wp, 0.0f);
+    for (int64_t h = 0; h < H && h + ph < Hp; ++h)
+      std::memcpy(out + (h + ph) * Wp + pw, xv + (plane * H + h) * W, static_cast<size_t>(cols) * sizeof(float));
+  });
+  return xp;
+}
+
+}  // namespace pd::kernels::reference
+
 #if defined(__x86_64__)
 #include "cpu/common/simd.h"
 #include "cpu/common/target_pragma.h"
@@ -76,14 +95,8 @@ bool conv2d_grad_weight_direct(const Tensor& grad, const Tensor& x, const std::v
   const int64_t H = x.shape()[2], W = x.shape()[3], ph = padding[0], pw = padding[1];
   g.Hp = H + 2 * ph, g.Wp = W + 2 * pw;
 
-  Tensor xp = Tensor::empty({g.N, g.C, g.Hp, g.Wp}, DType::f32);
-  const float* xv = x.data<float>();
-  float* xpv = xp.data<float>();
-  cpu::parallel_for(g.N * g.C, g.Hp * g.Wp, [&](int64_t plane) {
-    float* out = xpv + plane * g.Hp * g.Wp;
-    std::fill(out, out + g.Hp * g.Wp, 0.0f);
-    for (int64_t h = 0; h < H; ++h) std::memcpy(out + (h + ph) * g.Wp + pw, xv + (plane * H + h) * W, static_cast<size_t>(W) * sizeof(float));
-  });
+  const Tensor xp = zero_padded_planes(x, g.Hp, g.Wp, ph, pw);
+  const float* xpv = xp.data<float>();
   Tensor dy = Tensor::empty({g.N, pixels, g.Op}, DType::f32);
   const float* gv = grad.data<float>();
   float* dyv = dy.data<float>();

@@ -19,6 +19,10 @@ bool conv2d_grad_weight_direct(const Tensor& grad, const Tensor& x, const std::v
                                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                const std::vector<int64_t>& dilation, int64_t groups, Tensor& dw);
 
+// x [N, C, H, W] (f32) at (ph, pw) inside zeroed Hp x Wp planes; rows and columns past them are left
+// out. Both kernels' input, so that a tap's reach needs no bounds tests.
+Tensor zero_padded_planes(const Tensor& x, int64_t Hp, int64_t Wp, int64_t ph, int64_t pw);
+
 // The same for 1-3 input channels (conv_grad_weight_rows.cc; oneDNN pads them to blocks of 8 or 16):
 // f32 NCHW, stride and dilation 1, one group, kernels at most 6 wide, AVX2 + FMA without AVX-512.
 // False, having done nothing, otherwise.

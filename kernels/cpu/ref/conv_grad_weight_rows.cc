@@ -11,7 +11,6 @@
 #include "cpu/ref/conv_grad_weight_direct.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "cpu/common/parallel.h"
@@ -97,22 +96,11 @@ bool conv2d_grad_weight_rows(const Tensor& grad, const Tensor& x, const std::vec
   g.N = x.shape()[0], g.C = x.shape()[1], g.O = weight_shape[0], g.KH = weight_shape[2], g.KW = weight_shape[3];
   g.OH = grad.shape()[2], g.OW = grad.shape()[3];
   if (g.C > kMostChannels || g.KW > kMostWidth || g.N == 0 || g.OH <= 0 || g.OW <= 0) return false;
-  const int64_t H = x.shape()[2], W = x.shape()[3], ph = padding[0], pw = padding[1];
   g.OWp = (g.OW + kVec - 1) / kVec * kVec;
   g.Hp = g.OH + g.KH - 1, g.Wq = g.OWp + g.KW - 1;
 
-  // The input at (ph, pw) of its padded rows; rows and columns no output pixel reads are left out.
-  Tensor xp = Tensor::empty({g.N, g.C, g.Hp, g.Wq}, DType::f32);
-  const float* xv = x.data<float>();
-  float* xpv = xp.data<float>();
-  const int64_t cols = std::min(W, g.Wq - pw);
-  cpu::parallel_for(g.N * g.C, g.Hp * g.Wq, [&](int64_t plane) {
-    float* out = xpv + plane * g.Hp * g.Wq;
-    std::fill(out, out + g.Hp * g.Wq, 0.0f);
-    for (int64_t h = 0; h < H && h + ph < g.Hp; ++h)
-      std::memcpy(out + (h + ph) * g.Wq + pw, xv + (plane * H + h) * W, static_cast<size_t>(cols) * sizeof(float));
-  });
-  g.xp = xpv, g.dy = grad.data<float>();
+  const Tensor xp = zero_padded_planes(x, g.Hp, g.Wq, padding[0], padding[1]);
+  g.xp = xp.data<float>(), g.dy = grad.data<float>();
 
   // Items of one input channel x a chunk of images, each making every tap of that channel from its
   // chunk: the chunk's input plane and output gradients stay in the L2 cache while every output pair

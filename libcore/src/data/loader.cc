@@ -124,6 +124,16 @@ void apply_transform(const Transform& t, float* sample, const Shape& sample_shap
   apply_checked_transform(t, sample, sample_shape, rng_seed);
 }
 
+Dataset Dataset::first(int64_t n) const {
+  if (n < 0 || n >= size()) return *this;
+  const auto head = [n](const Tensor& t) {
+    Shape shape = t.shape();
+    shape[0] = n;
+    return t.as_strided(shape, t.strides(), t.offset()).clone();
+  };
+  return {head(features), head(labels)};
+}
+
 DataLoader::DataLoader(Dataset data, LoaderOptions options, std::vector<Transform> transforms)
     : data_(std::move(data)), options_(options), transforms_(std::move(transforms)) {
   PD_CHECK(data_.features.defined() && data_.features.dim() >= 1, ErrorCode::kInvalidArgument,

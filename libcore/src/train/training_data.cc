@@ -53,10 +53,7 @@ data::Dataset load_source(const model::DataSourceSpec& src, const model::InputSp
            src.features, per_sample, shape_str(Shape(d.features.shape().begin() + 1, d.features.shape().end())), input.name,
            shape_str(input.shape), shape_numel(input.shape));
   if (src.format != "csv" && !src.allow_non_finite) check_finite_features(d.features, src);
-  if (limit > 0 && limit < n) {  // copies: a slice would keep all of the file's samples alive
-    d.features = ops::slice(d.features, {0}, {0}, {limit}).clone();
-    d.labels = ops::slice(d.labels, {0}, {0}, {limit}).clone();
-  }
+  if (limit > 0) d = d.first(limit);
   Shape s = {d.features.shape()[0]};
   s.insert(s.end(), input.shape.begin(), input.shape.end());
   d.features = ops::reshape(d.features, s);

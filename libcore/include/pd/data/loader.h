@@ -21,6 +21,9 @@ struct Dataset {
   Tensor features;
   Tensor labels;
   int64_t size() const { return features.defined() ? features.shape()[0] : 0; }
+  // The first n samples (all of them when there are no more), as copies: a view would keep every
+  // sample's memory alive (`--limit` held a whole 60000-image file that way).
+  Dataset first(int64_t n) const;
 };
 
 // Per-sample transform on one example's f32 features (shape = features.shape()[1:]). `rng_seed` is
