@@ -4,7 +4,7 @@
 // 5-15x slower beside a 2-thread pd-train, onnxruntime 1-2.4x). Here the items are claimed in chunks from a
 // shared counter by the caller and the workers that are awake; a worker that has not picked the loop
 // up when the caller runs out of chunks is taken off it, and the caller has done its share. Idle
-// workers spin briefly (yielding the core to anything else runnable), then sleep on a futex.
+// workers spin briefly on `pause` (no sched_yield: see kSpin), then sleep on a futex.
 //
 // oneDNN's primitives run on OpenMP's threads (Debian's libdnnl is built for its OpenMP runtime), which
 // spin for a while after each primitive. Two spinning teams on the same cores take turns by the OS's
