@@ -28,12 +28,20 @@ std::optional<tag> block_tag(int64_t block) {
 // the images are split across the kernels' pool (one-thread reorders, as the convolutions' parts below).
 constexpr int64_t kSingleThreadReorder = int64_t{1} << 16;
 
+// Parts of a batch split by images: several a thread, so that the pool evens out threads the OS runs at
+// different speeds (on a shared host one core can run at half the other's for a while: a half each
+// waited out the slower one).
+int64_t image_parts(int64_t images, int64_t threads) {
+  constexpr int64_t kPartsPerThread = 4;
+  return std::min(images, threads * kPartsPerThread);
+}
+
 // A cached reorder between plain [N, C, H, W] and its blocked form; C a whole number of blocks, so that
 // no padding lanes are involved.
 void reorder_blocks(const char* op, const Tensor& from, Tensor& to, const dims& nchw, tag blocked, bool to_blocked) {
   const int64_t n = nchw[0], threads = parallel_threads(), image = from.numel() / std::max<int64_t>(n, 1);
   const bool small = from.numel() < kSingleThreadReorder;
-  const int64_t parts = small || n < threads ? 1 : threads;
+  const int64_t parts = small || n < threads ? 1 : image_parts(n, threads);
   const bool one_thread = small || parts > 1;
   guarded(op, [&] {
     float* const src_data = const_cast<float*>(from.data<float>());
@@ -137,16 +145,18 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   return part;
 }
 
-// One part a thread where the work divides: the images when there are several, else the output channels
-// in whole blocks. Otherwise, or on one thread, the whole call on OpenMP's team, as before: both threads
-// even for small problems (at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one).
+// Parts for the pool where the work divides: groups of images when there are several (image_parts),
+// else the output channels in whole blocks, one part a thread. Otherwise, or on one thread, the whole
+// call on OpenMP's team, as before: both threads even for small problems (at batch 1 a 1 -> 32 channel
+// stem takes 4 us on two, 11 on one).
 std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
   auto call = std::make_shared<BlockedConvCall>();
   const int64_t n = op.out[0], c = op.out[1] * op.block, threads = ctx.threads;
   const int64_t blocks = op.out[1];
   if (threads > 1 && n >= threads) {
-    for (int64_t t = 0; t < threads; ++t) {
-      const int64_t n0 = n * t / threads, n1 = n * (t + 1) / threads;
+    const int64_t parts = image_parts(n, threads);
+    for (int64_t t = 0; t < parts; ++t) {
+      const int64_t n0 = n * t / parts, n1 = n * (t + 1) / parts;
       call->parts.push_back(make_part(ctx, op, n0, n1 - n0, 0, c, true, call->activation_after));
     }
   } else if (threads > 1 && n == 1 && blocks % threads == 0) {
