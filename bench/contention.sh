@@ -15,7 +15,6 @@ RESNET=""
 cd "$(dirname "$0")/.."
 PEER_PY=${PEER_PY:-python3}
 source bench/common.sh  # field, median
-median() { python3 -c "import statistics,sys; print('%.3g' % statistics.median(float(v) for v in sys.argv[1:]))" "$@"; }
 [ -f "$LENET/model_O2.pdmodel" ] || build/tools/pd-opt "$LENET/model.pdmodel" "$LENET/model_O2.pdmodel" -O2 > /dev/null
 [ -f "$VIT/model_O2.pdmodel" ] || build/tools/pd-opt "$VIT/model.pdmodel" "$VIT/model_O2.pdmodel" -O2 > /dev/null
 [ -z "$RESNET" ] || [ -f "$RESNET/model_O2.pdmodel" ] || build/tools/pd-opt "$RESNET/model.pdmodel" "$RESNET/model_O2.pdmodel" -O2 > /dev/null
