@@ -47,10 +47,12 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 
 
 // Bands of output rows, each run as its own single-threaded primitive, one per thread, for a batch of 1
-// in NHWC: oneDNN's int8 convolutions barely gain from a second thread there (host B: a 28x28 32 -> 32
-// conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the rows run
-// side by side. Band t reads input rows [in0, in1) with pad_top rows of padding above. Otherwise one
-// band, the whole output, and oneDNN's own threading.
+// in NHWC on AVX-512: oneDNN's int8 convolutions barely gain from a second thread there (host B: a 28x28
+// 32 -> 32 conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the
+// rows run side by side. Its AVX2 kernels share the work well themselves, and there the bands lost (host
+// A, the residual example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating
+// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). Band t reads input rows [in0, in1) with pad_top
+// rows of padding above. Otherwise one band, the whole output, and oneDNN's own threading.
 struct RowBand {
   int64_t r0, r1, in0, in1, pad_top;
 };
@@ -60,7 +62,7 @@ std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, c
                                bool channels_last, int threads) {
   const int64_t H = x[2], OH = y[2], KH = w[2];
   const std::vector<RowBand> whole = {{0, OH, 0, H, padding[0]}};
-  if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads) return whole;
+  if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads || !cpu_has_avx512()) return whole;
   std::vector<RowBand> bands;
   for (int64_t t = 0; t < threads; ++t) {
     const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
