@@ -165,8 +165,8 @@ PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
 // values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
 // Always inlined: its callers keep up to 10 accumulators in registers, and a call (every vector register
 // is the caller's to save) spilled them all at each store.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
-                                      void* out, int64_t at) {
+PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
+                                                                    const float* residual, void* out, int64_t at) {
   const int64_t n = std::min<int64_t>(lanes, 8);
   __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
   if (residual) {
@@ -191,8 +191,8 @@ PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilo
 }
 
 // avx2_store for the sums of the u8 paths, from which the zero point's offsets still come off.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store_u8(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes, const float* residual,
-                                         void* out, int64_t at) {
+PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store_u8(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
+                                                                       const float* residual, void* out, int64_t at) {
   avx2_store(e, _mm256_sub_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.offset.data() + o))), o, lanes,
              residual, out, at);
 }
