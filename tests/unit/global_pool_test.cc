@@ -54,20 +54,19 @@ Program nhwc_pool(std::vector<int64_t> perm, std::vector<int64_t> size, bool sid
   return p;
 }
 
-// x [-1, 16, 9, 9] -> two 3x3 convs (16 -> 24 -> 24 channels, relu) -> global average pool -> linear:
-// channel_blocking runs the convs on blocks of 8 or 16, so the pool reads 24 channels in 2 or 3 blocks
-// (the last half padding on AVX-512).
+// x [-1, 16, 9, 9] -> two 3x3 convs (16 -> 48 -> 48 channels, relu) -> global average pool -> linear:
+// channel_blocking runs the convs on blocks of 8 or 16, so the pool reads 48 channels in 6 or 3 blocks.
 Program conv_pool() {
   Program p;
   ValueId y = p.add_input("x", {DType::f32, {-1, 16, 9, 9}});
   int64_t in = 16, seed = 1;
-  for (int64_t out : {24, 24}) {
+  for (int64_t out : {48, 48}) {
     const ValueId w = p.add_param(p.unique_name("w"), rnd({out, in, 3, 3}, seed++)), b = p.add_param(p.unique_name("b"), rnd({out}, seed++));
     y = p.add_op("relu", {{p.add_op("conv2d", {{y}, {w}, {b}}, {{"padding", kOne}})[0]}})[0];
     in = out;
   }
   y = p.add_op("flatten", {{p.add_op("adaptive_avg_pool2d", {{y}}, {{"output_size", kOne}})[0]}}, {{"start_axis", int64_t{1}}})[0];
-  p.mark_output(p.add_op("linear", {{y}, {p.add_param("fc.w", rnd({5, 24}, 9))}, {p.add_param("fc.b", rnd({5}, 10))}})[0], "out");
+  p.mark_output(p.add_op("linear", {{y}, {p.add_param("fc.w", rnd({5, 48}, 9))}, {p.add_param("fc.b", rnd({5}, 10))}})[0], "out");
   return p;
 }
 
