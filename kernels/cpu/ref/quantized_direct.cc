@@ -124,7 +124,7 @@ PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uin
       for (int p = 0; p < P; ++p) {
         const __m512i b = _mm512_set1_epi32(load_u32(r + p * pix_step + 4 * g));
         #pragma GCC unroll 16
-        for (int v = 0; v < V; ++v) acc[p][v] = _mm512_dpbusd_epi32(acc[p][v], b, wv[v]);
+        for (int v = 0; v < V; ++v) acc[p][v] = vnni_dot(acc[p][v], b, wv[v]);
       }
     }
   }
@@ -184,7 +184,7 @@ PD_VNNI_TARGET void vnni_pool_pixels(const ConvShape& s, const Epilogue& e, cons
       for (int h = 0; h < 2; ++h)
         #pragma GCC unroll 16
         for (int p = 0; p < 2 * J; ++p)
-          acc[h][p] = _mm512_dpbusd_epi32(acc[h][p], _mm512_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
+          acc[h][p] = vnni_dot(acc[h][p], _mm512_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
     }
   }
   #pragma GCC unroll 16

@@ -126,7 +126,7 @@ PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* x, int6
     for (int r = 0; r < R; ++r) {
       const __m512i xv = _mm512_set1_epi32(load_u32(x + r * stride + 4 * k4));
 #pragma GCC unroll 16
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xv, wv[v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = vnni_dot(acc[r][v], xv, wv[v]);
     }
   }
 #pragma GCC unroll 16

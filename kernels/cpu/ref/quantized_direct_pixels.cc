@@ -162,8 +162,8 @@ template <int CO>
     #pragma GCC unroll 16
     for (int c = 0; c < CO; ++c) {
       const __m512i wv = _mm512_set1_epi32(w[c]);
-      acc[c][0] = _mm512_dpbusd_epi32(acc[c][0], x0, wv);
-      acc[c][1] = _mm512_dpbusd_epi32(acc[c][1], x1, wv);
+      acc[c][0] = vnni_dot(acc[c][0], x0, wv);
+      acc[c][1] = vnni_dot(acc[c][1], x1, wv);
     }
   }
 }
