@@ -211,11 +211,10 @@ std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp
   return made;
 }
 
-// An int8 residual of an f32 result, dequantized across threads (the f32 sum adds real values).
-Tensor widen_residual(const Tensor& residual, const Int8Params& p) {
-  Tensor widened = Tensor::empty(residual.shape(), DType::f32);
-  float* to = widened.data<float>();
-  const int64_t n = residual.numel(), block = 4096;
+// An int8 residual of an f32 result dequantized into `to` (the f32 sum adds real values); across threads
+// when it is large enough to pay for the fork (at batch 1 it is a few thousand values).
+void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
+  const int64_t n = residual.numel(), block = 16384;
   const float scale = p.residual_scale, zero_point = static_cast<float>(p.residual_zero_point);
   const auto widen = [&](const auto* from) {  // one loop per dtype, so that it vectorises
     cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
@@ -225,12 +224,21 @@ Tensor widen_residual(const Tensor& residual, const Int8Params& p) {
   };
   if (residual.dtype() == DType::u8) widen(residual.data<uint8_t>());
   else widen(residual.data<int8_t>());
-  return widened;
+}
+
+// Whether every band's primitive writes the user's result itself and takes an f32 residual there as
+// it is (no reorder of either): then a widened residual goes straight into the result, one pass.
+bool residual_in_place(const ConvCall& c) {
+  return std::all_of(c.bands.begin(), c.bands.end(), [](const ConvCall::Band& b) { return !b.e->out.prim && !b.e->residual_in.prim; });
 }
 
 void run_conv_call(const ConvCall& c, const ConvOp& op) {
   const Tensor src = int8_source(op.x);
-  const Tensor res = c.p.widen_residual ? widen_residual(op.residual, c.p) : op.residual;
+  Tensor res = op.residual;
+  if (c.p.widen_residual) {  // into the result itself where it can (then there is nothing left to copy)
+    res = residual_in_place(c) ? Tensor() : Tensor::empty(op.residual.shape(), DType::f32);
+    widen_residual(op.residual, c.p, res.defined() ? res.data<float>() : op.out.data<float>());
+  }
   std::vector<Launch> launches;
   for (const ConvCall::Band& b : c.bands) {
     const ConvEntry& e = *b.e;
