@@ -65,7 +65,7 @@ std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, c
   if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads || !cpu_has_avx512()) return whole;
   std::vector<RowBand> bands;
   for (int64_t t = 0; t < threads; ++t) {
-    const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
+    const int64_t r0 = (OH * t + threads - 1) / threads, r1 = (OH * (t + 1) + threads - 1) / threads;
     const int64_t first = r0 * stride[0] - padding[0], last = (r1 - 1) * stride[0] - padding[0] + (KH - 1) * dilation[0];
     const RowBand b{r0, r1, std::max<int64_t>(first, 0), std::min(last + 1, H), std::max<int64_t>(-first, 0)};
     if (b.in1 <= b.in0) return whole;  // a band inside the padding
