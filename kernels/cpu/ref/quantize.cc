@@ -107,6 +107,11 @@ void quantize_planes_to_nhwc(const float* x, Q* out, int64_t N, int64_t C, int64
 
 }  // namespace
 
+void quantize_row_u8(const float* x, uint8_t* out, int64_t n, float scale, float zero_point) {
+  static const RunFn<float, uint8_t> run = quantize_run_for<float, uint8_t>();
+  run(x, out, n, scale, zero_point);
+}
+
 Tensor quantize_to_nhwc(const char* op, const Tensor& x, const Tensor& scale, const Tensor& zero_point) {
   const float s = *scale.data<float>();
   check_scales(op, &s, 1);

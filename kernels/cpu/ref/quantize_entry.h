@@ -10,4 +10,8 @@ namespace pd::kernels::reference {
 // zero point's dtype, u8 or i8), written [N, H, W, C].
 Tensor quantize_to_nhwc(const char* op, const Tensor& x, const Tensor& scale, const Tensor& zero_point);
 
+// n f32 values quantized to u8 as quantize_linear does (the widest loop this CPU has), for kernels that
+// quantize rows as they read them. s8 with zero point z gives the same bytes as u8 with z + 128, less 128.
+void quantize_row_u8(const float* x, uint8_t* out, int64_t n, float scale, float zero_point);
+
 }  // namespace pd::kernels::reference

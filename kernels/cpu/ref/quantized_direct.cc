@@ -16,6 +16,7 @@
 // zero past the run's end. Output channels are the vector lanes, so the result is NHWC as it is written.
 #include "cpu/ref/quantized_direct.h"
 #include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantize_entry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -237,13 +238,25 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   s.groups = path == Path::avx2 ? (s.run + 1) / 2 : (s.run + 3) / 4;
   s.COp = round_up(s.CO, kLanes);
   c.e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
-  c.u8 = x.dtype() == DType::u8;
+  c.u8 = x_zero_point.dtype() == DType::u8;  // x's own, or its quantized form's where x is f32
   c.zp = c.u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
   return true;
 }
 
 // The zero point as the VNNI kernels read the input: u8, s8 shifted by 128 (v ^ 0x80).
 int32_t u8_zero_point(const DirectConv& c) { return c.u8 ? c.zp : c.zp + 128; }
+
+// An f32 input of one channel ([N, H, W, 1], as quantized_conv2d_maxpool_direct takes it) quantized.
+Tensor quantized_one_channel(const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point) {
+  const Shape& xs = x.shape();
+  const Tensor nchw = x.as_strided({xs[0], 1, xs[1], xs[2]}, {xs[1] * xs[2], xs[1] * xs[2], xs[2], 1}, x.offset());
+  return quantize_to_nhwc("quantized_conv2d_maxpool", nchw, x_scale, x_zero_point);
+}
+
+PixelInput pixel_input(const DirectConv& c, const Tensor& x, const Tensor& x_scale) {
+  const DType dtype = x.dtype() == DType::f32 ? DType::f32 : c.u8 ? DType::u8 : DType::i8;
+  return {x.raw_data(), dtype, u8_zero_point(c), x_scale.item<float>()};
+}
 
 // The input in this thread's padded buffer as the u8 kernels (VNNI, AVX2 on u8) read it. Returns the
 // buffer (the workers get the pointer) and the zero point as read.
@@ -332,9 +345,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * (s.KH * s.run / kProductsPerWork + kEpilogueWork);
   if (prepared->pixels)
-    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
-                            /*pooled=*/false),
-           true;
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, pixel_input(c, x, x_scale), o, /*pooled=*/false), true;
   const ConvPack& pack = *prepared->conv_pack;
   if (prepared->path != Path::avx2) {
     int32_t zp_u8 = 0;
@@ -386,11 +397,9 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   const Epilogue& e = c.e;
   void* o = out.raw_data();
   if (prepared->pixels)
-    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, static_cast<const uint8_t*>(x.raw_data()), !c.u8, u8_zero_point(c), o,
-                            /*pooled=*/true),
-           true;
+    return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, pixel_input(c, x, x_scale), o, /*pooled=*/true), true;
   int32_t zp_u8 = 0;
-  const uint8_t* padded = padded_u8(c, x, zp_u8);
+  const uint8_t* padded = padded_u8(c, x.dtype() == DType::f32 ? quantized_one_channel(x, x_scale, x_zero_point) : x, zp_u8);
   const ConvPack& pack = *prepared->conv_pack;
   const auto row = prepared->path == Path::vnni ? vnni_pool_row : avx2_pool_row_u8;
   cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,

@@ -23,6 +23,8 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
                              const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out);
 
 // quantized_conv2d_maxpool with 2 x 2 windows of stride 2, pooled on the int32 sums (VNNI, or AVX2 on 7-bit weights).
+// x is NHWC int8, or f32 [N, H, W, 1] (one channel, as an int8 region's entry reads it) quantized here
+// with x_scale and x_zero_point.
 bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale,
                                      const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
                                      const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,

@@ -269,11 +269,20 @@ void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, 
                       int64_t PH, int64_t PW);
 
 // quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
-// first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `x` is the input's bytes (s8: shifted by 128 here, and
-// `zero_point` with them); e.offset is filled here. `pooled`: the result is the max pool of 2 x 2
-// windows, stride 2, of the convolution's (OH / 2 x OW / 2 pixels).
+// first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `in`
+// is the input (see PixelInput). `pooled`: the result is the max pool of 2 x 2 windows, stride 2, of the
+// convolution's (OH / 2 x OW / 2 pixels).
 // The weights are packed once (pixel_pack; kept in ctx.packed for a constant weight) and e.offset must
 // hold zero_point * pack.sum.
+// The pixel-lane kernels' input, one channel: u8, s8 (read shifted by 128) or f32, which is quantized
+// row by row as the kernel reads it (an int8 region's entry: one channel's NCHW is NHWC, so the f32
+// input itself, without a quantized copy); zero_point is the u8 one the kernels read (s8's + 128).
+struct PixelInput {
+  const void* data;
+  DType dtype;
+  int32_t zero_point;
+  float scale = 1.0f;  // f32's
+};
 struct PixelPack {
   std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's
   std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
@@ -281,8 +290,8 @@ struct PixelPack {
 };
 bool pixel_lanes_take(const ConvShape& s, bool residual);
 std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const ConvShape& s, const Tensor& weight, bool seven_bit);
-void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
-                           const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled);
+void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack, const PixelInput& in,
+                      void* out, bool pooled);
 
 // The packed weight of a constant is kept in ctx.packed; a key names the storage and the path.
 template <typename Packed, typename Make>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cpu/common/parallel.h"
+#include "cpu/ref/quantize_entry.h"
 #include "pd/kernels/int8_direct_conv.h"
 
 #if defined(__x86_64__)
@@ -88,22 +89,36 @@ PD_VNNI_TARGET void build_quads(const uint8_t* line, int64_t count, uint32_t* q)
   for (; i < count; ++i) q[i] = static_cast<uint32_t>(load_u32(line + i));
 }
 
-// The quad image of the input padded with its zero point, row by row (no padded copy in between): a
-// row's quads past its end read padding, which only taps of zero weight and lanes not stored see.
-void fill_quads(const ConvShape& s, const uint8_t* x, bool s8, uint8_t pad, uint32_t* q) {
-  cpu::parallel_for(s.N * s.Hp, s.Wp * 4, [&](int64_t r) {
-    const int64_t n = r / s.Hp, h = r % s.Hp - s.ph;
-    uint32_t* out = q + r * s.Wp;
-    if (h < 0 || h >= s.H) return std::fill(out, out + s.Wp, pad * 0x01010101u);
-    thread_local std::vector<uint8_t> line;
+// The quad image of the input padded with its zero point, image by image (no padded copy in between):
+// a row's quads past its end read padding, which only taps of zero weight and lanes not stored see. An
+// f32 or s8 image is first made this thread's u8 image in one pass (one call of the quantize loop a
+// image: a call a row cost LeNet's batch 1 more than the quantized copy it saves).
+void fill_quads(const ConvShape& s, const PixelInput& in, uint32_t* q) {
+  const uint8_t pad = static_cast<uint8_t>(in.zero_point);
+  const int64_t pixels = s.H * s.W;
+  cpu::parallel_for(s.N, s.Hp * s.Wp * 4, [&](int64_t n) {
+    thread_local std::vector<uint8_t> image, line;
+    const uint8_t* x = static_cast<const uint8_t*>(in.data) + n * pixels;
+    if (in.dtype != DType::u8) {
+      image.resize(static_cast<size_t>(pixels));
+      if (in.dtype == DType::f32)
+        quantize_row_u8(static_cast<const float*>(in.data) + n * pixels, image.data(), pixels, in.scale, static_cast<float>(in.zero_point));
+      else
+        for (int64_t i = 0; i < pixels; ++i) image[static_cast<size_t>(i)] = x[i] ^ 0x80;  // s8 shifted by 128
+      x = image.data();
+    }
     line.assign(static_cast<size_t>(s.Wp + 64), pad);
-    const uint8_t* src = x + (n * s.H + h) * s.W;
-    uint8_t* dst = line.data() + s.pw;
-    if (s8)
-      for (int64_t i = 0; i < s.W; ++i) dst[i] = src[i] ^ 0x80;  // s8 shifted by 128
-    else std::memcpy(dst, src, static_cast<size_t>(s.W));
-    if (int8_path() == Path::vnni) build_quads(line.data(), s.Wp, out);
-    else build_quads_avx2(line.data(), s.Wp, out);
+    for (int64_t hp = 0; hp < s.Hp; ++hp) {
+      const int64_t h = hp - s.ph;
+      uint32_t* out = q + (n * s.Hp + hp) * s.Wp;
+      if (h < 0 || h >= s.H) {
+        std::fill(out, out + s.Wp, pad * 0x01010101u);
+        continue;
+      }
+      std::memcpy(line.data() + s.pw, x + h * s.W, static_cast<size_t>(s.W));  // the padding around it stays
+      if (int8_path() == Path::vnni) build_quads(line.data(), s.Wp, out);
+      else build_quads_avx2(line.data(), s.Wp, out);
+    }
   });
 }
 
@@ -358,8 +373,8 @@ std::shared_ptr<const PixelPack> pixel_pack(const KernelContext& ctx, const Conv
   return packed_once<PixelPack>(ctx, weight, "conv-pixels", seven_bit, [&] { return pack_pixels(s, weight, seven_bit); });
 }
 
-void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack,
-                           const uint8_t* x, bool s8, int32_t zero_point, void* out, bool pooled) {
+void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilogue& e, const PixelPack& pack, const PixelInput& in,
+                      void* out, bool pooled) {
   // The quad image, with a tail for the last row's reads past its end (weights zero there, or lanes
   // that are not stored).
   const int64_t positions = s.N * s.Hp * s.Wp;
@@ -367,7 +382,7 @@ void conv_pixel_lanes(const KernelContext& ctx, const ConvShape& s, const Epilog
   quads.resize(static_cast<size_t>(positions + s.KW + kBlock + 16));
   std::fill(quads.begin() + positions, quads.end(), 0u);
   uint32_t* q = quads.data();  // the workers get the pointer: the thread_local is this thread's
-  fill_quads(s, x, s8, static_cast<uint8_t>(zero_point), q);
+  fill_quads(s, in, q);
   const int64_t rows = pooled ? s.OH / 2 : s.OH, width = pooled ? s.OW / 2 : s.OW, row_step = pooled ? 2 * s.sh : s.sh;
   const bool vnni = int8_path() == Path::vnni;
   const PixelRowFn* rows_for = vnni ? (pooled ? kPixelRows<true> : kPixelRows<false>) : (pooled ? kAvx2PixelRows<true> : kAvx2PixelRows<false>);
