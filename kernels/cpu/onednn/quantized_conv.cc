@@ -51,8 +51,10 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 // 32 -> 32 conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the
 // rows run side by side. Its AVX2 kernels share the work well themselves, and there the bands lost (host
 // A, the residual example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating
-// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). Band t reads input rows [in0, in1) with pad_top
-// rows of padding above. Otherwise one band, the whole output, and oneDNN's own threading.
+// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). An odd row goes to the first band: the later
+// band runs slower a row, whichever thread runs it (ONEDNN_VERBOSE on host B, 7x7 128 -> 128: 3 + 4 rows
+// took 6.4 and 11.5 us, 4 + 3 rows 9.0 and 9.7). Band t reads input rows [in0, in1) with pad_top rows of
+// padding above. Otherwise one band, the whole output, and oneDNN's own threading.
 struct RowBand {
   int64_t r0, r1, in0, in1, pad_top;
 };

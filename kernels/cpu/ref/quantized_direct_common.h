@@ -268,14 +268,8 @@ void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in,
 void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
                       int64_t PH, int64_t PW);
 
-// quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
-// first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `in`
-// is the input (see PixelInput). `pooled`: the result is the max pool of 2 x 2 windows, stride 2, of the
-// convolution's (OH / 2 x OW / 2 pixels).
-// The weights are packed once (pixel_pack; kept in ctx.packed for a constant weight) and e.offset must
-// hold zero_point * pack.sum.
 // The pixel-lane kernels' input, one channel: u8, s8 (read shifted by 128) or f32, which is quantized
-// row by row as the kernel reads it (an int8 region's entry: one channel's NCHW is NHWC, so the f32
+// image by image as the kernel reads it (an int8 region's entry: one channel's NCHW is NHWC, so the f32
 // input itself, without a quantized copy); zero_point is the u8 one the kernels read (s8's + 128).
 struct PixelInput {
   const void* data;
@@ -283,6 +277,13 @@ struct PixelInput {
   int32_t zero_point;
   float scale = 1.0f;  // f32's
 };
+
+// quantized_direct_pixels.cc: convolutions of one input channel and at most 8 output channels (LeNet's
+// first), with output pixels as the vector lanes (AVX-512 VNNI, or AVX2 on weights within 7 bits). `in`
+// is the input (see PixelInput). `pooled`: the result is the max pool of 2 x 2 windows, stride 2, of the
+// convolution's (OH / 2 x OW / 2 pixels).
+// The weights are packed once (pixel_pack; kept in ctx.packed for a constant weight) and e.offset must
+// hold zero_point * pack.sum.
 struct PixelPack {
   std::vector<int64_t> offset;  // per tap group: its first tap's position in the quad image, from the output pixel's
   std::vector<int32_t> w;       // [group][CO]: the 4 weights of the group's taps, as one int32
