@@ -51,10 +51,8 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 // 32 -> 32 conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the
 // rows run side by side. Its AVX2 kernels share the work well themselves, and there the bands lost (host
 // A, the residual example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating
-// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). An odd row goes to the first band: the later
-// band runs slower a row, whichever thread runs it (ONEDNN_VERBOSE on host B, 7x7 128 -> 128: 3 + 4 rows
-// took 6.4 and 11.5 us, 4 + 3 rows 9.0 and 9.7). Band t reads input rows [in0, in1) with pad_top rows of
-// padding above. Otherwise one band, the whole output, and oneDNN's own threading.
+// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). Band t reads input rows [in0, in1) with pad_top
+// rows of padding above. Otherwise one band, the whole output, and oneDNN's own threading.
 struct RowBand {
   int64_t r0, r1, in0, in1, pad_top;
 };
@@ -67,7 +65,7 @@ std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, c
   if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads || !cpu_has_avx512()) return whole;
   std::vector<RowBand> bands;
   for (int64_t t = 0; t < threads; ++t) {
-    const int64_t r0 = (OH * t + threads - 1) / threads, r1 = (OH * (t + 1) + threads - 1) / threads;
+    const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
     const int64_t first = r0 * stride[0] - padding[0], last = (r1 - 1) * stride[0] - padding[0] + (KH - 1) * dilation[0];
     const RowBand b{r0, r1, std::max<int64_t>(first, 0), std::min(last + 1, H), std::max<int64_t>(-first, 0)};
     if (b.in1 <= b.in0) return whole;  // a band inside the padding
