@@ -171,6 +171,52 @@ TEST_CASE("executor: an op's prepared call is kept between runs and made anew fo
   check(1, conv_ws2, 50);
 }
 
+TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between runs, whatever the batch", "[exec]") {
+  // 32 channels in NHWC: oneDNN's primitive takes it (the direct kernels stop at 16), one a band of rows
+  // at batch 1 on AVX-512. In an Executor each band's argument map is kept in the op's slot and pointed
+  // at a run's buffers; every run must equal the eager op (which makes its maps anew).
+  namespace ops = pd::ops;
+  const auto u8 = [](std::vector<int64_t> shape, uint64_t seed) { return ops::cast(ops::uniform(shape, 0, 255, seed), pd::DType::u8); };
+  const Tensor weight = ops::cast(ops::uniform({32, 32, 3, 3}, -64, 64, 1), pd::DType::i8);
+  const Tensor x_scale = ops::full({}, 0.02), x_zp = ops::cast(ops::full({}, 120), pd::DType::u8);
+  const Tensor ws1 = ops::uniform({32}, 0.001, 0.01, 2), ws2 = ops::uniform({32}, 0.001, 0.01, 3), bias = ops::uniform({32}, -1, 1, 4);
+  const Tensor r_scale = ops::full({}, 0.03), r_zp = ops::cast(ops::full({}, 110), pd::DType::u8);
+  const Tensor out_scale = ops::full({}, 0.05), out_zp = ops::cast(ops::full({}, 3), pd::DType::u8);
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::u8, {-1, 6, 7, 32}});
+  auto r = p.add_input("r", {pd::DType::u8, {-1, 6, 7, 32}});
+  auto ws = p.add_param("w.scale", ws1);
+  const std::vector<std::vector<ir::ValueId>> args = {
+      {x}, {p.add_param("x.scale", x_scale)}, {p.add_param("x.zp", x_zp)}, {p.add_param("w", weight)}, {ws}, {p.add_param("b", bias)},
+      {r}, {p.add_param("r.scale", r_scale)}, {p.add_param("r.zp", r_zp)}, {p.add_param("out.scale", out_scale)},
+      {p.add_param("out.zp", out_zp)}};
+  const auto attrs = [](pd::DType out) {
+    return pd::AttrMap{{"padding", std::vector<int64_t>{1, 1}}, {"activation", std::string("relu")}, {"channels_last", true},
+                       {"out_dtype", pd::AttrValue(out)}};
+  };
+  p.mark_output(p.add_op("quantized_conv2d", args, attrs(pd::DType::u8))[0], "requantized");
+  std::vector<std::vector<ir::ValueId>> f32_args = args;
+  f32_args[9] = f32_args[10] = {};  // an f32 result: the int8 residual widened into it
+  p.mark_output(p.add_op("quantized_conv2d", f32_args, attrs(pd::DType::f32))[0], "widened");
+  pd::exec::Executor exec(p);
+  const auto check = [&](int64_t batch, const Tensor& weight_scale, uint64_t seed) {
+    const Tensor in = u8({batch, 6, 7, 32}, seed), res = u8({batch, 6, 7, 32}, seed + 1);
+    const auto outs = exec.run({{"x", in}, {"r", res}});
+    const auto eager = [&](const Tensor& s, const Tensor& z, pd::DType out) {
+      return ops::quantized_conv2d(in, x_scale, x_zp, weight, weight_scale, bias, res, r_scale, r_zp, s, z, {1, 1}, {1, 1}, {1, 1}, 1,
+                                   "relu", 0.0, true, out);
+    };
+    CHECK(max_abs_diff(outs[0], eager(out_scale, out_zp, pd::DType::u8)) == 0.0f);
+    CHECK(max_abs_diff(outs[1], eager({}, {}, pd::DType::f32)) < 1e-5f);
+  };
+  check(1, ws1, 10);
+  check(1, ws1, 20);  // the kept maps, other buffers
+  check(2, ws1, 30);  // a new batch: one band, maps made for it
+  check(1, ws1, 40);
+  p.set_param(ws, ws2);  // new storage: the slot is emptied
+  check(1, ws2, 50);
+}
+
 TEST_CASE("executor: bad inputs are refused with what the model expects", "[exec]") {
   ir::Program p = chain();
   pd::exec::Executor exec(p);

@@ -14,6 +14,7 @@
 #include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
 #include "kernels.h"
+#include "pd/core/allocator.h"
 #include "pd/core/cpu_features.h"
 
 namespace pd::kernels::onednn {
@@ -72,18 +73,6 @@ std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, c
     bands.push_back(b);
   }
   return bands;
-}
-
-using Launch = std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>;
-
-// Runs the primitives, one per thread of the kernels' pool when there are several (each band's primitive
-// is then made for one thread: see make_conv_call).
-void run_concurrently(std::vector<Launch>& launches) {
-  if (launches.size() == 1) return launches[0].first.execute(cpu_stream(), launches[0].second);
-  parallel_items(static_cast<int64_t>(launches.size()), [&](int64_t i) {
-    Launch& launch = launches[static_cast<size_t>(i)];
-    run_primitive(launch.first, launch.second);  // its scratchpad is among the arguments
-  });
 }
 
 // Everything a call derives from its weights, scales, zero points and shapes: the parameters in oneDNN's
@@ -201,9 +190,11 @@ std::string conv_call_key(const KernelContext& ctx, const ConvOp& op) {
   return key.str();
 }
 
-// The ConvCall of this call: kept in ctx.packed when conv_call_key names one, else built for this call.
-std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op) {
+// The ConvCall of this call: kept in ctx.packed when conv_call_key names one (`kept`), else built for
+// this call.
+std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op, bool& kept) {
   const std::string key = conv_call_key(ctx, op);
+  kept = !key.empty();
   if (key.empty()) return make_conv_call(ctx, op);
   if (std::shared_ptr<void> hit = ctx.packed->find(key)) return std::static_pointer_cast<const ConvCall>(hit);
   std::shared_ptr<ConvCall> made = make_conv_call(ctx, op);
@@ -232,21 +223,64 @@ bool residual_in_place(const ConvCall& c) {
   return std::all_of(c.bands.begin(), c.bands.end(), [](const ConvCall::Band& b) { return !b.e->out.prim && !b.e->residual_in.prim; });
 }
 
-void run_conv_call(const ConvCall& c, const ConvOp& op) {
+// A band's argument map: the call's zero points, weights and bias, and the source, destination and
+// scratchpad memories given.
+std::unordered_map<int, dnnl::memory> band_args(const ConvCall& c, const ConvCall::Band& b, const dnnl::memory& src,
+                                                const dnnl::memory& dst, const dnnl::memory& scratch) {
+  std::unordered_map<int, dnnl::memory> args = c.zero_point_args;
+  args.emplace(DNNL_ARG_SRC, src);
+  args.emplace(DNNL_ARG_WEIGHTS, b.weights);
+  args.emplace(DNNL_ARG_DST, dst);
+  args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+  if (c.has_bias) args.emplace(DNNL_ARG_BIAS, c.bias);
+  return args;
+}
+
+// The bands' argument maps kept in the op's memo slot (one executor's op runs one call at a time) for a
+// call whose primitives read and write the user's buffers as they are (no reorder around them: NHWC
+// int8, the usual case), so that a call only points them at its buffers. Making three dnnl::memory
+// objects (two aligned allocations each) and a map a band on every call was most of the residual
+// example's int8 time outside the primitives at batch 1 (perf, host B: malloc and free took a tenth of
+// the calling thread).
+struct KeptArgs {
+  std::shared_ptr<const ConvCall> call;  // what they were made for
+  std::vector<std::unordered_map<int, dnnl::memory>> bands;
+};
+
+std::unordered_map<int, dnnl::memory>* kept_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
+  const auto plain = [](const ConvCall::Band& b) { return !b.e->in0.prim && !b.e->out.prim && !b.e->residual_in.prim; };
+  if (!ctx.memo || !std::all_of(call->bands.begin(), call->bands.end(), plain)) return nullptr;
+  KeptArgs* kept = ctx.memo->get<KeptArgs>();
+  if (!kept || kept->call != call) {
+    auto made = std::make_shared<KeptArgs>();
+    made->call = call;
+    for (const ConvCall::Band& b : call->bands)
+      made->bands.push_back(band_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
+                                      dnnl::memory(b.e->scratchpad, cpu_engine(), nullptr)));
+    kept = &ctx.memo->set(made);
+  }
+  return kept->bands.data();
+}
+
+// `kept`: the bands' kept argument maps (kept_args), or null to make them for this call.
+void run_conv_call(const ConvCall& c, const ConvOp& op, std::unordered_map<int, dnnl::memory>* kept) {
   const Tensor src = int8_source(op.x);
   Tensor res = op.residual;
   if (c.p.widen_residual) {  // into the result itself where it can (then there is nothing left to copy)
     res = residual_in_place(c) ? Tensor() : Tensor::empty(op.residual.shape(), DType::f32);
     widen_residual(op.residual, c.p, res.defined() ? res.data<float>() : op.out.data<float>());
   }
-  std::vector<Launch> launches;
-  for (const ConvCall::Band& b : c.bands) {
+  std::vector<std::unordered_map<int, dnnl::memory>> made;  // without kept maps
+  std::vector<std::shared_ptr<void>> scratch;               // the kept maps' scratchpads, for this call
+  for (size_t i = 0; i < c.bands.size(); ++i) {
+    const ConvCall::Band& b = c.bands[i];
     const ConvEntry& e = *b.e;
     // A band's rows are contiguous in NHWC at batch 1: its x, residual and result start at its first
     // row (a single band starts at row 0, whatever the layout).
     char* out_base = static_cast<char*>(op.out.raw_data()) + b.rows.r0 * c.out_row * dtype_size(op.out_dtype);
-    const char* x_base = static_cast<const char*>(src.raw_data()) + b.rows.in0 * c.x_row * dtype_size(src.dtype());
-    dnnl::memory user_dst(b.dst, cpu_engine(), out_base);
+    char* x_base = const_cast<char*>(static_cast<const char*>(src.raw_data())) + b.rows.in0 * c.x_row * dtype_size(src.dtype());
+    dnnl::memory user_dst = kept ? kept[i].at(DNNL_ARG_DST) : dnnl::memory(b.dst, cpu_engine(), out_base);
+    if (kept) user_dst.set_data_handle(out_base);
     dnnl::memory dst = output_buffer(e.out, user_dst);
     if (res.defined()) {
       const size_t r_row = static_cast<size_t>(c.out_row) * dtype_size(res.dtype());
@@ -258,20 +292,25 @@ void run_conv_call(const ConvCall& c, const ConvOp& op) {
         copy_across_threads(out_base, r_base, static_cast<size_t>(c.batch * (b.rows.r1 - b.rows.r0)) * r_row);  // several bands: batch 1
       }
     }
-    std::unordered_map<int, dnnl::memory> args = c.zero_point_args;
-    args.emplace(DNNL_ARG_SRC, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), const_cast<char*>(x_base))));
-    args.emplace(DNNL_ARG_WEIGHTS, b.weights);
-    args.emplace(DNNL_ARG_DST, dst);
-    args.emplace(DNNL_ARG_SCRATCHPAD, scratch_memory(e.scratchpad));
-    if (c.has_bias) args.emplace(DNNL_ARG_BIAS, c.bias);
+    if (kept) {
+      kept[i].at(DNNL_ARG_SRC).set_data_handle(x_base);
+      if (e.scratchpad.get_size() > 0) {
+        scratch.push_back(cpu_allocator().allocate(e.scratchpad.get_size()));
+        kept[i].at(DNNL_ARG_SCRATCHPAD).set_data_handle(scratch.back().get());
+      }
+      continue;
+    }
+    made.push_back(band_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), x_base)), dst, scratch_memory(e.scratchpad)));
     if (e.out.prim) {  // a layout of the primitive's own: one band (row_bands gives several only in NHWC)
-      e.prim.execute(cpu_stream(), args);
+      e.prim.execute(cpu_stream(), made.back());
       reorder_out(e.out, dst, user_dst);
       return;
     }
-    launches.emplace_back(e.prim, std::move(args));
   }
-  run_concurrently(launches);
+  std::unordered_map<int, dnnl::memory>* args = kept ? kept : made.data();
+  if (c.bands.size() == 1) return c.bands[0].e->prim.execute(cpu_stream(), args[0]);
+  // One band a thread of the kernels' pool, each primitive made for one thread.
+  parallel_items(static_cast<int64_t>(c.bands.size()), [&](int64_t i) { run_primitive(c.bands[static_cast<size_t>(i)].e->prim, args[i]); });
 }
 
 // A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:
@@ -329,9 +368,10 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
     return;
   bool on_reference = false;
   guarded("quantized_conv2d", [&] {
-    const std::shared_ptr<const ConvCall> call = conv_call(ctx, op);
+    bool kept = false;
+    const std::shared_ptr<const ConvCall> call = conv_call(ctx, op, kept);
     if (call->reference) on_reference = true;
-    else run_conv_call(*call, op);
+    else run_conv_call(*call, op, kept ? kept_args(ctx, call) : nullptr);
   });
   if (on_reference)
     reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,

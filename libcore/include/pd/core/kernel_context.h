@@ -10,6 +10,7 @@
 #pragma once
 #include <initializer_list>
 #include <memory>
+#include <vector>
 
 #include "pd/core/packed_weights.h"
 #include "pd/core/place.h"
@@ -26,27 +27,37 @@ namespace pd {
 class OpMemo {
  public:
   template <typename T>
-  T* get() const { return type_ == tag<T>() ? static_cast<T*>(value_.get()) : nullptr; }
+  T* get() const {
+    for (const Entry& e : entries_)
+      if (e.type == tag<T>()) return static_cast<T*>(e.value.get());
+    return nullptr;
+  }
   template <typename T>
   T& set(std::shared_ptr<T> value) {
     T& held = *value;
-    value_ = std::move(value);
-    type_ = tag<T>();
+    for (Entry& e : entries_)
+      if (e.type == tag<T>()) {
+        e.value = std::move(value);
+        return held;
+      }
+    entries_.push_back({std::move(value), tag<T>()});
     return held;
   }
-  void clear() {
-    value_.reset();
-    type_ = nullptr;
-  }
+  void clear() { entries_.clear(); }
 
  private:
+  // One value per type, so that a kernel which tries a direct kernel first (keeping its decision here)
+  // and then runs its own call can keep both. An op holds one or two: a linear search.
+  struct Entry {
+    std::shared_ptr<void> value;
+    const void* type;
+  };
   template <typename T>
   static const void* tag() {
     static const char id = 0;
     return &id;
   }
-  std::shared_ptr<void> value_;
-  const void* type_ = nullptr;
+  std::vector<Entry> entries_;
 };
 
 struct KernelContext;
