@@ -217,6 +217,34 @@ TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between r
   check(1, ws2, 50);
 }
 
+TEST_CASE("executor: blocked_conv2d keeps its parts' argument maps between runs, whatever the batch", "[exec]") {
+  // Two channel-blocked convolutions (blocks of 8: AVX2 and AVX-512 alike), the second with the first's
+  // result as its residual; at batch 1 their parts split the output channels, at 3 the images. Every run
+  // must equal the eager ops, which make their maps anew.
+  namespace ops = pd::ops;
+  const Tensor w1 = ops::uniform({16, 16, 3, 3}, -0.3, 0.3, 1), w2 = ops::uniform({16, 16, 3, 3}, -0.3, 0.3, 2);
+  const Tensor b1 = ops::uniform({16}, -1, 1, 3), b2 = ops::uniform({16}, -1, 1, 4), b3 = ops::uniform({16}, -1, 1, 5);
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 16, 9, 9}});
+  auto bias2 = p.add_param("b2", b2);
+  const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{1, 1}}, {"activation", std::string("relu")}, {"block", int64_t{8}}};
+  auto y1 = p.add_op("blocked_conv2d", {{x}, {p.add_param("w1", w1)}, {p.add_param("b1", b1)}, {}}, attrs)[0];
+  p.mark_output(p.add_op("blocked_conv2d", {{y1}, {p.add_param("w2", w2)}, {bias2}, {y1}}, attrs)[0], "y");
+  pd::exec::Executor exec(p);
+  const auto check = [&](int64_t batch, const Tensor& bias, uint64_t seed) {
+    const Tensor in = ops::uniform({batch, 16, 9, 9}, -1, 1, seed);
+    const Tensor first = ops::blocked_conv2d(in, w1, b1, {}, {1, 1}, {1, 1}, {1, 1}, "relu", 0.0, 8);
+    const Tensor want = ops::blocked_conv2d(first, w2, bias, first, {1, 1}, {1, 1}, {1, 1}, "relu", 0.0, 8);
+    CHECK(max_abs_diff(exec.run({{"x", in}})[0], want) < 1e-5f);
+  };
+  check(1, b2, 10);
+  check(1, b2, 20);  // the kept maps, other buffers
+  check(3, b2, 30);  // a new batch: parts and maps made for it
+  check(1, b2, 40);
+  p.set_param(bias2, b3);  // new storage: the slot is emptied
+  check(1, b3, 50);
+}
+
 TEST_CASE("executor: bad inputs are refused with what the model expects", "[exec]") {
   ir::Program p = chain();
   pd::exec::Executor exec(p);
