@@ -3,15 +3,13 @@
 // and destination are given in that layout, so it reads and writes the tensors as they are (the plain
 // path of fused_conv2d reorders its input in and its output out on every call); the residual is read
 // in place by a binary-add post-op.
-#include <memory>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "cpu/onednn/conv_geometry.h"
+#include "cpu/onednn/kept_args.h"
 #include "cpu/onednn/post_ops.h"
 #include "kernels.h"
-#include "pd/core/allocator.h"
 #include "pd/core/thread_pool.h"
 
 namespace pd::kernels::onednn {
@@ -194,33 +192,22 @@ std::shared_ptr<const BlockedConvCall> blocked_conv_call(const KernelContext& ct
   return made;
 }
 
-// Each part's argument map kept in the op's memo slot (an executor's op runs one call at a time) and
-// pointed at a run's buffers, as quantized_conv.cc keeps its bands': a dnnl::memory costs two aligned
-// allocations, and a part made three or four of them and a map on every call.
-struct KeptPartArgs {
-  std::shared_ptr<const BlockedConvCall> call;  // what they were made for
-  std::vector<std::unordered_map<int, dnnl::memory>> parts;
-};
-
-std::unordered_map<int, dnnl::memory>* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const BlockedConvCall>& call,
-                                                      bool bias, bool residual) {
-  if (!ctx.memo) return nullptr;
-  KeptPartArgs* kept = ctx.memo->get<KeptPartArgs>();
-  if (!kept || kept->call != call) {
-    auto made = std::make_shared<KeptPartArgs>();
-    made->call = call;
+// Each part's argument map kept in the op's memo slot (kept_args.h), as quantized_conv.cc keeps its
+// bands'.
+ArgMap* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const BlockedConvCall>& call, bool bias, bool residual) {
+  return kept_arg_maps(ctx, call, [&] {
+    std::vector<ArgMap> maps;
     for (const BlockedConvPart& part : call->parts) {
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(part.src, cpu_engine(), nullptr)},
-                                                 {DNNL_ARG_WEIGHTS, part.weights},
-                                                 {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), nullptr)}};
+      ArgMap args{{DNNL_ARG_SRC, dnnl::memory(part.src, cpu_engine(), nullptr)},
+                  {DNNL_ARG_WEIGHTS, part.weights},
+                  {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), nullptr)}};
       if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(part.bias, cpu_engine(), nullptr));
       if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(part.dst, cpu_engine(), nullptr));
       if (part.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(part.scratchpad, cpu_engine(), nullptr));
-      made->parts.push_back(std::move(args));
+      maps.push_back(std::move(args));
     }
-    kept = &ctx.memo->set(made);
-  }
-  return kept->parts.data();
+    return maps;
+  });
 }
 
 }  // namespace
@@ -261,21 +248,17 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     float* const xs = const_cast<float*>(x.data<float>());
     float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
     float* const bs = bias.defined() ? const_cast<float*>(bias.data<float>()) : nullptr;
-    std::unordered_map<int, dnnl::memory>* const kept = kept_call ? kept_part_args(ctx, call, bs != nullptr, rs != nullptr) : nullptr;
+    ArgMap* const kept = kept_call ? kept_part_args(ctx, call, bs != nullptr, rs != nullptr) : nullptr;
     const bool on_pool = call->parts.size() > 1;
     parallel_items(static_cast<int64_t>(call->parts.size()), [&](int64_t i) {
       const BlockedConvPart& part = call->parts[static_cast<size_t>(i)];
       if (kept) {
-        std::unordered_map<int, dnnl::memory>& args = kept[i];
+        ArgMap& args = kept[i];
         args.at(DNNL_ARG_SRC).set_data_handle(xs + part.src_offset);
         args.at(DNNL_ARG_DST).set_data_handle(out.data<float>() + part.dst_offset);
         if (bs) args.at(DNNL_ARG_BIAS).set_data_handle(bs + part.bias_offset);
         if (rs) args.at(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1).set_data_handle(rs + part.dst_offset);
-        std::shared_ptr<void> scratch;
-        if (part.scratchpad.get_size() > 0) {
-          scratch = cpu_allocator().allocate(part.scratchpad.get_size());
-          args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(scratch.get());
-        }
+        const std::shared_ptr<void> scratch = point_scratchpad(args, part.scratchpad);
         return run_primitive(part.prim, args, {}, on_pool);
       }
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(part.src, cpu_engine(), xs + part.src_offset)},

@@ -10,11 +10,11 @@
 
 #include "cpu/common/parallel.h"
 #include "cpu/onednn/conv_geometry.h"
+#include "cpu/onednn/kept_args.h"
 #include "cpu/onednn/quantized_common.h"
 #include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
 #include "kernels.h"
-#include "pd/core/allocator.h"
 #include "pd/core/cpu_features.h"
 
 namespace pd::kernels::onednn {
@@ -217,17 +217,18 @@ void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
   else widen(residual.data<int8_t>());
 }
 
-// Whether every band's primitive writes the user's result itself and takes an f32 residual there as
-// it is (no reorder of either): then a widened residual goes straight into the result, one pass.
-bool residual_in_place(const ConvCall& c) {
-  return std::all_of(c.bands.begin(), c.bands.end(), [](const ConvCall::Band& b) { return !b.e->out.prim && !b.e->residual_in.prim; });
-}
+// Whether a band's primitive writes the user's result itself and takes an f32 residual there as it is
+// (no reorder of either).
+bool writes_in_place(const ConvCall::Band& b) { return !b.e->out.prim && !b.e->residual_in.prim; }
+
+// Whether every band writes in place: then a widened residual goes straight into the result, one pass.
+bool residual_in_place(const ConvCall& c) { return std::all_of(c.bands.begin(), c.bands.end(), writes_in_place); }
 
 // A band's argument map: the call's zero points, weights and bias, and the source, destination and
 // scratchpad memories given.
-std::unordered_map<int, dnnl::memory> band_args(const ConvCall& c, const ConvCall::Band& b, const dnnl::memory& src,
-                                                const dnnl::memory& dst, const dnnl::memory& scratch) {
-  std::unordered_map<int, dnnl::memory> args = c.zero_point_args;
+ArgMap band_args(const ConvCall& c, const ConvCall::Band& b, const dnnl::memory& src, const dnnl::memory& dst,
+                 const dnnl::memory& scratch) {
+  ArgMap args = c.zero_point_args;
   args.emplace(DNNL_ARG_SRC, src);
   args.emplace(DNNL_ARG_WEIGHTS, b.weights);
   args.emplace(DNNL_ARG_DST, dst);
@@ -236,42 +237,30 @@ std::unordered_map<int, dnnl::memory> band_args(const ConvCall& c, const ConvCal
   return args;
 }
 
-// The bands' argument maps kept in the op's memo slot (one executor's op runs one call at a time) for a
-// call whose primitives read and write the user's buffers as they are (no reorder around them: NHWC
-// int8, the usual case), so that a call only points them at its buffers. Making three dnnl::memory
-// objects (two aligned allocations each) and a map a band on every call was most of the residual
-// example's int8 time outside the primitives at batch 1 (perf, host B: malloc and free took a tenth of
-// the calling thread).
-struct KeptArgs {
-  std::shared_ptr<const ConvCall> call;  // what they were made for
-  std::vector<std::unordered_map<int, dnnl::memory>> bands;
-};
-
-std::unordered_map<int, dnnl::memory>* kept_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
-  const auto plain = [](const ConvCall::Band& b) { return !b.e->in0.prim && !b.e->out.prim && !b.e->residual_in.prim; };
-  if (!ctx.memo || !std::all_of(call->bands.begin(), call->bands.end(), plain)) return nullptr;
-  KeptArgs* kept = ctx.memo->get<KeptArgs>();
-  if (!kept || kept->call != call) {
-    auto made = std::make_shared<KeptArgs>();
-    made->call = call;
+// The bands' maps kept in the op's memo slot (kept_args.h) for a call whose primitives read and write the
+// user's buffers as they are (no reorder around them: NHWC int8, the usual case); null otherwise.
+ArgMap* kept_band_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
+  const auto plain = [](const ConvCall::Band& b) { return writes_in_place(b) && !b.e->in0.prim; };
+  if (!std::all_of(call->bands.begin(), call->bands.end(), plain)) return nullptr;
+  return kept_arg_maps(ctx, call, [&] {
+    std::vector<ArgMap> maps;
     for (const ConvCall::Band& b : call->bands)
-      made->bands.push_back(band_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
-                                      dnnl::memory(b.e->scratchpad, cpu_engine(), nullptr)));
-    kept = &ctx.memo->set(made);
-  }
-  return kept->bands.data();
+      maps.push_back(band_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
+                               dnnl::memory(b.e->scratchpad, cpu_engine(), nullptr)));
+    return maps;
+  });
 }
 
-// `kept`: the bands' kept argument maps (kept_args), or null to make them for this call.
-void run_conv_call(const ConvCall& c, const ConvOp& op, std::unordered_map<int, dnnl::memory>* kept) {
+// `kept`: the bands' kept argument maps (kept_band_args), or null to make them for this call.
+void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
   const Tensor src = int8_source(op.x);
   Tensor res = op.residual;
   if (c.p.widen_residual) {  // into the result itself where it can (then there is nothing left to copy)
     res = residual_in_place(c) ? Tensor() : Tensor::empty(op.residual.shape(), DType::f32);
     widen_residual(op.residual, c.p, res.defined() ? res.data<float>() : op.out.data<float>());
   }
-  std::vector<std::unordered_map<int, dnnl::memory>> made;  // without kept maps
-  std::vector<std::shared_ptr<void>> scratch;               // the kept maps' scratchpads, for this call
+  std::vector<ArgMap> made;                    // without kept maps
+  std::vector<std::shared_ptr<void>> scratch;  // the kept maps' scratchpads, for this call
   for (size_t i = 0; i < c.bands.size(); ++i) {
     const ConvCall::Band& b = c.bands[i];
     const ConvEntry& e = *b.e;
@@ -294,10 +283,7 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, std::unordered_map<int, 
     }
     if (kept) {
       kept[i].at(DNNL_ARG_SRC).set_data_handle(x_base);
-      if (e.scratchpad.get_size() > 0) {
-        scratch.push_back(cpu_allocator().allocate(e.scratchpad.get_size()));
-        kept[i].at(DNNL_ARG_SCRATCHPAD).set_data_handle(scratch.back().get());
-      }
+      scratch.push_back(point_scratchpad(kept[i], e.scratchpad));
       continue;
     }
     made.push_back(band_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), x_base)), dst, scratch_memory(e.scratchpad)));
@@ -307,7 +293,7 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, std::unordered_map<int, 
       return;
     }
   }
-  std::unordered_map<int, dnnl::memory>* args = kept ? kept : made.data();
+  ArgMap* args = kept ? kept : made.data();
   if (c.bands.size() == 1) return c.bands[0].e->prim.execute(cpu_stream(), args[0]);
   // One band a thread of the kernels' pool, each primitive made for one thread.
   parallel_items(static_cast<int64_t>(c.bands.size()), [&](int64_t i) { run_primitive(c.bands[static_cast<size_t>(i)].e->prim, args[i]); });
@@ -371,7 +357,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
     bool kept = false;
     const std::shared_ptr<const ConvCall> call = conv_call(ctx, op, kept);
     if (call->reference) on_reference = true;
-    else run_conv_call(*call, op, kept ? kept_args(ctx, call) : nullptr);
+    else run_conv_call(*call, op, kept ? kept_band_args(ctx, call) : nullptr);
   });
   if (on_reference)
     reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
