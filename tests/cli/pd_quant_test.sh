@@ -40,6 +40,13 @@ fi
 # --exclude naming every quantizable op leaves nothing to do: exit 2; --reduce-range says so in the summary.
 out=$("$PD_QUANT" "$MODEL" "$WORK/e.pdmodel" --calib "$WORK/data.yaml" --samples 128 --exclude linear 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "no conv2d or linear .* (after --exclude)" <<< "$out" || fail "--exclude of every op: $rc $out"
+# A layer's name from the model YAML excludes it; a name that matches no layer is an error listing them.
+out=$("$PD_QUANT" "$MODEL" "$WORK/e.pdmodel" --calib "$WORK/data.yaml" --samples 128 --exclude fc1 2>&1) || fail "--exclude fc1: $out"
+grep -q "^quantized  1 conv2d / linear ops" <<< "$out" || fail "--exclude fc1 left $out"
+out=$("$PD_QUANT" "$MODEL" "$WORK/e2.pdmodel" --calib "$WORK/data.yaml" --samples 128 --exclude fc1,fc_1 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "exclude fc_1: names no conv2d or linear op .* quantizable layers are fc1.weight, logits.weight" <<< "$out" ||
+  fail "--exclude of a misspelt layer: $rc $out"
+[ -e "$WORK/e2.pdmodel" ] && fail "--exclude of a misspelt layer wrote a model"
 out=$("$PD_QUANT" "$MODEL" "$WORK/r.pdmodel" --calib "$WORK/data.yaml" --samples 128 --reduce-range 2>&1) || fail "--reduce-range: $out"
 grep -q "weights s8 at 7 bits per output channel" <<< "$out" || fail "--reduce-range summary: $out"
 

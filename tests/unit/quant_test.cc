@@ -391,3 +391,25 @@ TEST_CASE("weight-only: s8 linear / matmul weights, lowered to weight_only_linea
   pd::ir::Program kept = f32;  // exclude by weight name
   CHECK(pd::quant::insert_weight_only(kept, {.exclude = {"proj"}}) == 1);
 }
+
+// --exclude names a layer by its type, output value, weight name or a dotted prefix of the weight name
+// (passes append to it: bn_fold's ".bn_folded"); anything else is reported, not ignored.
+TEST_CASE("qdq: exclude names layers by prefix; names matching nothing are reported", "[quant]") {
+  pd::ir::Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 16}});
+  auto w1 = p.add_param("b1_conv1.weight.bn_folded", pd::ops::uniform({8, 16}, -0.5, 0.5, 1));
+  auto h = p.add_op("linear", {{x}, {w1}})[0];
+  auto w2 = p.add_param("b1_conv10.weight", pd::ops::uniform({4, 8}, -0.5, 0.5, 2));
+  p.mark_output(p.add_op("linear", {{h}, {w2}})[0], "y");
+
+  using Names = std::vector<std::string>;
+  CHECK(pd::quant::quantizable_layers(p, {"b1_conv1"}) == Names{"b1_conv10.weight"});  // not b1_conv10
+  CHECK(pd::quant::quantizable_layers(p, {"b1_conv1.weight"}) == Names{"b1_conv10.weight"});
+  CHECK(pd::quant::quantizable_layers(p, {"b1_conv10.weight"}) == Names{"b1_conv1.weight.bn_folded"});
+  CHECK(pd::quant::quantizable_layers(p, {"linear"}).empty());
+  const std::string hidden = p.value(h).name;  // the first linear's output value
+  CHECK(pd::quant::quantizable_layers(p, {hidden}) == Names{"b1_conv10.weight"});
+  CHECK(pd::quant::unmatched_excludes(p, {"b1_conv1", "linear", hidden, "b1_conv", "b1_conv1.w", "conv2d"}) ==
+        Names{"b1_conv", "b1_conv1.w", "conv2d"});
+  CHECK(pd::quant::unmatched_excludes(p, {"b1_conv10"}, true).empty());
+}

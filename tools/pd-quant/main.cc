@@ -140,6 +140,10 @@ int run(const Options& o) {
   pd::ir::PassOptions portable;
   portable.level = 2;
   pd::ir::PassManager(portable).run(program);
+  if (const auto unmatched = pd::quant::unmatched_excludes(program, o.exclude, o.weight_only); !unmatched.empty())
+    throw InputError(fmt::format("--exclude {}: names no {} op of {} (by type, output value, layer or weight name); its quantizable layers are {}",
+                                 fmt::join(unmatched, ","), o.weight_only ? "linear or matmul" : "conv2d or linear", o.model,
+                                 fmt::join(pd::quant::quantizable_layers(program, {}, o.weight_only), ", ")));
   const std::vector<std::string> layers = pd::quant::quantizable_layers(program, o.exclude, o.weight_only);
   if (layers.empty())
     throw InputError(fmt::format("{}: the model has no {} with an f32 weight param to quantize{}", o.model,

@@ -14,12 +14,24 @@
 namespace pd::quant {
 namespace {
 
+// Whether `e` names op `op` (see QdqOptions::exclude). Passes rename weights by appending (bn_fold's
+// "b1_conv1.weight.bn_folded"), so a dotted prefix of the weight's name names it too: the layer name
+// of the model YAML and the weight's name before the passes both work.
+bool names_op(const ir::Program& p, const ir::Operation& op, const std::string& e) {
+  if (e == op.type || e == p.value(op.results[0]).name) return true;
+  const std::string& w = p.value(op.inputs[1][0]).name;
+  return w == e || (w.size() > e.size() && w.compare(0, e.size(), e) == 0 && w[e.size()] == '.');
+}
+
+bool excluded(const ir::Program& p, const ir::Operation& op, const std::vector<std::string>& exclude) {
+  return std::any_of(exclude.begin(), exclude.end(), [&](const std::string& e) { return names_op(p, op, e); });
+}
+
 bool quantizable(const ir::Program& p, const ir::Operation& op, const std::vector<std::string>& exclude) {
   if (op.type != "conv2d" && op.type != "linear") return false;
   if (op.type == "conv2d" && ir::attr_bool(op, "channels_last")) return false;  // the QDQ form's activations are NCHW
+  if (excluded(p, op, exclude)) return false;
   const ir::ValueId w = op.inputs[1][0];
-  for (const std::string& e : exclude)
-    if (e == op.type || e == p.value(op.results[0]).name || e == p.value(w).name) return false;
   return p.value(w).kind == ir::ValueKind::Param && p.value(w).type.dtype == DType::f32 &&
          p.value(op.inputs[0][0]).type.dtype == DType::f32;
 }
@@ -61,8 +73,7 @@ int64_t weight_only_axis(const ir::Program& p, const ir::Operation& op, const st
   const ir::ValueId w = op.inputs[1][0];
   const ir::Value& wv = p.value(w);
   if (wv.kind != ir::ValueKind::Param || wv.type.dtype != DType::f32 || wv.type.shape.size() != 2) return -1;
-  for (const std::string& e : exclude)
-    if (e == op.type || e == p.value(op.results[0]).name || e == wv.name) return -1;
+  if (excluded(p, op, exclude)) return -1;
   if (op.type == "linear") return 0;
   if (ir::attr_bool(op, "transpose_x")) return -1;
   return ir::attr_bool(op, "transpose_y") ? 0 : 1;
@@ -90,6 +101,18 @@ std::vector<std::string> quantizable_layers(const ir::Program& p, const std::vec
       const std::string& w = p.value(op.inputs[1][0]).name;
       if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
     }
+  return out;
+}
+
+std::vector<std::string> unmatched_excludes(const ir::Program& p, const std::vector<std::string>& exclude, bool weight_only) {
+  std::vector<std::string> out;
+  for (const std::string& e : exclude) {
+    const bool named = std::any_of(p.ops().begin(), p.ops().end(), [&](const ir::Operation& op) {
+      const bool candidate = weight_only ? op.type == "linear" || op.type == "matmul" : op.type == "conv2d" || op.type == "linear";
+      return candidate && op.inputs.size() > 1 && !op.inputs[1].empty() && names_op(p, op, e);
+    });
+    if (!named) out.push_back(e);
+  }
   return out;
 }
 

@@ -23,7 +23,8 @@ struct QdqOptions {
   DType activations = DType::u8;  // u8 (asymmetric) or i8 (symmetric)
   bool per_channel = true;        // weights: symmetric s8 per output channel, else one scale per weight
   bool reduce_range = false;      // weights in [-63, 63] (7 bits): exact on CPUs without VNNI too
-  // Ops left in f32: an op matches by its type, its output value's name or its weight param's name.
+  // Ops left in f32: an op matches by its type, its output value's name, or its weight param's name or
+  // a dotted prefix of it ("b1_conv1" and "b1_conv1.weight" both name "b1_conv1.weight.bn_folded").
   std::vector<std::string> exclude;
 };
 
@@ -36,6 +37,10 @@ std::vector<std::string> quantizable_inputs(const ir::Program& p, const std::vec
 // quantize), by their weight param's name (which `exclude` takes), in program order.
 std::vector<std::string> quantizable_layers(const ir::Program& p, const std::vector<std::string>& exclude = {},
                                             bool weight_only = false);
+
+// The entries of `exclude` that name no op insert_qdq (or with `weight_only` insert_weight_only) could
+// quantize: a misspelt name would otherwise leave the layer in int8 without a word.
+std::vector<std::string> unmatched_excludes(const ir::Program& p, const std::vector<std::string>& exclude, bool weight_only = false);
 
 // Runs `p` on every batch (inputs by name) and observes each quantizable input; `on_batch`, when set,
 // is called after each batch (progress).
