@@ -100,6 +100,9 @@ for m in minmax kl mse; do
 done
 out=$("$PD_QUANT" "$MODEL" "$WORK/x.pdmodel" --calib "$WORK/data.yaml" --method entropy 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pd-quant: error: --method: unknown calibration method 'entropy' (valid: minmax, percentile, kl, mse)" <<< "$out" || fail "--method entropy: $rc $out"
+out=$("$PD_QUANT" "$MODEL" "$WORK/x.pdmodel" --calib "$WORK/data.yaml" --percentile 50 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "pd-quant: error: --percentile: must be a percentile in (50, 100\]" <<< "$out" && ! grep -q "^calib" <<< "$out" ||
+  fail "--percentile 50 (refused before calibrating): $rc $out"
 out=$("$PD_QUANT" "$MODEL" "$WORK/x.pdmodel" --calib "$WORK/data.yaml" --activations u16 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pd-quant: error: --activations must be u8 or s8" <<< "$out" || fail "--activations u16: $rc $out"
 out=$("$PD_QUANT" "$MODEL" "$WORK/x.pdmodel" --calib "$WORK/missing.yaml" 2>&1); rc=$?

@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "batch size for calibration and --eval (default 64)")->check(pd::tools::positive<int64_t>());
   app.add_option("--method", o.method, "activation ranges: minmax, percentile (default), kl, mse");
   app.add_option("--percentile", o.percentile, "with --method percentile (default 99.99)")
-      ->check(pd::tools::number_in(0, 100, "a percentile in (0, 100]", true));
+      ->check(pd::tools::number_in(50, 100, "a percentile in (50, 100] (the share of values inside the range)", true));
   app.add_option("--activations", o.activations, "u8 (asymmetric, default) or s8 (symmetric)");
   app.add_flag("--per-tensor", o.per_tensor, "one weight scale per tensor instead of per output channel");
   app.add_flag("--reduce-range", o.reduce_range,
