@@ -61,6 +61,26 @@ inline bool single_row(const Tensor& weight, const Tensor& out) {
 inline constexpr int64_t kSingleThreadLinearFlops = int64_t{1} << 18;
 inline constexpr int64_t kMinRowsPerBlock = 8;
 
+// How a linear of m rows by an [out_f, in] weight runs (f32 and int8 alike): `blocks` row blocks of
+// `rows` rows (the last may have fewer), each a primitive made for one thread when `one_thread`, run on
+// the kernels' pool when there are several; one block without `one_thread` runs on OpenMP's team.
+struct LinearBlocks {
+  int64_t blocks = 1;
+  int64_t rows = 0;
+  bool one_thread = false;
+  int64_t rows_of(int64_t b, int64_t m) const { return b + 1 == blocks ? m - b * rows : rows; }
+};
+
+inline LinearBlocks linear_blocks(int64_t m, int64_t in, int64_t out_f) {
+  const bool small = 2 * m * in * out_f < kSingleThreadLinearFlops;
+  const int64_t split = small || openmp_team_awake() ? 1 : std::min<int64_t>(m / kMinRowsPerBlock, parallel_threads());
+  LinearBlocks b;
+  b.blocks = std::max<int64_t>(split, 1);
+  b.rows = (m + b.blocks - 1) / b.blocks;
+  b.one_thread = small || b.blocks > 1;
+  return b;
+}
+
 // linear as a matmul of x [M, in] by weight^T, cached under `key` (which must identify `attr` too).
 // The inner dimension must be non-empty. A residual is the source of `attr`'s first post-op, a binary add.
 inline void linear_forward(const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
@@ -68,13 +88,13 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
   const int64_t in = weight.shape()[1];
   const int64_t out_f = weight.shape()[0];
   const int64_t m = out.numel() / out_f;
-  const bool small = 2 * m * in * out_f < kSingleThreadLinearFlops;
-  const int64_t blocks = small ? 1 : openmp_team_awake() ? 0 : std::min<int64_t>(m / kMinRowsPerBlock, parallel_threads());
+  const LinearBlocks split = linear_blocks(m, in, out_f);
+  const int64_t blocks = split.blocks, rows = split.rows;
   // weight [out_f, in] read as its transpose [in, out_f].
   const auto wei = matrix_desc({out_f, in}, true);
   const auto bmd = plain_desc(dims{1, out_f});
   const dnnl::memory::desc* bias_md = bias.defined() ? &bmd : nullptr;
-  if (blocks < 1 || (blocks == 1 && !small)) {
+  if (!split.one_thread) {
     auto e = matmul_entry(key, plain_desc(dims{m, in}), wei, bias_md, plain_desc(dims{m, out_f}), attr);
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, wrap(e->src, x)}, {DNNL_ARG_WEIGHTS, wrap(e->wei, weight)}, {DNNL_ARG_DST, wrap(e->dst, out)}};
@@ -82,7 +102,6 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
     if (residual.defined()) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, wrap(e->dst, residual));
     return e->prim.execute(cpu_stream(), args);
   }
-  const int64_t rows = (m + blocks - 1) / blocks;  // every block's but the last
   dnnl::primitive_attr block_attr = attr;
   block_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the library's is not to be shared by threads
   const auto entry = [&](int64_t r) {
@@ -91,7 +110,7 @@ inline void linear_forward(const std::string& key, const dnnl::primitive_attr& a
                         block_attr);
   };
   const auto full = entry(rows);
-  const auto last = m - (blocks - 1) * rows == rows ? full : entry(m - (blocks - 1) * rows);
+  const auto last = split.rows_of(blocks - 1, m) == rows ? full : entry(split.rows_of(blocks - 1, m));
   float* const xs = const_cast<float*>(x.data<float>());
   float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
   float* const os = out.data<float>();
