@@ -173,8 +173,9 @@ TEST_CASE("executor: an op's prepared call is kept between runs and made anew fo
 
 TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between runs, whatever the batch", "[exec]") {
   // 32 channels in NHWC: oneDNN's primitive takes it (the direct kernels stop at 16), one a band of rows
-  // at batch 1 on AVX-512. In an Executor each band's argument map is kept in the op's slot and pointed
-  // at a run's buffers; every run must equal the eager op (which makes its maps anew).
+  // at batch 1 on AVX-512, one a part of the images at a larger batch. In an Executor each part's argument
+  // map is kept in the op's slot and pointed at a run's buffers; every run must equal the eager op (which
+  // makes its maps anew).
   namespace ops = pd::ops;
   const auto u8 = [](std::vector<int64_t> shape, uint64_t seed) { return ops::cast(ops::uniform(shape, 0, 255, seed), pd::DType::u8); };
   const Tensor weight = ops::cast(ops::uniform({32, 32, 3, 3}, -64, 64, 1), pd::DType::i8);
@@ -211,7 +212,7 @@ TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between r
   };
   check(1, ws1, 10);
   check(1, ws1, 20);  // the kept maps, other buffers
-  check(2, ws1, 30);  // a new batch: one band, maps made for it
+  check(3, ws1, 30);  // a new batch: its images in parts, maps made for them
   check(1, ws1, 40);
   p.set_param(ws, ws2);  // new storage: the slot is emptied
   check(1, ws2, 50);

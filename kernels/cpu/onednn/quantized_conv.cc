@@ -47,56 +47,71 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 }
 
 
-// Bands of output rows, each run as its own single-threaded primitive, one per thread, for a batch of 1
-// in NHWC on AVX-512: oneDNN's int8 convolutions barely gain from a second thread there (host B: a 28x28
-// 32 -> 32 conv 15.7 us on one thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the
-// rows run side by side. Its AVX2 kernels share the work well themselves, and there the bands lost (host
-// A, the residual example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating
-// rounds; the 7x7 maps' 7 rows split 3 / 4 cost the most). Band t reads input rows [in0, in1) with pad_top
-// rows of padding above. Otherwise one band, the whole output, and oneDNN's own threading.
-struct RowBand {
-  int64_t r0, r1, in0, in1, pad_top;
+// The parts of a call, each run as its own single-threaded primitive on the kernels' pool, or one part,
+// the whole output, on oneDNN's own threads (OpenMP's team). A part is images [n0, n1) and output rows
+// [r0, r1) of each, reading input rows [in0, in1) with pad_top rows of padding above.
+//  - A batch of 1 in NHWC on AVX-512 splits its output rows into one band a thread: oneDNN's int8
+//    convolutions barely gain from a second thread there (host B: a 28x28 32 -> 32 conv 15.7 us on one
+//    thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the rows run side by side. Its
+//    AVX2 kernels share the work well themselves, and there the bands lost (host A, the residual
+//    example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating rounds; the 7x7
+//    maps' 7 rows split 3 / 4 cost the most).
+//  - A larger batch in NHWC splits its images into one part a thread: on OpenMP's team every convolution
+//    ends at a barrier, so beside another busy process each one waited out that process's time slice for
+//    the thread the OS had taken off its core (the residual example's int8 model at batch 64, host B: p50
+//    3.1 ms quiet, 11.6 beside a 2-thread pd-train; in parts 3.1 and 6.6), while a part the pool's worker
+//    has not started is taken back by the caller. Smaller parts, up to 4 a thread, read the same loaded
+//    and up to 10% slower quiet.
+struct Part {
+  int64_t n0, n1, r0, r1, in0, in1, pad_top;
 };
 
-std::vector<RowBand> row_bands(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
-                               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                               bool channels_last, int threads) {
-  const int64_t H = x[2], OH = y[2], KH = w[2];
-  const std::vector<RowBand> whole = {{0, OH, 0, H, padding[0]}};
-  if (!channels_last || x[0] != 1 || threads < 2 || OH < 2 * threads || !cpu_has_avx512()) return whole;
-  std::vector<RowBand> bands;
+std::vector<Part> conv_parts(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool channels_last,
+                             int threads) {
+  const int64_t N = x[0], H = x[2], OH = y[2], KH = w[2];
+  const std::vector<Part> whole = {{0, N, 0, OH, 0, H, padding[0]}};
+  if (!channels_last || threads < 2) return whole;
+  std::vector<Part> parts;
+  if (N > 1) {
+    const int64_t per = (N + threads - 1) / threads;
+    for (int64_t n0 = 0; n0 < N; n0 += per) parts.push_back({n0, std::min(N, n0 + per), 0, OH, 0, H, padding[0]});
+    return parts;
+  }
+  if (OH < 2 * threads || !cpu_has_avx512()) return whole;
   for (int64_t t = 0; t < threads; ++t) {
     const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
     const int64_t first = r0 * stride[0] - padding[0], last = (r1 - 1) * stride[0] - padding[0] + (KH - 1) * dilation[0];
-    const RowBand b{r0, r1, std::max<int64_t>(first, 0), std::min(last + 1, H), std::max<int64_t>(-first, 0)};
+    const Part b{0, 1, r0, r1, std::max<int64_t>(first, 0), std::min(last + 1, H), std::max<int64_t>(-first, 0)};
     if (b.in1 <= b.in0) return whole;  // a band inside the padding
-    bands.push_back(b);
+    parts.push_back(b);
   }
-  return bands;
+  return parts;
 }
 
 // Everything a call derives from its weights, scales, zero points and shapes: the parameters in oneDNN's
-// terms and, per band of output rows, its primitive, the weights as it reads them and the descriptors of
+// terms and, per part (conv_parts), its primitive, the weights as it reads them and the descriptors of
 // the user's buffers. In an inference executor whose weights, scales and zero points are constants it is
 // built once and kept in ctx.packed, so that a call only wraps its buffers and runs: building the scales,
 // attributes, cache keys and argument maps cost about 5 us a convolution, a third of the residual
 // example's batch-1 time (host B).
 struct ConvCall {
-  struct Band {
-    RowBand rows;
+  struct PartCall {
+    Part part;
     std::shared_ptr<ConvEntry> e;
     dnnl::memory::desc src, dst, residual;  // the user's layout (residual: an f32 one the primitive reorders)
     dnnl::memory weights;
   };
   Int8Params p;
   bool reference = false;  // oneDNN has no exact form of the activation: the reference kernel runs
-  std::vector<Band> bands;
-  int64_t x_row = 0, out_row = 0, batch = 0;  // elements per row of the input and of the result (C * W)
+  std::vector<PartCall> parts;
+  int64_t x_row = 0, out_row = 0;     // elements per row of the input and of the result (C * W)
+  int64_t x_rows = 0, out_rows = 0;  // rows per image of the input and of the result (H)
   bool has_bias = false;
   dnnl::memory bias;             // over p.bias
   int32_t zero_points[2] = {};   // what the runtime zero-point memories read
   std::unordered_map<int, dnnl::memory> zero_point_args;
-  std::vector<Tensor> keep;  // halved weights a band reads in place (7-bit path without a reorder)
+  std::vector<Tensor> keep;  // halved weights a part reads in place (7-bit path without a reorder)
 };
 
 // Builds a ConvCall (in place: its memories point into it). Runs inside guarded(): the weights of a call
@@ -122,14 +137,15 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
   const Shape xs = nchw(op.x.shape()), ys = nchw(op.out.shape());
   c.x_row = xs[1] * xs[3];
   c.out_row = ys[1] * ys[3];
-  c.batch = ys[0];
-  // One primitive per band of output rows (one band but at batch 1: see row_bands). Several run on the
-  // kernels' pool, one a thread, so each is made for one thread (oneDNN splits the work by the thread
-  // count it sees when the primitive is made).
-  const std::vector<RowBand> rows = row_bands(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads);
-  const bool one_thread = rows.size() > 1;
-  for (const RowBand& b : rows) {
-    const ConvGeometry g({xs[0], xs[1], b.in1 - b.in0, xs[3]}, op.weight.shape(), {ys[0], ys[1], b.r1 - b.r0, ys[3]},
+  c.x_rows = xs[2];
+  c.out_rows = ys[2];
+  // One primitive per part (conv_parts). Several run on the kernels' pool, so each is made for one thread
+  // (oneDNN splits the work by the thread count it sees when the primitive is made); parts of the same
+  // size share it.
+  const std::vector<Part> parts = conv_parts(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads);
+  const bool one_thread = parts.size() > 1;
+  for (const Part& b : parts) {
+    const ConvGeometry g({b.n1 - b.n0, xs[1], b.in1 - b.in0, xs[3]}, op.weight.shape(), {b.n1 - b.n0, ys[1], b.r1 - b.r0, ys[3]},
                          op.stride, {b.pad_top, op.padding[1]}, op.dilation, op.groups);
     const dnnl::memory::desc plain_wei(g.wei, dt::s8, op.groups > 1 ? tag::goihw : tag::oihw);
     const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", op.bias.defined()),
@@ -157,7 +173,7 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
     Tensor halved;
     dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, op.weight, p, key, halved);
     if (halved.defined()) c.keep.push_back(halved);
-    c.bands.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights});
+    c.parts.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights});
   }
   if (op.bias.defined()) {
     c.has_bias = true;
@@ -217,16 +233,16 @@ void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
   else widen(residual.data<int8_t>());
 }
 
-// Whether a band's primitive writes the user's result itself and takes an f32 residual there as it is
+// Whether a part's primitive writes the user's result itself and takes an f32 residual there as it is
 // (no reorder of either).
-bool writes_in_place(const ConvCall::Band& b) { return !b.e->out.prim && !b.e->residual_in.prim; }
+bool writes_in_place(const ConvCall::PartCall& b) { return !b.e->out.prim && !b.e->residual_in.prim; }
 
-// Whether every band writes in place: then a widened residual goes straight into the result, one pass.
-bool residual_in_place(const ConvCall& c) { return std::all_of(c.bands.begin(), c.bands.end(), writes_in_place); }
+// Whether every part writes in place: then a widened residual goes straight into the result, one pass.
+bool residual_in_place(const ConvCall& c) { return std::all_of(c.parts.begin(), c.parts.end(), writes_in_place); }
 
-// A band's argument map: the call's zero points, weights and bias, and the source, destination and
+// A part's argument map: the call's zero points, weights and bias, and the source, destination and
 // scratchpad memories given.
-ArgMap band_args(const ConvCall& c, const ConvCall::Band& b, const dnnl::memory& src, const dnnl::memory& dst,
+ArgMap part_args(const ConvCall& c, const ConvCall::PartCall& b, const dnnl::memory& src, const dnnl::memory& dst,
                  const dnnl::memory& scratch) {
   ArgMap args = c.zero_point_args;
   args.emplace(DNNL_ARG_SRC, src);
@@ -237,21 +253,21 @@ ArgMap band_args(const ConvCall& c, const ConvCall::Band& b, const dnnl::memory&
   return args;
 }
 
-// The bands' maps kept in the op's memo slot (kept_args.h) for a call whose primitives read and write the
+// The parts' maps kept in the op's memo slot (kept_args.h) for a call whose primitives read and write the
 // user's buffers as they are (no reorder around them: NHWC int8, the usual case); null otherwise.
-ArgMap* kept_band_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
-  const auto plain = [](const ConvCall::Band& b) { return writes_in_place(b) && !b.e->in0.prim; };
-  if (!std::all_of(call->bands.begin(), call->bands.end(), plain)) return nullptr;
+ArgMap* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
+  const auto plain = [](const ConvCall::PartCall& b) { return writes_in_place(b) && !b.e->in0.prim; };
+  if (!std::all_of(call->parts.begin(), call->parts.end(), plain)) return nullptr;
   return kept_arg_maps(ctx, call, [&] {
     std::vector<ArgMap> maps;
-    for (const ConvCall::Band& b : call->bands)
-      maps.push_back(band_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
+    for (const ConvCall::PartCall& b : call->parts)
+      maps.push_back(part_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
                                dnnl::memory(b.e->scratchpad, cpu_engine(), nullptr)));
     return maps;
   });
 }
 
-// `kept`: the bands' kept argument maps (kept_band_args), or null to make them for this call.
+// `kept`: the parts' kept argument maps (kept_part_args), or null to make them for this call.
 void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
   const Tensor src = int8_source(op.x);
   Tensor res = op.residual;
@@ -261,24 +277,26 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
   }
   std::vector<ArgMap> made;                    // without kept maps
   std::vector<std::shared_ptr<void>> scratch;  // the kept maps' scratchpads, for this call
-  for (size_t i = 0; i < c.bands.size(); ++i) {
-    const ConvCall::Band& b = c.bands[i];
+  for (size_t i = 0; i < c.parts.size(); ++i) {
+    const ConvCall::PartCall& b = c.parts[i];
     const ConvEntry& e = *b.e;
-    // A band's rows are contiguous in NHWC at batch 1: its x, residual and result start at its first
-    // row (a single band starts at row 0, whatever the layout).
-    char* out_base = static_cast<char*>(op.out.raw_data()) + b.rows.r0 * c.out_row * dtype_size(op.out_dtype);
-    char* x_base = const_cast<char*>(static_cast<const char*>(src.raw_data())) + b.rows.in0 * c.x_row * dtype_size(src.dtype());
+    // A part's rows are contiguous in NHWC (several parts are NHWC; a single one starts at 0, whatever the
+    // layout): its x, residual and result start at its first row of its first image.
+    const int64_t out_at = (b.part.n0 * c.out_rows + b.part.r0) * c.out_row;
+    char* out_base = static_cast<char*>(op.out.raw_data()) + out_at * dtype_size(op.out_dtype);
+    char* x_base = const_cast<char*>(static_cast<const char*>(src.raw_data())) +
+                   (b.part.n0 * c.x_rows + b.part.in0) * c.x_row * dtype_size(src.dtype());
     dnnl::memory user_dst = kept ? kept[i].at(DNNL_ARG_DST) : dnnl::memory(b.dst, cpu_engine(), out_base);
     if (kept) user_dst.set_data_handle(out_base);
     dnnl::memory dst = output_buffer(e.out, user_dst);
     if (res.defined()) {
       const size_t r_row = static_cast<size_t>(c.out_row) * dtype_size(res.dtype());
-      const char* r_base = static_cast<const char*>(res.raw_data()) + b.rows.r0 * r_row;
+      const char* r_base = static_cast<const char*>(res.raw_data()) + static_cast<size_t>(out_at / c.out_row) * r_row;
       if (e.residual_in.prim) {
         dnnl::memory r(b.residual, cpu_engine(), const_cast<char*>(r_base));
         e.residual_in.prim->execute(cpu_stream(), r, dst);
       } else {
-        copy_across_threads(out_base, r_base, static_cast<size_t>(c.batch * (b.rows.r1 - b.rows.r0)) * r_row);  // several bands: batch 1
+        copy_across_threads(out_base, r_base, static_cast<size_t>((b.part.n1 - b.part.n0) * (b.part.r1 - b.part.r0)) * r_row);
       }
     }
     if (kept) {
@@ -286,17 +304,17 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
       scratch.push_back(point_scratchpad(kept[i], e.scratchpad));
       continue;
     }
-    made.push_back(band_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), x_base)), dst, scratch_memory(e.scratchpad)));
-    if (e.out.prim) {  // a layout of the primitive's own: one band (row_bands gives several only in NHWC)
+    made.push_back(part_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), x_base)), dst, scratch_memory(e.scratchpad)));
+    if (e.out.prim) {  // a layout of the primitive's own: one part (conv_parts gives several only in NHWC)
       e.prim.execute(cpu_stream(), made.back());
       reorder_out(e.out, dst, user_dst);
       return;
     }
   }
   ArgMap* args = kept ? kept : made.data();
-  if (c.bands.size() == 1) return c.bands[0].e->prim.execute(cpu_stream(), args[0]);
-  // One band a thread of the kernels' pool, each primitive made for one thread.
-  parallel_items(static_cast<int64_t>(c.bands.size()), [&](int64_t i) { run_primitive(c.bands[static_cast<size_t>(i)].e->prim, args[i]); });
+  if (c.parts.size() == 1) return c.parts[0].e->prim.execute(cpu_stream(), args[0]);
+  // The parts on the kernels' pool, each primitive made for one thread.
+  parallel_items(static_cast<int64_t>(c.parts.size()), [&](int64_t i) { run_primitive(c.parts[static_cast<size_t>(i)].e->prim, args[i]); });
 }
 
 // A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:
@@ -357,7 +375,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
     bool kept = false;
     const std::shared_ptr<const ConvCall> call = conv_call(ctx, op, kept);
     if (call->reference) on_reference = true;
-    else run_conv_call(*call, op, kept ? kept_band_args(ctx, call) : nullptr);
+    else run_conv_call(*call, op, kept ? kept_part_args(ctx, call) : nullptr);
   });
   if (on_reference)
     reference::quantized_conv2d<T>(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
