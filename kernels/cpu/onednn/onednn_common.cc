@@ -158,7 +158,13 @@ dnnl::memory weights_in(PackedWeights* cache, const OptionalReorder& r, const Te
   if (std::shared_ptr<void> hit = cache->find(k)) return *static_cast<dnnl::memory*>(hit.get());
   auto packed = std::make_shared<dnnl::memory>(r.to, cpu_engine());  // oneDNN's own buffer, kept by the cache
   dnnl::memory src = user();
-  r.prim->execute(cpu_stream(), src, *packed);
+  {
+    // On one thread: it runs once, and on OpenMP's team it would mark the team awake, which sends the
+    // linears of the next millisecond there (matmul_common.h), each marking it again, run after run.
+    OneThreadIf single(true);
+    r.prim->execute(cpu_stream(), src, *packed);
+    wait_for_primitives();
+  }
   cache->store(k, packed);
   return *packed;
 }
