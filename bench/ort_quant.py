@@ -7,9 +7,10 @@
 # quant.sh times pd-infer (warmup 20, repeat 200, rounds in alternation, median of each round's p50).
 #   usage: ORT_PY bench/ort_quant.py RUN_DIR [THREADS] [ROUNDS] [--pd-convert PATH] [--method percentile|minmax]
 #                                    [--percentile 99.99] [--samples 512] [--batch 64] [--accuracy-only]
+#                                    [--write-int8 PATH]
 # RUN_DIR holds model.pdmodel and config.yaml (from pd-train); PATH defaults to $PD_CONVERT, else
 # build/tools/pd-convert. Needs numpy, onnx and onnxruntime (plus sympy for quant_pre_process).
-import argparse, contextlib, gc, io, json, os, statistics, subprocess, sys, tempfile
+import argparse, contextlib, gc, io, json, os, shutil, statistics, subprocess, sys, tempfile
 import numpy as np
 
 from fmnist_data import idx
@@ -152,6 +153,7 @@ def main():
     ap.add_argument("--samples", type=int, default=512)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--accuracy-only", action="store_true", help="print the accuracies, time nothing")
+    ap.add_argument("--write-int8", metavar="PATH", help="write the quantized ONNX model there and stop")
     args = ap.parse_args()
     import onnx, onnxruntime as ort
 
@@ -164,6 +166,9 @@ def main():
         shape = [d.dim_value for d in inp.type.tensor_type.shape.dim][1:]
         calib, _ = test_set(config, shape, args.samples)
         quantize(models["f32"], models["int8"], calib, inp.name, args, tmp)
+        if args.write_int8:
+            shutil.copyfile(models["int8"], args.write_int8)
+            return
         qdq = onnx.load(models["int8"]).graph
         int8 = {i.name for i in qdq.initializer if i.data_type == onnx.TensorProto.INT8}
         weights = sum(n.op_type == "DequantizeLinear" and n.input[0] in int8 for n in qdq.node)
