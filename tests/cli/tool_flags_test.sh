@@ -31,7 +31,7 @@ expect_refused "$PD_INFER" m.pdmodel --seed -1 -- "--seed: must be a non-negativ
 expect_refused "$PD_INFER" m.pdmodel --rtol nan -- "--rtol: must be a finite number >= 0, got nan (not a finite number)"
 expect_refused "$PD_OPT" m.pdmodel -O 4 -- "-O: must be an optimisation level from 0 to 3, got 4"
 expect_refused "$PD_OPT" m.pdmodel --atol -1e-3 -- "--atol: must be a finite number >= 0, got -1e-3"
-expect_refused "$PD_QUANT" m.pdmodel o.pdmodel --percentile 0 -- "--percentile: must be a percentile in (0, 100], got 0"
+expect_refused "$PD_QUANT" m.pdmodel o.pdmodel --percentile 0 -- "--percentile: must be a percentile in (50, 100] (the share of values inside the range), got 0"
 expect_refused "$PD_QUANT" m.pdmodel o.pdmodel --max-drop -1 -- "--max-drop: must be an absolute accuracy drop in [0, 1), got -1"
 expect_refused "$PD_QUANT" m.pdmodel o.pdmodel --samples 1e3 -- "--samples: must be a positive integer, got '1e3'"
 expect_refused "$PD_CONVERT" m.onnx o.pdmodel --opset 99 -- "--opset: must be an ONNX opset from 11 to 17, got 99"
