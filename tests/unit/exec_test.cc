@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <unistd.h>
 
 #include "op_api.h"
@@ -244,6 +246,31 @@ TEST_CASE("executor: blocked_conv2d keeps its parts' argument maps between runs,
   check(1, b2, 40);
   p.set_param(bias2, b3);  // new storage: the slot is emptied
   check(1, b3, 50);
+}
+
+TEST_CASE("executor: oneDNN's plain convolutions split an inference batch into image parts", "[exec]") {
+  // conv2d and fused_conv2d (with a residual) as oneDNN runs them outside channel blocks (NCHW, reordered
+  // in and out): in an inference executor a batch of several images, with OpenMP's team asleep, runs as
+  // one-thread parts on the kernels' pool (5 images: unequal parts). Every run must equal the eager ops,
+  // which run the whole batch at once.
+  namespace ops = pd::ops;
+  const Tensor w1 = ops::uniform({16, 8, 3, 3}, -0.3, 0.3, 1), w2 = ops::uniform({16, 16, 3, 3}, -0.3, 0.3, 2);
+  const Tensor b1 = ops::uniform({16}, -1, 1, 3), b2 = ops::uniform({16}, -1, 1, 4);
+  ir::Program p;
+  auto x = p.add_input("x", {pd::DType::f32, {-1, 8, 16, 16}});
+  const pd::AttrMap pad = {{"padding", std::vector<int64_t>{1, 1}}};
+  auto y1 = p.add_op("conv2d", {{x}, {p.add_param("w1", w1)}, {p.add_param("b1", b1)}}, pad)[0];
+  pd::AttrMap fused = pad;
+  fused["activation"] = std::string("relu");
+  p.mark_output(p.add_op("fused_conv2d", {{y1}, {p.add_param("w2", w2)}, {p.add_param("b2", b2)}, {y1}}, fused)[0], "y");
+  pd::exec::Executor exec(p);
+  for (const int64_t batch : {5, 2, 5, 1}) {
+    const Tensor in = ops::uniform({batch, 8, 16, 16}, -1, 1, static_cast<uint64_t>(batch) * 10);
+    const Tensor first = ops::conv2d(in, w1, b1, {1, 1}, {1, 1});
+    const Tensor want = ops::fused_conv2d(first, w2, b2, first, {1, 1}, {1, 1}, {1, 1}, 1, "relu");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // OpenMP's team asleep (thread_pool.h)
+    CHECK(max_abs_diff(exec.run({{"x", in}})[0], want) < 1e-4f);
+  }
 }
 
 TEST_CASE("executor: bad inputs are refused with what the model expects", "[exec]") {

@@ -10,6 +10,7 @@
 #include "cpu/ref/conv_maxpool_block.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
+#include "pd/core/thread_pool.h"
 #include "pd/kernels/direct_conv.h"
 
 namespace pd::kernels::onednn {
@@ -95,21 +96,77 @@ inline void direct_conv(const KernelContext& ctx, const Tensor& x, const Tensor&
 // saves (batch 1: a 1 -> 32 channel 3x3 conv on 28x28 takes 16 us on one thread, 28 us on two).
 inline constexpr int64_t kSingleThreadConvFlops = int64_t{1} << 20;
 
+inline ConvEntry make_conv_entry(const ConvGeometry& g, bool has_bias, const dnnl::primitive_attr& attr, bool has_residual) {
+  auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias, attr);
+  return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
+                   OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
+                   OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc(),
+                   // (the key tells residual and plain convs apart, so only the former build this)
+                   has_residual ? OptionalReorder::make(g.plain_dst(), pd.dst_desc()) : OptionalReorder{}};
+}
+
+// The images of an inference batch in parts, one a thread of the kernels' pool, each through one-thread
+// primitives (its reorders too), when OpenMP's team is asleep: on the team every convolution ends at a
+// barrier, which beside another busy process waits out that process's time slice, and it marks the team
+// awake, so that the linears after it go there too (the ViT's patch convolution at batch 64). Training
+// keeps the team (it is awake there, and ctx.packed is an inference executor's).
+inline void conv_forward_parts(const KernelContext& ctx, const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr,
+                               const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual,
+                               int64_t parts) {
+  const int64_t n = g.src[0], per = (n + parts - 1) / parts;
+  parts = (n + per - 1) / per;
+  struct Part {
+    ConvGeometry g;
+    std::shared_ptr<ConvEntry> e;
+    dnnl::memory weights;
+  };
+  const auto part = [&](int64_t images) {
+    ConvGeometry pg = g;
+    pg.src[0] = pg.dst[0] = images;
+    const std::string k = fmt::format("{}:images{}:t1", key, images);
+    OneThreadIf single(true);  // oneDNN splits the work by the thread count it sees when the primitive is made
+    auto e = cached<ConvEntry>(k, [&] { return make_conv_entry(pg, bias.defined(), attr, residual.defined()); });
+    return Part{pg, e, weights_in(ctx.packed, e->in1, weight, wrap(pg.plain_wei(), weight), k)};
+  };
+  const Part full = part(per), last = n - (parts - 1) * per == per ? full : part(n - (parts - 1) * per);
+  const int64_t x_image = g.src[1] * g.src[2] * g.src[3], y_image = g.dst[1] * g.dst[2] * g.dst[3];
+  parallel_items(parts, [&](int64_t i) {
+    const Part& p = i + 1 == parts ? last : full;
+    const ConvEntry& e = *p.e;
+    const int64_t n0 = i * per;
+    OneThreadIf single(true);
+    std::vector<std::shared_ptr<void>> held;
+    dnnl::memory user_src(p.g.plain_src(), cpu_engine(), const_cast<float*>(x.data<float>()) + n0 * x_image);
+    dnnl::memory user_dst(p.g.plain_dst(), cpu_engine(), out.data<float>() + n0 * y_image);
+    dnnl::memory src = e.in0.prim ? held_memory(e.in0.to, held) : user_src;
+    if (e.in0.prim) e.in0.prim->execute(cpu_stream(), user_src, src);
+    dnnl::memory dst = e.out.prim ? held_memory(e.out.from, held) : user_dst;
+    if (residual.defined()) {
+      float* r = const_cast<float*>(residual.data<float>()) + n0 * y_image;
+      dnnl::memory user_r(p.g.plain_dst(), cpu_engine(), r);
+      if (e.residual_in.prim) e.residual_in.prim->execute(cpu_stream(), user_r, dst);
+      else std::copy_n(r, p.g.dst[0] * y_image, out.data<float>() + n0 * y_image);
+    }
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, held_memory(e.scratchpad, held)}};
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
+    e.prim.execute(cpu_stream(), args);
+    if (e.out.prim) e.out.prim->execute(cpu_stream(), dst, user_dst);
+    wait_for_primitives();
+  });
+}
+
 inline void conv_forward(const KernelContext& ctx, const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
                          const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual = Tensor()) {
   const bool has_bias = bias.defined();
   const int64_t flops = 2 * out.numel() * weight.numel() / std::max<int64_t>(g.dst[1], 1);
+  const bool small = flops < kSingleThreadConvFlops;
+  if (!small && ctx.packed && g.src[0] > 1 && parallel_threads() > 1 && !openmp_team_awake())
+    return conv_forward_parts(ctx, g, key, attr, x, weight, bias, out, residual, std::min<int64_t>(g.src[0], parallel_threads()));
   // oneDNN splits the work by the thread count it sees when the primitive is made and when it runs.
-  OneThreadIf one_thread(flops < kSingleThreadConvFlops);
+  OneThreadIf one_thread(small);
   const std::string prim_key = one_thread ? key + ":t1" : key;
-  auto e = cached<ConvEntry>(prim_key, [&] {
-    auto pd = g.forward_pd(dnnl::prop_kind::forward_inference, has_bias, attr);
-    return ConvEntry{conv_fwd(pd), OptionalReorder::make(g.plain_src(), pd.src_desc()),
-                     OptionalReorder::make(g.plain_wei(), pd.weights_desc()),
-                     OptionalReorder::make(pd.dst_desc(), g.plain_dst()), pd.scratchpad_desc(),
-                     // (the key tells residual and plain convs apart, so only the former build this)
-                     residual.defined() ? OptionalReorder::make(g.plain_dst(), pd.dst_desc()) : OptionalReorder{}};
-  });
+  auto e = cached<ConvEntry>(prim_key, [&] { return make_conv_entry(g, has_bias, attr, residual.defined()); });
   dnnl::memory user_dst = wrap(g.plain_dst(), out);
   dnnl::memory dst = output_buffer(e->out, user_dst);
   if (residual.defined()) {

@@ -120,6 +120,11 @@ dnnl::memory scratch_memory(const dnnl::memory::desc& md) {
 
 void release_scratch() { g_scratch.clear(); }
 
+dnnl::memory held_memory(const dnnl::memory::desc& md, std::vector<std::shared_ptr<void>>& held) {
+  held.push_back(cpu_allocator().allocate(md.get_size()));
+  return dnnl::memory(md, cpu_engine(), held.back().get());
+}
+
 void run_primitive(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory>& args, const dnnl::memory::desc& scratchpad,
                    bool one_thread) {
   OneThreadIf single(one_thread);

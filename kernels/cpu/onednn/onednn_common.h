@@ -116,6 +116,9 @@ void reorder_out(const OptionalReorder& r, const dnnl::memory& produced, const d
 // pages for every reorder of every conv made page faults a sixth of a ResNet step. It stays valid until
 // the enclosing guarded() returns.
 dnnl::memory scratch_memory(const dnnl::memory::desc& md);
+// A buffer from the caching allocator that `held` keeps: for work on the kernels' pool, whose workers
+// must not take scratch_memory's (those belong to the thread that runs guarded()).
+dnnl::memory held_memory(const dnnl::memory::desc& md, std::vector<std::shared_ptr<void>>& held);
 // Primitive attributes asking for the scratchpad to be passed in (DNNL_ARG_SCRATCHPAD from scratch_memory).
 dnnl::primitive_attr user_scratchpad();
 void release_scratch();
