@@ -273,6 +273,7 @@ bool monotonic(const Epilogue& e, int64_t channels) {
   for (int64_t c = 0; c < channels; ++c)
     if (!(e.scale[c] > 0.0f)) return false;
   if (e.act == Activation::leaky_relu && !(e.alpha >= 0.0f)) return false;
+  if (e.act == Activation::gelu) return false;  // dips below 0 before it rises
   return e.out_dtype == DType::f32 || e.out_scale > 0.0f;
 }
 

@@ -12,6 +12,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "cpu/common/simd.h"
 #endif
 
 #include "elementwise_ops.h"
@@ -53,7 +55,8 @@ constexpr int64_t kEpilogueWork = 2;
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 inline bool vector_activation(Activation a) {
-  return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6;
+  return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6 ||
+         a == Activation::gelu;
 }
 
 // A direct convolution's geometry: the input NHWC, padded into a copy (Hp x Wp) with the zero point.
@@ -106,6 +109,19 @@ inline int32_t load_u32(const void* p) {
   return v;
 }
 
+// GELU, 0.5 y (1 + erf(y / sqrt 2)) with the f32 kernels' erf (simd.h). Out of line: inlined, its erf
+// grew the epilogue until vnni_store was no longer inlined into the kernels (a call per store, the
+// accumulators spilled around it), whatever their activation.
+[[gnu::noinline]] PD_VNNI_TARGET inline __m512 vnni_gelu(__m512 y) {
+  using S = simd::Avx512;
+  return S::mul(S::mul(S::set1(0.5f), y), S::add(S::set1(1.f), S::erf(S::mul(y, S::set1(0.70710678118654752f)))));
+}
+
+[[gnu::noinline]] PD_AVX2_TARGET inline __m256 avx2_gelu(__m256 y) {
+  using S = simd::Avx2;
+  return S::mul(S::mul(S::set1(0.5f), y), S::add(S::set1(1.f), S::erf(S::mul(y, S::set1(0.70710678118654752f)))));
+}
+
 // The activation on 16 f32 values.
 PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
   const __m512 zero = _mm512_setzero_ps();
@@ -113,6 +129,7 @@ PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
     case Activation::relu: return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
     case Activation::leaky_relu: return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha));
     case Activation::relu6: return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
+    case Activation::gelu: return vnni_gelu(y);
     default: return y;
   }
 }
@@ -142,6 +159,7 @@ PD_AVX2_TARGET inline __m256 avx2_activate(const Epilogue& e, __m256 y) {
     case Activation::relu: return _mm256_max_ps(zero, y);
     case Activation::leaky_relu: return _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
     case Activation::relu6: return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y));
+    case Activation::gelu: return avx2_gelu(y);
     default: return y;
   }
 }
