@@ -50,12 +50,14 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 // The parts of a call, each run as its own single-threaded primitive on the kernels' pool, or one part,
 // the whole output, on oneDNN's own threads (OpenMP's team). A part is images [n0, n1) and output rows
 // [r0, r1) of each, reading input rows [in0, in1) with pad_top rows of padding above.
-//  - A batch of 1 in NHWC on AVX-512 splits its output rows into one band a thread: oneDNN's int8
-//    convolutions barely gain from a second thread there (host B: a 28x28 32 -> 32 conv 15.7 us on one
-//    thread, 12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the rows run side by side. Its
-//    AVX2 kernels share the work well themselves, and there the bands lost (host A, the residual
-//    example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating rounds; the 7x7
-//    maps' 7 rows split 3 / 4 cost the most).
+//  - A batch of 1 in NHWC splits its output rows into one band a thread: oneDNN's int8 convolutions
+//    barely gain from a second thread on AVX-512 (host B: a 28x28 32 -> 32 conv 15.7 us on one thread,
+//    12.5 on two; a 1x1 one 2.4 -> 7.9 us), while two halves of the rows run side by side. Its AVX2
+//    kernels share the work well themselves, and there the bands lost when nothing else ran (host A, the
+//    residual example's int8 model at batch 1: 0.275 ms with bands, 0.257 without, 6 alternating rounds;
+//    the 7x7 maps' 7 rows split 3 / 4 cost the most), but on OpenMP's team that model took 4.8 ms a run
+//    beside a 2-thread pd-train against 0.32 in bands (host B with PD_CPU_ISA=avx2, where bands and team
+//    were level quiet, 0.207 against 0.213 ms): bands on every ISA.
 //  - A larger batch in NHWC splits its images into one part a thread: on OpenMP's team every convolution
 //    ends at a barrier, so beside another busy process each one waited out that process's time slice for
 //    the thread the OS had taken off its core (the residual example's int8 model at batch 64, host B: p50
@@ -78,7 +80,7 @@ std::vector<Part> conv_parts(const Shape& x, const Shape& w, const Shape& y, con
     for (int64_t n0 = 0; n0 < N; n0 += per) parts.push_back({n0, std::min(N, n0 + per), 0, OH, 0, H, padding[0]});
     return parts;
   }
-  if (OH < 2 * threads || !cpu_has_avx512()) return whole;
+  if (OH < 2 * threads) return whole;
   for (int64_t t = 0; t < threads; ++t) {
     const int64_t r0 = OH * t / threads, r1 = OH * (t + 1) / threads;
     const int64_t first = r0 * stride[0] - padding[0], last = (r1 - 1) * stride[0] - padding[0] + (KH - 1) * dilation[0];
