@@ -4,7 +4,8 @@
 # run directory, the residual example at batch 1 and 64; 2 threads each. p50, p90 and mean in ms (the tail
 # is where a busy machine shows: a runtime whose threads meet at a barrier waits out the other process's
 # time slice there), each the median over ROUNDS alternating rounds.
-# With INT8=1 the LeNet and residual runs are timed quantized too (rows "lenet-int8", "resnet-int8"):
+# With INT8=1 the LeNet, ViT and residual runs are timed quantized too (rows "lenet-int8", "vit-int8",
+# "resnet-int8"):
 # pd-quant's model after pd-opt -O2 against onnxruntime's quantize_static model (bench/ort_quant.py's
 # settings, pd-quant's defaults), both made once into the run directory.
 #   usage: [INT8=1] PEER_PY=PYTHON bench/contention.sh LENET_RUN_DIR VIT_RUN_DIR [ROUNDS] [RESNET_RUN_DIR]
@@ -31,17 +32,19 @@ int8_models() {  # RUN_DIR: pd-quant's model after -O2 and onnxruntime's int8 mo
 }
 if [ "${INT8:-0}" = 1 ]; then
   int8_models "$LENET"
+  int8_models "$VIT"
   [ -z "$RESNET" ] || int8_models "$RESNET"
 fi
 pd() {  # MODEL BATCH: pd-infer's "p50 p90 mean"
   timeout 60 build/tools/pd-infer "$1" --batch "$2" --threads 2 --warmup 5 --repeat 200 --json |
     field '"%s %s %s" % (d["latency_ms"]["p50"], d["latency_ms"]["p90"], d["latency_ms"]["mean"])'
 }
-ort() {  # lenet|vit|resnet|lenet-int8|resnet-int8 BATCH: onnxruntime's "p50 p90 mean"
+ort() {  # lenet|vit|resnet|lenet-int8|vit-int8|resnet-int8 BATCH: onnxruntime's "p50 p90 mean"
   local what=(--arch "$1")
   case $1 in
     vit) what=(--onnx "$VIT/model.onnx") ;;
     lenet-int8) what=(--onnx "$LENET/model_int8.onnx") ;;
+    vit-int8) what=(--onnx "$VIT/model_int8.onnx") ;;
     resnet-int8) what=(--onnx "$RESNET/model_int8.onnx") ;;
   esac
   timeout 60 "$PEER_PY" bench/peer_infer.py "${what[@]}" --batch "$2" --threads 2 --warmup 5 --repeat 200 --runtime ort |
@@ -79,7 +82,7 @@ ratio() {  # TABLE: pd's loaded / quiet and onnxruntime's, of that table's media
 jobs=("lenet 64 $LENET/model_O2.pdmodel" "vit 1 $VIT/model_O2.pdmodel")
 [ -n "$RESNET" ] && jobs+=("resnet 1 $RESNET/model_O2.pdmodel" "resnet 64 $RESNET/model_O2.pdmodel")
 if [ "${INT8:-0}" = 1 ]; then
-  jobs+=("lenet-int8 64 $LENET/model_int8_O2.pdmodel")
+  jobs+=("lenet-int8 64 $LENET/model_int8_O2.pdmodel" "vit-int8 1 $VIT/model_int8_O2.pdmodel")
   [ -n "$RESNET" ] && jobs+=("resnet-int8 1 $RESNET/model_int8_O2.pdmodel" "resnet-int8 64 $RESNET/model_int8_O2.pdmodel")
 fi
 for job in "${jobs[@]}"; do
