@@ -12,8 +12,9 @@ struct BinaryEntry {
   dnnl::binary prim;
 };
 
-std::shared_ptr<BinaryEntry> binary_entry(dnnl::algorithm alg, const dims& a, const dims& b, const dims& o) {
-  std::string key = fmt::format("binary:{}:{}:{}:{}", static_cast<int>(alg), dims_key(a), dims_key(b), dims_key(o));
+// `one_thread`: made while OneThreadIf holds (oneDNN splits the work by the thread count it sees then).
+std::shared_ptr<BinaryEntry> binary_entry(dnnl::algorithm alg, const dims& a, const dims& b, const dims& o, bool one_thread) {
+  std::string key = fmt::format("binary:{}:{}:{}:{}{}", static_cast<int>(alg), dims_key(a), dims_key(b), dims_key(o), one_thread ? ":t1" : "");
   return cached<BinaryEntry>(key, [&] {
     BinaryEntry e{plain_desc(a), plain_desc(b), plain_desc(o), {}};
     e.prim = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(alg, e.src0, e.src1, e.dst), cpu_engine()));
@@ -32,23 +33,28 @@ bool on_reference(const Tensor& x, const Tensor& y, const Tensor& out) {
   return beyond_onednn_rank(out.dim()) || (x.shape() == out.shape() && y.shape() == out.shape());
 }
 
+// Below this many results a broadcast runs on one thread: waking OpenMP's team costs more than the work
+// (and beside another busy process, a time slice; see matmul_common.h).
+constexpr int64_t kSingleThreadBinaryValues = int64_t{1} << 15;
+
 void binary_op(const char* name, dnnl::algorithm alg, const Tensor& x, const Tensor& y, Tensor& out) {
   if (out.numel() == 0) return;
   guarded(name, [&] {
+    OneThreadIf one_thread(out.numel() < kSingleThreadBinaryValues);
     dims od = to_dims(out.shape());
     dims xd = pad_left(to_dims(x.shape()), od.size());
     dims yd = pad_left(to_dims(y.shape()), od.size());
     dnnl::memory dst = wrap(plain_desc(od), out);
     dnnl::memory src1 = wrap(plain_desc(yd), y);
     if (xd == od) {
-      run_binary(*binary_entry(alg, xd, yd, od), wrap(plain_desc(xd), x), src1, dst);
+      run_binary(*binary_entry(alg, xd, yd, od, static_cast<bool>(one_thread)), wrap(plain_desc(xd), x), src1, dst);
       return;
     }
     // oneDNN 2.6 only broadcasts src1, so materialise the broadcast of x into out first:
     // out = (-0.0) + x is exact for every x (including +-0 and NaN), then run in place.
     std::fill_n(out.data<float>(), out.numel(), -0.0f);
-    run_binary(*binary_entry(dnnl::algorithm::binary_add, od, xd, od), dst, wrap(plain_desc(xd), x), dst);
-    run_binary(*binary_entry(alg, od, yd, od), dst, src1, dst);
+    run_binary(*binary_entry(dnnl::algorithm::binary_add, od, xd, od, static_cast<bool>(one_thread)), dst, wrap(plain_desc(xd), x), dst);
+    run_binary(*binary_entry(alg, od, yd, od, static_cast<bool>(one_thread)), dst, src1, dst);
   });
 }
 

@@ -24,7 +24,9 @@ void matmul(const KernelContext& ctx, const Tensor& x, const Tensor& y, bool tra
       std::fill_n(out.data<float>(), out.numel(), 0.0f);
       return;
     }
-    std::string key = fmt::format("matmul:{}:{}:{}:{}", dims_key(xs), dims_key(ys), transpose_x, transpose_y);
+    // oneDNN splits the work by the thread count it sees when the primitive is made and when it runs.
+    OneThreadIf one_thread(2 * out.numel() * k < kSingleThreadMatmulFlops);
+    std::string key = fmt::format("matmul:{}:{}:{}:{}{}", dims_key(xs), dims_key(ys), transpose_x, transpose_y, one_thread ? ":t1" : "");
     auto e = matmul_entry(key, matrix_desc(xs, transpose_x), matrix_desc(ys, transpose_y), nullptr, plain_desc(od));
     e->prim.execute(cpu_stream(),
                     {{DNNL_ARG_SRC, wrap(e->src, x)}, {DNNL_ARG_WEIGHTS, wrap(e->wei, y)}, {DNNL_ARG_DST, wrap(e->dst, out)}});

@@ -59,6 +59,10 @@ inline bool single_row(const Tensor& weight, const Tensor& out) {
 // block to the caller instead of holding everyone at a barrier. Fewer, wider rows go to oneDNN's team,
 // and so does every linear while that team is awake anyway (a training step's backward matmuls).
 inline constexpr int64_t kSingleThreadLinearFlops = int64_t{1} << 18;
+// The same for a batched matmul (attention's scores and mixing, as ONNX exporters write them): a ViT's
+// at batch 1, 0.3 M FLOPs each, woke the team for a few microseconds of work, and beside another busy
+// process each then waited out that process's time slice (an imported ViT at batch 1: 0.34 -> 14.8 ms).
+inline constexpr int64_t kSingleThreadMatmulFlops = int64_t{1} << 20;
 inline constexpr int64_t kMinRowsPerBlock = 8;
 
 // How a linear of m rows by an [out_f, in] weight runs (f32 and int8 alike): `blocks` row blocks of

@@ -5,6 +5,8 @@
 namespace pd::kernels::onednn {
 namespace {
 
+constexpr int64_t kSingleThreadSoftmaxValues = int64_t{1} << 14;
+
 struct SoftmaxEntry {
   dnnl::memory::desc md;
   dnnl::primitive prim;
@@ -16,7 +18,10 @@ void softmax_like(const char* name, const Tensor& x, int64_t axis, Tensor& out) 
   guarded(name, [&] {
     const dims d = to_dims(x.shape());  // 0-D becomes [1], whose only axis is 0
     const int a = x.dim() == 0 ? 0 : static_cast<int>(normalize_axis(axis, x.dim(), name));
-    auto e = cached<SoftmaxEntry>(fmt::format("{}:{}:{}", name, dims_key(d), a), [&] {
+    // Small ones on one thread: waking OpenMP's team costs more than the work (and beside another busy
+    // process, a time slice; see matmul_common.h).
+    OneThreadIf one_thread(x.numel() < kSingleThreadSoftmaxValues);
+    auto e = cached<SoftmaxEntry>(fmt::format("{}:{}:{}{}", name, dims_key(d), a, one_thread ? ":t1" : ""), [&] {
       auto md = plain_desc(d);
       typename Prim::desc desc(dnnl::prop_kind::forward_inference, md, a);
       return SoftmaxEntry{md, Prim(typename Prim::primitive_desc(desc, cpu_engine()))};
