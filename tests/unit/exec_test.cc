@@ -173,6 +173,19 @@ TEST_CASE("executor: an op's prepared call is kept between runs and made anew fo
   check(1, conv_ws2, 50);
 }
 
+// The runs of a kept-argument-maps test, check(batch, seed) each: batch 1 (the maps made), batch 1 again
+// (kept, pointed at other buffers), a new batch (its maps made), batch 1, then once more after `replace`
+// gives a param new storage (the op's slot is emptied).
+template <class Check, class Replace>
+void kept_maps_runs(const Check& check, const Replace& replace) {
+  check(1, 10);
+  check(1, 20);
+  check(3, 30);
+  check(1, 40);
+  replace();
+  check(1, 50);
+}
+
 TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between runs, whatever the batch", "[exec]") {
   // 32 channels in NHWC: oneDNN's primitive takes it (the direct kernels stop at 16), one a band of rows
   // at batch 1 on AVX-512, one a part of the images at a larger batch. In an Executor each part's argument
@@ -202,7 +215,8 @@ TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between r
   f32_args[9] = f32_args[10] = {};  // an f32 result: the int8 residual widened into it
   p.mark_output(p.add_op("quantized_conv2d", f32_args, attrs(pd::DType::f32))[0], "widened");
   pd::exec::Executor exec(p);
-  const auto check = [&](int64_t batch, const Tensor& weight_scale, uint64_t seed) {
+  Tensor weight_scale = ws1;
+  const auto check = [&](int64_t batch, uint64_t seed) {
     const Tensor in = u8({batch, 6, 7, 32}, seed), res = u8({batch, 6, 7, 32}, seed + 1);
     const auto outs = exec.run({{"x", in}, {"r", res}});
     const auto eager = [&](const Tensor& s, const Tensor& z, pd::DType out) {
@@ -212,12 +226,10 @@ TEST_CASE("executor: oneDNN's int8 convolution keeps its argument maps between r
     CHECK(max_abs_diff(outs[0], eager(out_scale, out_zp, pd::DType::u8)) == 0.0f);
     CHECK(max_abs_diff(outs[1], eager({}, {}, pd::DType::f32)) < 1e-5f);
   };
-  check(1, ws1, 10);
-  check(1, ws1, 20);  // the kept maps, other buffers
-  check(3, ws1, 30);  // a new batch: its images in parts, maps made for them
-  check(1, ws1, 40);
-  p.set_param(ws, ws2);  // new storage: the slot is emptied
-  check(1, ws2, 50);
+  kept_maps_runs(check, [&] {
+    p.set_param(ws, ws2);
+    weight_scale = ws2;
+  });
 }
 
 TEST_CASE("executor: blocked_conv2d keeps its parts' argument maps between runs, whatever the batch", "[exec]") {
@@ -234,18 +246,17 @@ TEST_CASE("executor: blocked_conv2d keeps its parts' argument maps between runs,
   auto y1 = p.add_op("blocked_conv2d", {{x}, {p.add_param("w1", w1)}, {p.add_param("b1", b1)}, {}}, attrs)[0];
   p.mark_output(p.add_op("blocked_conv2d", {{y1}, {p.add_param("w2", w2)}, {bias2}, {y1}}, attrs)[0], "y");
   pd::exec::Executor exec(p);
-  const auto check = [&](int64_t batch, const Tensor& bias, uint64_t seed) {
+  Tensor bias = b2;
+  const auto check = [&](int64_t batch, uint64_t seed) {
     const Tensor in = ops::uniform({batch, 16, 9, 9}, -1, 1, seed);
     const Tensor first = ops::blocked_conv2d(in, w1, b1, {}, {1, 1}, {1, 1}, {1, 1}, "relu", 0.0, 8);
     const Tensor want = ops::blocked_conv2d(first, w2, bias, first, {1, 1}, {1, 1}, {1, 1}, "relu", 0.0, 8);
     CHECK(max_abs_diff(exec.run({{"x", in}})[0], want) < 1e-5f);
   };
-  check(1, b2, 10);
-  check(1, b2, 20);  // the kept maps, other buffers
-  check(3, b2, 30);  // a new batch: parts and maps made for it
-  check(1, b2, 40);
-  p.set_param(bias2, b3);  // new storage: the slot is emptied
-  check(1, b3, 50);
+  kept_maps_runs(check, [&] {
+    p.set_param(bias2, b3);
+    bias = b3;
+  });
 }
 
 TEST_CASE("executor: oneDNN's plain convolutions split an inference batch into image parts", "[exec]") {

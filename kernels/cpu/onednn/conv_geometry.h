@@ -105,6 +105,29 @@ inline ConvEntry make_conv_entry(const ConvGeometry& g, bool has_bias, const dnn
                    has_residual ? OptionalReorder::make(g.plain_dst(), pd.dst_desc()) : OptionalReorder{}};
 }
 
+// Runs `e` over the images `g` describes at x / out (and residual, put into the destination first),
+// with its reorders in and out; the buffers they need come from the caching allocator and are held until
+// it returns (it may run on a pool worker, which must not take scratch_memory's).
+inline void run_conv(const ConvEntry& e, const ConvGeometry& g, const float* x, float* out, const float* residual,
+                     const dnnl::memory& weights, const Tensor& bias) {
+  std::vector<std::shared_ptr<void>> held;
+  dnnl::memory user_src(g.plain_src(), cpu_engine(), const_cast<float*>(x)), user_dst(g.plain_dst(), cpu_engine(), out);
+  dnnl::memory src = e.in0.prim ? held_memory(e.in0.to, held) : user_src;
+  if (e.in0.prim) e.in0.prim->execute(cpu_stream(), user_src, src);
+  dnnl::memory dst = e.out.prim ? held_memory(e.out.from, held) : user_dst;
+  if (residual) {
+    dnnl::memory user_r(g.plain_dst(), cpu_engine(), const_cast<float*>(residual));
+    if (e.residual_in.prim) e.residual_in.prim->execute(cpu_stream(), user_r, dst);
+    else std::copy_n(residual, g.dst[0] * g.dst[1] * g.dst[2] * g.dst[3], out);
+  }
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, held_memory(e.scratchpad, held)}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
+  e.prim.execute(cpu_stream(), args);
+  if (e.out.prim) e.out.prim->execute(cpu_stream(), dst, user_dst);
+  wait_for_primitives();
+}
+
 // The images of an inference batch in parts, one a thread of the kernels' pool, each through one-thread
 // primitives (its reorders too), when OpenMP's team is asleep: on the team every convolution ends at a
 // barrier, which beside another busy process waits out that process's time slice, and it marks the team
@@ -132,33 +155,15 @@ inline void conv_forward_parts(const KernelContext& ctx, const ConvGeometry& g, 
   const int64_t x_image = g.src[1] * g.src[2] * g.src[3], y_image = g.dst[1] * g.dst[2] * g.dst[3];
   parallel_items(parts, [&](int64_t i) {
     const Part& p = i + 1 == parts ? last : full;
-    const ConvEntry& e = *p.e;
     const int64_t n0 = i * per;
     OneThreadIf single(true);
-    std::vector<std::shared_ptr<void>> held;
-    dnnl::memory user_src(p.g.plain_src(), cpu_engine(), const_cast<float*>(x.data<float>()) + n0 * x_image);
-    dnnl::memory user_dst(p.g.plain_dst(), cpu_engine(), out.data<float>() + n0 * y_image);
-    dnnl::memory src = e.in0.prim ? held_memory(e.in0.to, held) : user_src;
-    if (e.in0.prim) e.in0.prim->execute(cpu_stream(), user_src, src);
-    dnnl::memory dst = e.out.prim ? held_memory(e.out.from, held) : user_dst;
-    if (residual.defined()) {
-      float* r = const_cast<float*>(residual.data<float>()) + n0 * y_image;
-      dnnl::memory user_r(p.g.plain_dst(), cpu_engine(), r);
-      if (e.residual_in.prim) e.residual_in.prim->execute(cpu_stream(), user_r, dst);
-      else std::copy_n(r, p.g.dst[0] * y_image, out.data<float>() + n0 * y_image);
-    }
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, held_memory(e.scratchpad, held)}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
-    e.prim.execute(cpu_stream(), args);
-    if (e.out.prim) e.out.prim->execute(cpu_stream(), dst, user_dst);
-    wait_for_primitives();
+    run_conv(*p.e, p.g, x.data<float>() + n0 * x_image, out.data<float>() + n0 * y_image,
+             residual.defined() ? residual.data<float>() + n0 * y_image : nullptr, p.weights, bias);
   });
 }
 
 inline void conv_forward(const KernelContext& ctx, const ConvGeometry& g, const std::string& key, const dnnl::primitive_attr& attr, const Tensor& x,
                          const Tensor& weight, const Tensor& bias, Tensor& out, const Tensor& residual = Tensor()) {
-  const bool has_bias = bias.defined();
   const int64_t flops = 2 * out.numel() * weight.numel() / std::max<int64_t>(g.dst[1], 1);
   const bool small = flops < kSingleThreadConvFlops;
   if (!small && ctx.packed && g.src[0] > 1 && parallel_threads() > 1 && !openmp_team_awake())
@@ -166,24 +171,9 @@ inline void conv_forward(const KernelContext& ctx, const ConvGeometry& g, const 
   // oneDNN splits the work by the thread count it sees when the primitive is made and when it runs.
   OneThreadIf one_thread(small);
   const std::string prim_key = one_thread ? key + ":t1" : key;
-  auto e = cached<ConvEntry>(prim_key, [&] { return make_conv_entry(g, has_bias, attr, residual.defined()); });
-  dnnl::memory user_dst = wrap(g.plain_dst(), out);
-  dnnl::memory dst = output_buffer(e->out, user_dst);
-  if (residual.defined()) {
-    if (e->residual_in.prim) {
-      dnnl::memory src = wrap(g.plain_dst(), residual);
-      e->residual_in.prim->execute(cpu_stream(), src, dst);
-    } else {
-      std::copy_n(residual.data<float>(), residual.numel(), out.data<float>());
-    }
-  }
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_in(e->in0, wrap(g.plain_src(), x))},
-                                             {DNNL_ARG_WEIGHTS, weights_in(ctx.packed, e->in1, weight, wrap(g.plain_wei(), weight), prim_key)},
-                                             {DNNL_ARG_DST, dst},
-                                             {DNNL_ARG_SCRATCHPAD, scratch_memory(e->scratchpad)}};
-  if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(dims{g.dst[1]}), bias));
-  e->prim.execute(cpu_stream(), args);
-  reorder_out(e->out, dst, user_dst);
+  auto e = cached<ConvEntry>(prim_key, [&] { return make_conv_entry(g, bias.defined(), attr, residual.defined()); });
+  run_conv(*e, g, x.data<float>(), out.data<float>(), residual.defined() ? residual.data<float>() : nullptr,
+           weights_in(ctx.packed, e->in1, weight, wrap(g.plain_wei(), weight), prim_key), bias);
 }
 
 }  // namespace pd::kernels::onednn
