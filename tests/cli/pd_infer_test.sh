@@ -22,7 +22,17 @@ echo "$out" | grep -q '"latency_ms": {"min"' || fail "--json: $out"
 out=$("$PD_INFER" "$MODEL" --repeat 3 --profile 2>&1)
 for op in flatten fused_linear linear; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--profile: no '$op' row: $out"; done
 echo "$out" | grep -qE "^  relu +[0-9]" && fail "--profile: relu was not fused at load: $out"
-echo "$out" | grep -qE "^target +cpu-[a-z0-9]+, lowered at load: 4 ops in the file, 3 run" || fail "target line: $out"
+echo "$out" | grep -qE "^target +cpu-[a-z0-9]+, optimised \(-O2\) and lowered at load: 4 ops in the file, 3 run" || fail "target line: $out"
+# Inference keeps OpenMP's team asleep (its barriers wait out a busy process's time slices): the
+# residual example's convolutions and linear run as one-thread primitives on the kernels' pool, at
+# batch 1 and 64; its ops as they are (--no-lower) use the team at batch 1, which the count shows.
+"$PD_TRAIN" "$HERE/../../examples/resnet_fmnist.yaml" --out "$WORK/res" --limit 64 --epochs 1 --threads 2 --quiet || fail "training the residual example exited with $?"
+for b in 1 64; do
+  out=$("$PD_INFER" "$WORK/res" --batch $b --threads 2 --repeat 3 --profile 2>&1)
+  echo "$out" | grep -q "OpenMP's team ran 0.0 primitives a run$" || fail "batch $b: OpenMP's team used: $out"
+done
+out=$("$PD_INFER" "$WORK/res" --threads 2 --repeat 3 --profile --no-lower 2>&1)
+echo "$out" | grep -qE "OpenMP's team ran [1-9][0-9.]* primitives a run \(beside a busy process" || fail "--no-lower: no team use counted: $out"
 out=$("$PD_INFER" "$MODEL" --repeat 3 --profile --no-lower 2>&1)
 for op in flatten linear relu; do echo "$out" | grep -qE "^  $op +[0-9]" || fail "--no-lower --profile: no '$op' row: $out"; done
 echo "$out" | grep -q "not lowered (--no-lower): 4 ops in the file, 4 run" || fail "--no-lower target line: $out"

@@ -86,7 +86,18 @@ out=$(PD_CPU_ISA=baseline "$PD_INFER" "$WORK/cb_avx2.pdmodel" --repeat 2 2>&1); 
 [ $rc -eq 2 ] && grep -q "pd-infer: error: the model was lowered by pd-opt for cpu-avx2, which this machine (cpu-baseline) cannot run" <<< "$out" \
   || fail "lowered model on a narrower machine: $rc $out"
 out=$(PD_CPU_ISA=baseline "$PD_INFER" "$WORK/cb_opt.pdmodel" --repeat 2 2>&1) || fail "portable model on the baseline: $out"
-grep -q "cpu-baseline, lowered at load" <<< "$out" || fail "baseline target line: $out"
+grep -q "cpu-baseline, optimised (-O2) and lowered at load" <<< "$out" || fail "baseline target line: $out"
+# A portable model that never saw pd-opt is optimised at load (-O2 by default, as onnxruntime's session
+# does): its batch norm is folded into the convolution, and the outputs match the unfolded model's.
+"$PD_INFER" "$CB" --batch 2 --repeat 1 --no-lower --output-dir "$WORK/cb_ref" > /dev/null || fail "pd-infer --no-lower on conv+bn"
+out=$("$PD_INFER" "$CB" --batch 2 --repeat 2 --profile --compare "$WORK/cb_ref/logits.npy" --rtol 1e-4 --atol 1e-5 2>&1) \
+  || fail "pd-infer on the unoptimised conv+bn model: $out"
+grep -qE "^  batch_norm +[0-9]" <<< "$out" && fail "batch norm not folded at load: $out"
+grep -q "optimised (-O2) and lowered at load" <<< "$out" || fail "target line of -O2 at load: $out"
+out=$("$PD_INFER" "$CB" --batch 2 --repeat 2 --profile -O0 2>&1) || fail "pd-infer -O0: $out"
+grep -qE "^  batch_norm +[0-9]" <<< "$out" && grep -q "lowered at load (-O0)" <<< "$out" || fail "-O0 kept no batch norm: $out"
+out=$("$PD_INFER" "$CB" -O4 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "an optimisation level from 0 to 3" <<< "$out" || fail "pd-infer -O4: $rc $out"
 out=$("$PD_OPT" "$CB" -O2 --verify --rtol 0 --atol 0 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "zero tolerance after bn folding should exit 1, got $rc: $out"
 grep -q "pd-opt: error: output 'logits' differs" <<< "$out" || fail "mismatch message: $out"

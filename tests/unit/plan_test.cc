@@ -1,11 +1,13 @@
 // Targets and exec::compile: a portable program is lowered for the target on a copy and computes the
 // same; what a target supports decides which lowering passes fire; a program lowered for a wider
-// target is refused with a message naming both; the target survives model files and the text form.
+// target is refused with a message naming both; the target survives model files and the text form; a
+// portable program is optimised (-O2) before it is lowered, without waking OpenMP's team.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <unistd.h>
 
+#include "pd/core/thread_pool.h"
 #include "pd/exec/executor.h"
 #include "pd/exec/plan.h"
 #include "pd/io/model_file.h"
@@ -155,4 +157,28 @@ TEST_CASE("compile: every op's kernel is bound once, and a missing one is an err
   ints.mark_output(ints.add_op("exp", {{i}})[0], "e");
   CHECK_THAT(error_of([&] { pd::exec::compile(ints, pd::Target::host()); }),
              Catch::Contains("op #0 'exp'") && Catch::Contains("no kernel for dtype i64"));
+}
+
+TEST_CASE("compile: a portable model is optimised at -O2 first, on one thread", "[plan]") {
+  // conv 3x3 (128 -> 128) -> eval batch_norm: -O2 folds the norm into the weights (147 K of them).
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 128, 6, 6}});
+  auto w = p.add_param("w", pd::ops::uniform({128, 128, 3, 3}, -0.1, 0.1, 1));
+  auto y = p.add_op("conv2d", {{x}, {w}, {}}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  const auto stat = [&](const char* name, double lo, double hi, uint64_t seed) {
+    return p.add_param(name, pd::ops::uniform({128}, lo, hi, seed));
+  };
+  y = p.add_op("batch_norm", {{y}, {stat("s", 0.5, 2, 2)}, {stat("b", -1, 1, 3)}, {stat("m", -1, 1, 4)}, {stat("v", 0.5, 2, 5)}},
+               {{"training", false}, {"epsilon", 1e-5}})[0];
+  p.mark_output(y, "y");
+  const Tensor in = pd::ops::uniform({2, 128, 6, 6}, -1, 1, 6);
+  const Tensor want = pd::exec::Executor(p).run({{"x", in}})[0];
+
+  const int64_t team_uses = pd::openmp_team_uses();
+  pd::exec::ExecPlan plan = pd::exec::compile(p, pd::Target::host());
+  // Folding did not wake OpenMP's team: awake, the first runs would start their primitives on it.
+  CHECK(pd::openmp_team_uses() == team_uses);
+  CHECK(count_ops(plan.program(), "batch_norm") == 0);
+  CHECK(max_abs_diff(pd::exec::Executor(plan).run({{"x", in}})[0], want) < 1e-3f);
+  CHECK(count_ops(pd::exec::compile(p, pd::Target::host(), {.level = 0}).program(), "batch_norm") == 1);
 }

@@ -16,6 +16,7 @@
 #include "device_program.h"
 #include "op_api.h"
 #include "pd/core/allocator.h"
+#include "pd/core/thread_pool.h"
 #include "pd/core/threads.h"
 #include "pd/data/readers.h"
 #include "pd/exec/executor.h"
@@ -34,10 +35,15 @@ struct Options {
   std::vector<std::string> inputs;
   int64_t batch = 0, warmup = 10, repeat = 100, limit = 0;
   uint64_t seed = 0;
-  int threads = 0;
+  int threads = 0, opt_level = 2;
   double rtol = 1e-5, atol = 1e-6;
   bool json = false, profile = false, no_lower = false;
 };
+
+// The report's word for what loading did to a portable model.
+std::string load_lowering(int level) {
+  return level == 0 ? "lowered at load (-O0)" : fmt::format("optimised (-O{}) and lowered at load", level);
+}
 
 // A run directory or model.pdparams of pd-train stand for the model.pdmodel next to them.
 std::string resolve_model(const std::string& arg) {
@@ -84,6 +90,7 @@ void profile_runs(pd::exec::Executor& exec, const pd::ir::Program& program, cons
   pd::profiler::set_profiling(true);
   exec.set_time_ops(true);
   std::vector<std::vector<int64_t>> op_ns;
+  const int64_t team_uses = pd::openmp_team_uses();
   for (int64_t i = 0; i < runs; ++i) {
     exec.run(in);
     op_ns.push_back(exec.stats().op_ns);
@@ -95,6 +102,7 @@ void profile_runs(pd::exec::Executor& exec, const pd::ir::Program& program, cons
     r.profile.push_back({s.name, s.calls, std::max(0.0, (static_cast<double>(s.ns) - s.calls * overhead_ns) / 1e6)});
   std::sort(r.profile.begin(), r.profile.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
   r.profile_runs = static_cast<double>(runs);
+  r.openmp_team_uses = static_cast<double>(pd::openmp_team_uses() - team_uses) / static_cast<double>(runs);
   r.nodes = node_profile(program, op_ns);
 }
 
@@ -126,12 +134,12 @@ int run(const Options& o) {
   const bool gpu = !place.is_cpu();
   if (gpu && o.profile)
     throw pd::tools::InputError("--profile times each op on the host clock; it is for the CPU, not --device " + o.device);
-  // A portable model is lowered for this machine here, as onnxruntime optimises when a session starts
-  // (not for a GPU: the lowering makes CPU kernels).
+  // A portable model is optimised (-O) and lowered for this machine here, as onnxruntime optimises when a
+  // session starts (not for a GPU: the lowering makes CPU kernels).
   pd::exec::ExecPlan plan;
   std::unique_ptr<pd::ir::Program> device_program;
   try {
-    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower && !gpu});
+    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower && !gpu, .level = o.opt_level});
     if (gpu) device_program = std::make_unique<pd::ir::Program>(pd::infer::program_on(plan.program(), place));
   } catch (const pd::Error& e) {
     throw pd::tools::InputError(e.what());
@@ -143,7 +151,7 @@ int run(const Options& o) {
                : gpu ? "not lowered (GPU)"
                : !program.target().empty() && plan.lowering_report().empty() ? "lowered by pd-opt for " + program.target()
                : o.no_lower                                                  ? "not lowered (--no-lower)"
-                                                                             : "lowered at load";
+                                                                             : load_lowering(o.opt_level);
   if (o.threads > 0) pd::set_num_threads(o.threads);
   r.threads = o.threads;
   r.warmup = o.warmup;
@@ -264,7 +272,9 @@ int main(int argc, char** argv) {
   app.add_option("--atol", o.atol, "absolute tolerance of --compare")->check(pd::tools::non_negative_number());
   app.add_flag("--json", o.json, "print one JSON object instead of the text report");
   app.add_flag("--profile", o.profile, "time every op over --repeat extra runs and print a per-op table");
-  app.add_flag("--no-lower", o.no_lower, "run the model's ops as they are, without lowering them for this machine");
+  app.add_option("-O", o.opt_level, "pd-opt's level a portable model is optimised at when loaded, before lowering (default 2)")
+      ->check(pd::tools::integer_in<int>(0, 3, "an optimisation level from 0 to 3"));
+  app.add_flag("--no-lower", o.no_lower, "run the model's ops as they are, without optimising or lowering them for this machine");
   if (auto rc = pd::tools::parse_command_line("pd-infer", app, argc, argv)) return *rc;
   try {
     return run(o);

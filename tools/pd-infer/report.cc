@@ -109,6 +109,8 @@ std::string text_report(const Report& r) {
     for (const OpProfile& p : r.profile)
       s += fmt::format("  {:<24} {:>9.0f} {:>12.2f} {:>6.1f}%\n", p.op, p.calls / r.profile_runs,
                        1000.0 * p.total_ms / r.profile_runs, sum > 0 ? 100.0 * p.total_ms / sum : 0.0);
+    s += fmt::format("  OpenMP's team ran {:.1f} primitives a run{}\n", r.openmp_team_uses,
+                     r.openmp_team_uses > 0 ? " (beside a busy process each may wait out its time slice)" : "");
     // The slowest ops one by one (all of them with --json): where several of one type differ.
     constexpr size_t kShownNodes = 15;
     s += fmt::format("  slowest ops of {} (median wall time, inclusive):\n", r.nodes.size());
@@ -144,7 +146,7 @@ std::string json_report(const Report& r) {
       json_str(r.target), json_str(r.lowering));
   if (r.accuracy) s += fmt::format(", \"accuracy\": {}", num(*r.accuracy));
   if (!r.profile.empty()) {
-    s += fmt::format(", \"profile_runs\": {}, \"profile\": [", r.profile_runs);
+    s += fmt::format(", \"profile_runs\": {}, \"openmp_team_uses\": {}, \"profile\": [", r.profile_runs, num(r.openmp_team_uses));
     for (size_t i = 0; i < r.profile.size(); ++i)
       s += fmt::format("{}{{\"op\": {}, \"calls\": {}, \"total_ms\": {}}}", i ? ", " : "", json_str(r.profile[i].op),
                        r.profile[i].calls, num(r.profile[i].total_ms));

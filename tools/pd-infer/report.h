@@ -60,6 +60,7 @@ struct Report {
   std::vector<OpProfile> profile;  // slowest first; empty without --profile
   std::vector<NodeProfile> nodes;  // slowest first; empty without --profile
   double profile_runs = 0;
+  double openmp_team_uses = 0;     // a profiled run: primitives that ran on OpenMP's team
 };
 std::string text_report(const Report& r);
 std::string json_report(const Report& r);

@@ -8,6 +8,11 @@ namespace {
 
 using alg = dnnl::algorithm;
 
+// Below this many values an activation runs on the calling thread: on OpenMP's team it would wake the
+// team for microseconds of work (a batch norm folded at load takes a square root of 32 values), and the
+// team then spins beside the kernels' pool, or waits out another busy process's time slice.
+constexpr int64_t kSingleThreadEltwiseValues = int64_t{1} << 15;
+
 struct EltwiseEntry {
   dnnl::memory::desc md;
   dnnl::primitive prim;
@@ -17,7 +22,8 @@ void eltwise_fwd(const char* name, alg a, float alpha, const Tensor& x, Tensor& 
   if (out.numel() == 0) return;
   guarded(name, [&] {
     dims d{out.numel()};
-    auto e = cached<EltwiseEntry>(fmt::format("eltwise_fwd:{}:{}:{}", static_cast<int>(a), alpha, d[0]), [&] {
+    OneThreadIf one_thread(d[0] < kSingleThreadEltwiseValues);  // oneDNN splits by the thread count it sees when made
+    auto e = cached<EltwiseEntry>(fmt::format("eltwise_fwd:{}:{}:{}{}", static_cast<int>(a), alpha, d[0], one_thread ? ":t1" : ""), [&] {
       auto md = plain_desc(d);
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, a, md, alpha, 0.f);
       return EltwiseEntry{md, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(desc, cpu_engine()))};
@@ -31,7 +37,8 @@ void eltwise_bwd(const char* name, alg a, bool data_is_dst, const Tensor& data, 
   if (dx.numel() == 0) return;
   guarded(name, [&] {
     dims d{dx.numel()};
-    auto e = cached<EltwiseEntry>(fmt::format("eltwise_bwd:{}:{}", static_cast<int>(a), d[0]), [&] {
+    OneThreadIf one_thread(d[0] < kSingleThreadEltwiseValues);
+    auto e = cached<EltwiseEntry>(fmt::format("eltwise_bwd:{}:{}{}", static_cast<int>(a), d[0], one_thread ? ":t1" : ""), [&] {
       auto md = plain_desc(d);
       // The backward primitive descriptor needs a forward one as a hint.
       dnnl::eltwise_forward::primitive_desc hint(

@@ -184,17 +184,6 @@ void reorder_out(const OptionalReorder& r, const dnnl::memory& produced, const d
   r.prim->execute(cpu_stream(), src, dst);
 }
 
-OneThreadIf::OneThreadIf(bool on) {
-  if (on && omp_get_max_threads() > 1) {
-    saved_ = omp_get_max_threads();
-    omp_set_num_threads(1);
-  }
-}
-
-OneThreadIf::~OneThreadIf() {
-  if (saved_ > 0) omp_set_num_threads(saved_);
-}
-
 int64_t onednn_primitives_created() { return PrimitiveCache::instance().created(); }
 
 void onednn_clear_primitive_cache() { PrimitiveCache::instance().clear(); }

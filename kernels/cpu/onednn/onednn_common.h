@@ -17,6 +17,7 @@
 #include "pd/core/error.h"
 #include "pd/core/packed_weights.h"
 #include "pd/core/tensor.h"
+#include "pd/core/threads.h"
 
 namespace pd::kernels::onednn {
 
@@ -123,19 +124,7 @@ dnnl::memory held_memory(const dnnl::memory::desc& md, std::vector<std::shared_p
 dnnl::primitive_attr user_scratchpad();
 void release_scratch();
 
-// While alive and `on`, OpenMP (and so oneDNN) uses one thread on this thread's parallel regions; the
-// caller's setting comes back after. For problems too small to pay for waking the other threads.
-class OneThreadIf {
- public:
-  explicit OneThreadIf(bool on);
-  ~OneThreadIf();
-  OneThreadIf(const OneThreadIf&) = delete;
-  OneThreadIf& operator=(const OneThreadIf&) = delete;
-  explicit operator bool() const { return saved_ > 0; }
-
- private:
-  int saved_ = 0;  // the thread count to restore; 0 when nothing was changed
-};
+using pd::OneThreadIf;  // pd/core/threads.h
 
 // Runs `prim` with `args` and waits for it, on the calling thread alone when `one_thread` (a part of a
 // kernel's work on the kernels' pool; the primitive must have been made for one thread too). A non-empty

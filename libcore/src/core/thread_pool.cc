@@ -181,6 +181,7 @@ Pool& pool() {
 }
 
 std::atomic<int64_t> g_openmp_used_ns{std::numeric_limits<int64_t>::min() / 2};
+std::atomic<int64_t> g_openmp_uses{0};
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -211,7 +212,12 @@ bool inside_openmp_region() {
 
 }  // namespace
 
-void note_openmp_team_used() { g_openmp_used_ns.store(now_ns(), std::memory_order_relaxed); }
+void note_openmp_team_used() {
+  g_openmp_used_ns.store(now_ns(), std::memory_order_relaxed);
+  g_openmp_uses.fetch_add(1, std::memory_order_relaxed);
+}
+
+int64_t openmp_team_uses() { return g_openmp_uses.load(std::memory_order_relaxed); }
 
 int parallel_threads() { return std::max(1, num_threads()); }
 

@@ -34,4 +34,22 @@ int num_threads() {
   return g_threads.load(std::memory_order_relaxed);
 }
 
+OneThreadIf::OneThreadIf(bool on) {
+  num_threads();  // the setting is taken from OpenMP's when first asked: not the narrowed one
+#ifdef _OPENMP
+  if (on && omp_get_max_threads() > 1) {
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+#else
+  (void)on;
+#endif
+}
+
+OneThreadIf::~OneThreadIf() {
+#ifdef _OPENMP
+  if (saved_ > 0) omp_set_num_threads(saved_);
+#endif
+}
+
 }  // namespace pd

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "pd/core/threads.h"
 #include "pd/ops/dispatch.h"
 #include "pd/ops/op_schema.h"
 
@@ -58,10 +59,16 @@ ExecPlan compile(const ir::Program& program, const Target& target, const Compile
              "(pd-opt without --target), which is lowered for the machine when it is loaded",
              program.target(), target.str());
   } else if (options.lower) {
+    // The level's passes keep the program portable and are idempotent: a model pd-opt already optimised
+    // passes through them unchanged.
     ir::PassOptions passes;
-    passes.passes = ir::lowering_passes();
+    passes.level = options.level;
+    passes.lower = true;
     passes.disable = options.disable;  // unknown names are errors there
     passes.target = target;
+    // Folding runs ops on the params; on OpenMP's team they would leave it awake for the first runs,
+    // which then start on it and keep it awake run after run (pd/core/thread_pool.h).
+    OneThreadIf single(true);
     plan.report_ = ir::PassManager(passes).run(plan.program_);
   }
   plan.kernels_ = bind_kernels(plan.program_, target);

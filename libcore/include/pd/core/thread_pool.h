@@ -32,6 +32,10 @@ void note_openmp_team_used();
 // Whether OpenMP's team was given work in the last millisecond (its threads are still spinning).
 bool openmp_team_awake();
 
+// How many times OpenMP's team has been given work in this process (pd-infer --profile reports it a
+// run: each is a barrier that waits for every thread of the team, beside a busy process a time slice).
+int64_t openmp_team_uses();
+
 // Threads a parallel loop can use, the caller included (pd::num_threads()).
 int parallel_threads();
 

@@ -1,5 +1,7 @@
 // ExecPlan: a Program compiled for a Target, the second of the two optimisation stages
-// (docs/architecture.md). compile() runs the target's lowering passes on a copy of the program (fused
+// (docs/architecture.md). compile() runs the portable passes of an optimisation level (-O2 by default:
+// batch norms folded, attention and layer norms fused, as onnxruntime optimises a graph when a session
+// starts) and then the target's lowering passes on a copy of the program (fused
 // conv/linear + activation, conv + residual, conv + max pool, Winograd 3x3 convolutions, elementwise
 // chains; later int8 and CUDA), binds every op's kernel once (the target's backends in order), moves
 // the params to the target's place, and the plan owns the weights kernels pack for it. Saved models stay portable; a model pd-opt lowered for a named target is taken
@@ -23,7 +25,8 @@ namespace pd::exec {
 
 struct CompileOptions {
   bool lower = true;                 // run the target's lowering passes (pd-infer --no-lower: off)
-  std::vector<std::string> disable = {};  // lowering passes to leave out (throws for unknown names)
+  int level = 2;                     // with `lower`: the portable passes of this level first (pd-infer -O)
+  std::vector<std::string> disable = {};  // passes to leave out (throws for unknown names)
 };
 
 class ExecPlan {
@@ -49,7 +52,7 @@ class ExecPlan {
   PackedWeights packed_;
 };
 
-// Lowers a copy of `program` for `target`. A program already lowered (Program::target() set) is not
+// Optimises (options.level) and lowers a copy of `program` for `target`. A program already lowered (Program::target() set) is not
 // lowered again; it must be one `target` can run (same device, ISA at least as wide), else pd::Error
 // (kInvalidArgument) names both targets and what to do.
 ExecPlan compile(const ir::Program& program, const Target& target = Target::host(), const CompileOptions& options = {});
