@@ -38,6 +38,12 @@ for opset in 11 13 17; do
   [ $rc -eq 0 ] || fail "export at opset $opset: exit $rc: $out"
   grep -q "re-import (round trip, bitwise): .*max abs 0, " <<< "$out" || fail "opset $opset round trip not bitwise: $out"
 done
+# An export imports back beside itself (m.onnx -> m.pdmodel + m.pdiparams: an ONNX file has no params
+# file to protect), and the model it wrote is never written over by an import.
+"$PD_CONVERT" "$WORK/mlp_17.onnx" "$WORK/mlp_17.pdmodel" > /dev/null 2>&1 || fail "import beside the .onnx was refused"
+[ -s "$WORK/mlp_17.pdiparams" ] || fail "import beside the .onnx wrote no params"
+out=$("$PD_CONVERT" "$WORK/mlp/model.pdmodel" "$WORK/mlp/model.pdmodel" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "converting a model onto itself: exit $rc: $out"
 # The imported fixtures export again (layer_norm decomposed before opset 17 is said so).
 out=$("$PD_CONVERT" "$WORK/encoder.pdmodel" "$WORK/encoder_13.onnx" --opset 13 --verify "${NO_ORT[@]}" 2>&1) || fail "encoder re-export: $out"
 grep -q "decomposed for ONNX: layer_norm" <<< "$out" || fail "the decomposition is not reported: $out"
