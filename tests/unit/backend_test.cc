@@ -125,6 +125,35 @@ TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]"
   CHECK(check_same_with_nans(fused, apart) == 3 * 4);
 }
 
+// max_pool2d's row-buffer kernel takes 8 windows at a time for f32 on AVX2 when the stride is 2 and the
+// window 2 or 3 wide (ResNet's 3x3 / stride 2 / padding 1 stem pool); f64 takes the scalar steps. Both
+// must give the same maxima, NaN winning, -inf in padding, a block of 8 windows and a tail.
+TEST_CASE("max_pool2d: the vector row steps match the scalar ones on NaN, -inf and padding", "[dispatch]") {
+  struct Case {
+    std::vector<int64_t> kernel, stride, padding;
+    bool ceil;
+  };
+  for (const Case& c : {Case{{3, 3}, {2, 2}, {1, 1}, false}, Case{{3, 3}, {2, 2}, {0, 0}, true}, Case{{2, 2}, {2, 2}, {1, 1}, false},
+                        Case{{3, 2}, {2, 2}, {1, 0}, true}}) {
+    std::vector<float> xv = pd::ops::uniform({2, 3, 9, 21}, -2, 2, 21).to_vector<float>();
+    xv[4] = xv[21 * 5 + 20] = std::numeric_limits<float>::quiet_NaN();
+    xv[21 * 9 + 7] = -std::numeric_limits<float>::infinity();
+    const pd::Tensor x = pd::Tensor::from_vector<float>(xv, {2, 3, 9, 21});
+    const auto got = pd::ops::max_pool2d(x, c.kernel, c.stride, c.padding, c.ceil).to_vector<float>();
+    const auto want = pd::ops::cast(pd::ops::max_pool2d(pd::ops::cast(x, pd::DType::f64), c.kernel, c.stride, c.padding, c.ceil),
+                                    pd::DType::f32)
+                          .to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    int nans = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(std::isnan(got[i]) == std::isnan(want[i]));
+      if (!std::isnan(want[i])) CHECK(got[i] == want[i]);
+      nans += std::isnan(got[i]);
+    }
+    CHECK(nans >= 2);
+  }
+}
+
 // max_pool2d_grad has an AVX2 kernel for 2x2 / stride 2 windows tiling the plane (f32) and the general
 // kernel for everything else (and f64): both give each window's grad to its first maximum (row-major),
 // a NaN max to its first NaN, and exactly 0 elsewhere, even where the grad is inf.

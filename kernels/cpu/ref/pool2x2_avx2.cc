@@ -1,4 +1,5 @@
-// max_pool2d and max_pool2d_grad for 2x2 windows with stride 2 in AVX2 (see pool2x2_avx2.h): 8 windows
+// max_pool2d and max_pool2d_grad for 2x2 windows with stride 2 in AVX2 (see pool2x2_avx2.h), and the
+// two steps of pool.cc's row-buffer kernel for the other shapes (ResNet's 3x3 / stride 2): 8 windows
 // at a time, their 32 inputs split into the four window positions by even/odd shuffles. The forward
 // takes the max of the four; the gradient chooses the first maximum by masks and writes the grads back
 // interleaved. Each element is written once: no zero fill, no accumulation, no branch. The generic
@@ -100,6 +101,31 @@ void max_pool2x2_plane_avx2(const float* plane, int64_t H, int64_t W, float* out
   }
 }
 
+void max_into_avx2(float* acc, const float* row, int64_t n) {
+  int64_t w = 0;
+  for (; w + 8 <= n; w += 8) _mm256_storeu_ps(acc + w, nan_max(_mm256_loadu_ps(acc + w), _mm256_loadu_ps(row + w)));
+  for (; w < n; ++w) acc[w] = cpu::nan_max(acc[w], row[w]);
+}
+
+void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out) {
+  for (int64_t ow = 0; ow < oW; ow += 8) {
+    __m256 even, odd, next, unused;
+    deinterleave(row + 2 * ow, even, odd);  // row[2 ow + 0], row[2 ow + 1] for 8 windows
+    __m256 m = nan_max(even, odd);
+    if (kw == 3) {
+      deinterleave(row + 2 * ow + 2, next, unused);  // row[2 ow + 2]
+      m = nan_max(m, next);
+    }
+    if (ow + 8 <= oW) {
+      _mm256_storeu_ps(out + ow, m);
+    } else {
+      alignas(32) float o[8];
+      _mm256_store_ps(o, m);
+      std::copy(o, o + (oW - ow), out + ow);
+    }
+  }
+}
+
 void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t H, int64_t W, float* dplane) {
   const int64_t oH = H / 2, oW = W / 2;
   for (int64_t oh = 0; oh < oH; ++oh) {
@@ -132,6 +158,8 @@ PD_TARGET_POP
 namespace pd::kernels::reference {
 void max_pool2x2_plane_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pool2x2_grad_plane_avx2(const float*, const float*, int64_t, int64_t, float*) {}
+void max_into_avx2(float*, const float*, int64_t) {}
+void max_columns_stride2_avx2(const float*, int64_t, int64_t, float*) {}
 }  // namespace pd::kernels::reference
 
 #endif

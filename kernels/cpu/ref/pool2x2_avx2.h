@@ -1,5 +1,6 @@
 // The AVX2 kernels of max_pool2d's and max_pool2d_grad's commonest case, 2x2 windows with stride 2
-// tiling the plane (pool2x2_avx2.cc); call them only after pd::cpu_has_avx2_fma().
+// tiling the plane, and of the generic kernel's row steps (pool2x2_avx2.cc); call them only after
+// pd::cpu_has_avx2_fma().
 #pragma once
 #include <cstdint>
 
@@ -12,5 +13,11 @@ namespace pd::kernels::reference {
 void max_pool2x2_plane_avx2(const float* plane, int64_t H, int64_t W, float* out);
 
 void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t H, int64_t W, float* dplane);
+
+// pool.cc's row-buffer steps. acc[w] = max(acc[w], row[w]) for w < n, NaN winning.
+void max_into_avx2(float* acc, const float* row, int64_t n);
+// out[ow] = the max of row[2 ow .. 2 ow + kw) for ow < oW, kw 2 or 3: row is read up to 16 values past
+// 2 oW + kw (which the caller fills with -inf).
+void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out);
 
 }  // namespace pd::kernels::reference
