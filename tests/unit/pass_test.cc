@@ -1091,6 +1091,11 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 6), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
       CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 4), "cpu-avx2", nullptr, true), "winograd_conv2d") == 0);
     }
+    // On AVX-512 the transformed weight must also be read over enough tiles: 256 -> 256 channels at 16x16
+    // (16 tiles, 9.4 MB) stays oneDNN's, 64 -> 64 (590 KB) goes to Winograd; on AVX2 both do.
+    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 0);
+    CHECK(count_ops(blocked_for(residual_chain(64, 32, 64, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 1);
+    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
   }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
     Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});

@@ -8,7 +8,10 @@
 // against 2.26 ms); the batch is not known here, and batch 1 is the latency case. On AVX2, where oneDNN's
 // direct kernel runs at half the FMA peak, Winograd wins there at every batch (host A, 7x7 x 128
 // channels, pd-bench: 0.07 against 0.23 ms at batch 1, 3.2 against 10.3-10.9 at batch 64), so 4 tiles
-// are enough.
+// are enough. On AVX-512 the transformed weight must also be read over enough tiles: 36 Cin Cout floats
+// per image's tiles at most kMaxWeightBytesPerTile (256 KiB). ResNet-18's 14x14 maps at 256 channels
+// (9.4 MB over 16 tiles) ran 843 us as Winograd against 582 us direct at batch 1 (AMD Zen 5, 2
+// threads); the layers that win have at most 48 KiB a tile (28x28 at 128 channels: 318 against 517 us).
 //
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
@@ -23,25 +26,35 @@ namespace pd::ir::passes {
 namespace {
 
 constexpr int64_t kMinChannels = 16;
+constexpr int64_t kMaxWeightBytesPerTile = int64_t{256} << 10;
+
+struct TileRule {
+  int64_t min_tiles = 4;             // output tiles an image at least (blocked convolutions)
+  int64_t max_weight_bytes = 0;      // transformed weight bytes a tile at most (0: no limit)
+};
 
 // Whether the pass takes op i (see the preconditions above).
-bool winograd_fits(const Program& p, int32_t i, int64_t min_blocked_tiles) {
+bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
   const Operation& op = p.ops()[i];
   const bool blocked = op.type == "blocked_conv2d";  // groups 1 by definition
   if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
       (!blocked && attr_int(op, "groups") != 1))
     return false;
-  if (blocked) {
-    const Shape& x = p.value(input_of(p, i, 0)).type.shape;
-    const Shape& out = p.value(op.results[0]).type.shape;
-    if (x.size() != 5 || ((out[2] + 3) / 4) * ((out[3] + 3) / 4) < min_blocked_tiles) return false;
-  }
   const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
   if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
   const ValueType& wt = p.value(w).type;
   if (wt.dtype != DType::f32 && wt.dtype != DType::f64) return false;
   const Shape& ws = wt.shape;
-  return ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && ws[0] >= kMinChannels && ws[1] >= kMinChannels;
+  if (ws.size() != 4 || ws[2] != 3 || ws[3] != 3 || ws[0] < kMinChannels || ws[1] < kMinChannels) return false;
+  if (blocked) {
+    const Shape& x = p.value(input_of(p, i, 0)).type.shape;
+    const Shape& out = p.value(op.results[0]).type.shape;
+    if (x.size() != 5) return false;
+    const int64_t tiles = ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
+    if (tiles < rule.min_tiles) return false;
+    if (rule.max_weight_bytes > 0 && 36 * ws[0] * ws[1] * 4 > rule.max_weight_bytes * tiles) return false;
+  }
+  return true;
 }
 
 class ConvWinograd final : public Pass {
@@ -53,8 +66,10 @@ class ConvWinograd final : public Pass {
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d", "blocked_conv2d"}; }
 
-  void set_target(const Target& t) override { min_blocked_tiles_ = t.has_isa(CpuIsa::avx512) ? 16 : 4; }
-  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, min_blocked_tiles_); }
+  void set_target(const Target& t) override {
+    rule_ = t.has_isa(CpuIsa::avx512) ? TileRule{16, kMaxWeightBytesPerTile} : TileRule{4, 0};
+  }
+  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, rule_); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation conv = p.ops()[i];
@@ -79,7 +94,7 @@ class ConvWinograd final : public Pass {
   }
 
  private:
-  int64_t min_blocked_tiles_ = 16;
+  TileRule rule_;
 };
 
 }  // namespace
