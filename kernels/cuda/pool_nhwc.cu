@@ -50,7 +50,8 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   if (total == 0) return;
   const Shape& xs = x.shape();
   NhwcPool g{};
-  g.H = xs[1], g.W = xs[2], g.C = xs[3], g.oH = out.shape()[1], g.oW = out.shape()[2];
+  const size_t d = xs.size() - 3;  // [N, H, W, C], or channel blocks [N, G, H, W, L]: N G images
+  g.H = xs[d], g.W = xs[d + 1], g.C = xs[d + 2], g.oH = out.shape()[d], g.oW = out.shape()[d + 1];
   g.kh = spatial_arg(kernel_size, 0, 1), g.kw = spatial_arg(kernel_size, 1, 1);
   g.sh = spatial_arg(stride, 0, g.kh), g.sw = spatial_arg(stride, 1, g.kw);
   g.ph = spatial_arg(padding, 0, 0), g.pw = spatial_arg(padding, 1, 0);

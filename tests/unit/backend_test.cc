@@ -127,7 +127,8 @@ TEST_CASE("fused_conv2d_maxpool propagates NaN as max_pool2d does", "[dispatch]"
 
 // max_pool2d's row-buffer kernel takes 8 windows at a time for f32 on AVX2 when the stride is 2 and the
 // window 2 or 3 wide (ResNet's 3x3 / stride 2 / padding 1 stem pool); f64 takes the scalar steps. Both
-// must give the same maxima, NaN winning, -inf in padding, a block of 8 windows and a tail.
+// must give the same maxima, NaN winning, -inf in padding, a block of 8 windows and a tail; the same for
+// max_pool2d_nhwc on channel blocks (f32 pixels of 16 channels on AVX2).
 TEST_CASE("max_pool2d: the vector row steps match the scalar ones on NaN, -inf and padding", "[dispatch]") {
   struct Case {
     std::vector<int64_t> kernel, stride, padding;
@@ -151,6 +152,23 @@ TEST_CASE("max_pool2d: the vector row steps match the scalar ones on NaN, -inf a
       nans += std::isnan(got[i]);
     }
     CHECK(nans >= 2);
+    // max_pool2d_nhwc on channel blocks (f32 on AVX2: whole runs of pixels) against f64 (scalar).
+    const pd::Tensor blocks = pd::ops::reshape(x, {2, 1, 9, 21, 3});  // 2 images, 1 block of 3 lanes: scalar
+    const pd::Tensor wide = pd::ops::uniform({1, 2, 9, 21, 16}, -2, 2, 22);
+    for (const pd::Tensor& b : {blocks, wide}) {
+      std::vector<float> bv = b.to_vector<float>();
+      bv[3] = bv[16 * 21 * 4 + 9] = std::numeric_limits<float>::quiet_NaN();
+      const pd::Tensor bx = pd::Tensor::from_vector<float>(bv, b.shape());
+      const auto bgot = pd::ops::max_pool2d_nhwc(bx, c.kernel, c.stride, c.padding, c.ceil).to_vector<float>();
+      const auto bwant = pd::ops::cast(pd::ops::max_pool2d_nhwc(pd::ops::cast(bx, pd::DType::f64), c.kernel, c.stride, c.padding, c.ceil),
+                                       pd::DType::f32)
+                             .to_vector<float>();
+      REQUIRE(bgot.size() == bwant.size());
+      for (size_t i = 0; i < bgot.size(); ++i) {
+        CHECK(std::isnan(bgot[i]) == std::isnan(bwant[i]));
+        if (!std::isnan(bwant[i])) CHECK(bgot[i] == bwant[i]);
+      }
+    }
   }
 }
 

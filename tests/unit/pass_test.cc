@@ -1097,6 +1097,25 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(blocked_for(residual_chain(64, 32, 64, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 1);
     CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
   }
+  SECTION("a max pool between convolutions pools the blocks (ResNet's stem)") {
+    // image [3, 17, 15] -> conv 3x3 (3 -> 2b) -> relu -> max_pool2d 3x3 / 2 / pad 1 -> conv 3x3 (2b -> 2b)
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 3, 17, 15}});
+    const auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t seed) {
+      auto w = p.add_param(p.unique_name("w"), rnd({co, ci, 3, 3}, seed, -0.3, 0.3));
+      return p.add_op("conv2d", {{in}, {w}, {}}, {{"padding", std::vector<int64_t>{1, 1}}})[0];
+    };
+    auto stem = p.add_op("relu", {{conv(x, 3, 2 * block, 1)}})[0];
+    auto pooled = p.add_op("max_pool2d", {{stem}}, {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+                                                    {"padding", std::vector<int64_t>{1, 1}}})[0];
+    p.mark_output(conv(pooled, 2 * block, 2 * block, 2), "out");
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 2);
+    CHECK(count_ops(q, "max_pool2d_nhwc") == 1);
+    CHECK(count_ops(q, "max_pool2d") == 0);
+    CHECK(count_ops(q, "to_channel_blocks") == 0);  // the image is read plain, the pool's output stays blocked
+    check_same_outputs(p, q, 1e-5);
+  }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {
     Program p = conv3x3(16, 32, {{"padding", std::vector<int64_t>{1, 1}}});
     CHECK(pd::ir::print(blocked_for(p, wide)) == pd::ir::print(p));

@@ -126,6 +126,17 @@ void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* o
   }
 }
 
+void max_pixels_avx2(const float* row, int64_t C, int64_t kw, int64_t sw, int64_t oW, float* out) {
+  for (int64_t ow = 0; ow < oW; ++ow) {
+    const float* t = row + ow * sw * C;
+    for (int64_t c = 0; c < C; c += 8) {
+      __m256 m = _mm256_loadu_ps(t + c);
+      for (int64_t j = 1; j < kw; ++j) m = nan_max(m, _mm256_loadu_ps(t + j * C + c));
+      _mm256_storeu_ps(out + ow * C + c, m);
+    }
+  }
+}
+
 void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t H, int64_t W, float* dplane) {
   const int64_t oH = H / 2, oW = W / 2;
   for (int64_t oh = 0; oh < oH; ++oh) {
@@ -160,6 +171,7 @@ void max_pool2x2_plane_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pool2x2_grad_plane_avx2(const float*, const float*, int64_t, int64_t, float*) {}
 void max_into_avx2(float*, const float*, int64_t) {}
 void max_columns_stride2_avx2(const float*, int64_t, int64_t, float*) {}
+void max_pixels_avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*) {}
 }  // namespace pd::kernels::reference
 
 #endif

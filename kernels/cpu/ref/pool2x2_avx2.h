@@ -19,5 +19,8 @@ void max_into_avx2(float* acc, const float* row, int64_t n);
 // out[ow] = the max of row[2 ow .. 2 ow + kw) for ow < oW, kw 2 or 3: row is read up to 16 values past
 // 2 oW + kw (which the caller fills with -inf).
 void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out);
+// The same on a row of pixels of C channels (C a multiple of 8; max_pool2d_nhwc): out pixel ow = the
+// max of row pixels ow sw .. ow sw + kw.
+void max_pixels_avx2(const float* row, int64_t C, int64_t kw, int64_t sw, int64_t oW, float* out);
 
 }  // namespace pd::kernels::reference

@@ -13,7 +13,9 @@
 
 #include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
+#include "cpu/ref/pool2x2_avx2.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 #include "pd/kernels/spatial_arg.h"
 
 namespace pd::kernels::reference {
@@ -71,14 +73,33 @@ void pool2x2_bytes(const T* x, int64_t H, int64_t W, int64_t C, int64_t oH, int6
   });
 }
 
+// f32 with C a multiple of 8 on AVX2 (channel_blocking pools ResNet's stem output here, blocks of 16
+// channels): per output row, the window's input rows maxed as whole runs into a row of pixels padded
+// with -inf, then each output pixel the max of its kw pixels, 8 channels at a time.
+void max_pool_rows_avx2(const float* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t oH, int64_t oW, int64_t kh,
+                        int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, float* out) {
+  const int64_t width = std::max(W + 2 * pw, (oW - 1) * sw + kw);  // in pixels
+  cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
+    const int64_t n = row / oH, oh = row % oH;
+    const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
+    thread_local std::vector<float> buf;
+    buf.assign(static_cast<size_t>(width * C), cpu::max_identity<float>());
+    for (int64_t h = h0; h < h1; ++h) max_into_avx2(buf.data() + pw * C, x + (n * H + h) * W * C, W * C);
+    max_pixels_avx2(buf.data(), C, kw, sw, oW, out + row * oW * C);
+  });
+}
+
 }  // namespace
 
 template <typename T>
 void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& kernel_size,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode,
                      Tensor& out) {
+  // [N, H, W, C], or channel blocks [N, G, H, W, L]: N G images of L channels.
   const Shape& xs = x.shape();
-  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], oH = out.shape()[1], oW = out.shape()[2];
+  const size_t d = xs.size() - 3;
+  const int64_t N = d == 2 ? xs[0] * xs[1] : xs[0], H = xs[d], W = xs[d + 1], C = xs[d + 2];
+  const int64_t oH = out.shape()[d], oW = out.shape()[d + 1];
   const int64_t kh = spatial_arg(kernel_size, 0, 1), kw = spatial_arg(kernel_size, 1, 1);
   const int64_t sh = spatial_arg(stride, 0, kh), sw = spatial_arg(stride, 1, kw);
   const int64_t ph = spatial_arg(padding, 0, 0), pw = spatial_arg(padding, 1, 0);
@@ -90,6 +111,10 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   }
   // One task per output row of one image; padding taps are skipped (they count as the lowest value,
   // which never wins over a real one: the shape rule keeps every window on at least one real pixel).
+  if constexpr (std::is_same_v<T, float>) {
+    if (C % 8 == 0 && cpu_has_avx2_fma() && out.numel() > 0)
+      return max_pool_rows_avx2(xd, N, H, W, C, oH, oW, kh, kw, sh, sw, ph, pw, od);
+  }
   cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
     const int64_t n = row / oH, oh = row % oH;
     const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);

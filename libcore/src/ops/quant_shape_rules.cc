@@ -145,7 +145,7 @@ namespace {
 // pool2d's rule on an [N, H, W, C] shape.
 Shape pool2d_nhwc_shape(const char* op, const char* x_name, const Shape& xs, const std::vector<int64_t>& kernel_size,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, bool pool_prefix) {
-  PD_CHECK(xs.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C], but received shape {}", op, x_name,
+  PD_CHECK(xs.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C] (or 5-D channel blocks [N, G, H, W, L]), but received shape {}", op, x_name,
            shape_str(xs));
   const Shape o = pool2d_shape(op, x_name, {xs[0], xs[3], xs[1], xs[2]}, kernel_size, stride, padding, ceil_mode, pool_prefix);
   return {o[0], o[2], o[3], o[1]};
@@ -153,10 +153,16 @@ Shape pool2d_nhwc_shape(const char* op, const char* x_name, const Shape& xs, con
 
 }  // namespace
 
-// max_pool2d_nhwc (the int8 regions' pool): pool2d's rule with the channels last.
+// max_pool2d_nhwc (the int8 regions' pool, and f32 channel blocks): pool2d's rule with the channels last,
+// on [N, H, W, C] or on blocks [N, G, H, W, L].
 Shape pool2d_nhwc(const char* op, In x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode) {
-  return pool2d_nhwc_shape(op, x.name, x.t.shape(), kernel_size, stride, padding, ceil_mode, /*pool_prefix=*/false);
+  const Shape& xs = x.t.shape();
+  if (xs.size() == 5) {
+    const Shape o = pool2d_nhwc_shape(op, x.name, {xs[0], xs[2], xs[3], xs[4]}, kernel_size, stride, padding, ceil_mode, false);
+    return {xs[0], xs[1], o[1], o[2], o[3]};
+  }
+  return pool2d_nhwc_shape(op, x.name, xs, kernel_size, stride, padding, ceil_mode, /*pool_prefix=*/false);
 }
 
 Shape quantized_conv2d_pool2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias,

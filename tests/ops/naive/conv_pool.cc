@@ -1,4 +1,5 @@
-// Naive-loop references for conv2d (NCHW or channels_last), max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc.
+// Naive-loop references for conv2d (NCHW or channels_last), max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc
+// (NHWC or channel blocks).
 #include "naive_util.h"
 
 namespace {
@@ -22,11 +23,13 @@ struct PoolGeom {
   int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, oh, ow;
 };
 
-// x is [N, C, H, W], or [N, H, W, C] with channels_last.
+// x is [N, C, H, W], or [N, H, W, C] with channels_last (or channel blocks [N, G, H, W, L]: N G images
+// of L channels).
 PoolGeom pool_geom(const pd::Tensor& x, const pd::AttrMap& attrs, bool channels_last = false) {
   PoolGeom g{};
   Ints s = x.shape();
-  if (channels_last) g.N = s[0], g.H = s[1], g.W = s[2], g.C = s[3];
+  if (channels_last && s.size() == 5) g.N = s[0] * s[1], g.H = s[2], g.W = s[3], g.C = s[4];
+  else if (channels_last) g.N = s[0], g.H = s[1], g.W = s[2], g.C = s[3];
   else g.N = s[0], g.C = s[1], g.H = s[2], g.W = s[3];
   Ints k = pair_attr(attrs, "kernel_size", {});
   Ints st = pair_attr(attrs, "stride", {});
@@ -127,6 +130,7 @@ PD_NAIVE_REF(max_pool2d_nhwc) {
               if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) m = std::max(m, xv[((n * g.H + ih) * g.W + iw) * g.C + c]);
           out[((n * g.oh + oh) * g.ow + ow) * g.C + c] = m;
         }
+  if (x.dim() == 5) return {make(out, {x.shape()[0], x.shape()[1], g.oh, g.ow, g.C})};
   return {make(out, {g.N, g.oh, g.ow, g.C})};
 }
 

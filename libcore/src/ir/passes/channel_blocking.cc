@@ -13,6 +13,10 @@
 //   3. In program order each converted conv becomes blocked_conv2d, reading its producers' blocked
 //      results directly and to_channel_blocks of anything else, followed by from_channel_blocks for the
 //      readers that are not converted. What nobody reads is swept at the end.
+//   A max_pool2d of a converted convolution's result (ResNet's stem pool, between its 7x7 stem and its
+//   first block) joins the chain too: each [H, W, b] block of an image is an NHWC image of b channels, so
+//   max_pool2d_nhwc pools the blocks [N, C / b, H, W, b] as they are. Without it the stem was a lone
+//   plain convolution (on OpenMP's team at batch 1) and the pool's output was reordered into blocks.
 #include <map>
 #include <numeric>
 
@@ -53,7 +57,11 @@ class ChannelBlocking final : public Pass {
     std::vector<ValueId> results;
     for (int32_t i : convs) results.push_back(p.ops()[i].results[0]);
     std::map<ValueId, ValueId> blocked;  // plain value -> its blocked form
-    for (ValueId r : results) convert(p, p.value(r).producer, blocked, stats);
+    for (ValueId r : results) {
+      const int32_t i = p.value(r).producer;
+      if (p.ops()[i].type == "max_pool2d") convert_pool(p, i, blocked, stats);
+      else convert(p, i, blocked, stats);
+    }
     PassStats swept;
     dead_code_elimination()->run(p, swept);
     stats.removed += swept.removed;
@@ -73,25 +81,42 @@ class ChannelBlocking final : public Pass {
     return cout % block_ == 0 && (cin % block_ == 0 || cin <= kMaxPlainChannels);
   }
 
-  // The candidates in chains of two or more, in program order.
+  // A max_pool2d on f32 NCHW with whole channel blocks.
+  bool pool_candidate(const Program& p, int32_t i) const {
+    const Operation& op = p.ops()[i];
+    if (op.type != "max_pool2d" || channels_last_op(op)) return false;
+    const ValueType& x = p.value(op.inputs[0][0]).type;
+    return x.dtype == DType::f32 && x.shape.size() == 4 && x.shape[1] > 0 && x.shape[1] % block_ == 0;
+  }
+
+  // The candidates (convolutions, and max pools of a candidate's result) in chains of two or more
+  // convolutions, in program order.
   std::vector<int32_t> converted(const Program& p) const {
     const auto& ops = p.ops();
-    std::vector<bool> cand(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) cand[i] = candidate(p, static_cast<int32_t>(i));
+    std::vector<bool> cand(ops.size()), conv(ops.size());
+    const auto producer_of = [&](int32_t i, size_t slot) {
+      const ValueId v = input_of(p, i, slot);
+      return v == kNoValue || p.value(v).kind != ValueKind::OpResult ? -1 : p.value(v).producer;
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const auto k = static_cast<int32_t>(i);
+      conv[i] = candidate(p, k);
+      const int32_t from = producer_of(k, 0);
+      cand[i] = conv[i] || (pool_candidate(p, k) && from >= 0 && cand[from]);  // producers come first
+    }
     Chains chains(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!cand[i]) continue;
       for (size_t slot : {size_t{0}, size_t{3}}) {
-        const ValueId v = input_of(p, static_cast<int32_t>(i), slot);
-        if (v == kNoValue || p.value(v).kind != ValueKind::OpResult) continue;
-        const int32_t producer = p.value(v).producer;
+        if (slot == 3 && !conv[i]) continue;
         // A residual joins only when the producer's output is blocked anyway (it is a candidate).
+        const int32_t producer = producer_of(static_cast<int32_t>(i), slot);
         if (producer >= 0 && cand[producer]) chains.join(static_cast<int32_t>(i), producer);
       }
     }
     std::map<int32_t, int> size;
     for (size_t i = 0; i < ops.size(); ++i)
-      if (cand[i]) ++size[chains.root(static_cast<int32_t>(i))];
+      if (conv[i]) ++size[chains.root(static_cast<int32_t>(i))];
     std::vector<int32_t> out;
     for (size_t i = 0; i < ops.size(); ++i)
       if (cand[i] && size[chains.root(static_cast<int32_t>(i))] >= 2) out.push_back(static_cast<int32_t>(i));
@@ -123,6 +148,22 @@ class ChannelBlocking final : public Pass {
     const int64_t channels = p.value(conv.inputs[1][0]).type.shape[0];
     const ValueId plain = p.insert_op(i + 1, "from_channel_blocks", {{out}}, {{"channels", channels}})[0];
     p.replace_uses(conv.results[0], plain);
+    blocked[plain] = out;
+    p.remove_ops({i + 2});
+    ++stats.fused;
+  }
+
+  // max_pool2d(x) -> max_pool2d_nhwc(blocks of x): each block of an image pooled as an NHWC image.
+  void convert_pool(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+    const Operation pool = p.ops()[i];
+    const ValueId xb = blocked_input(p, pool.inputs[0][0], false, blocked, i);
+    AttrMap attrs;
+    for (const char* name : {"kernel_size", "stride", "padding", "ceil_mode"})
+      if (auto it = pool.attrs.find(name); it != pool.attrs.end()) attrs[name] = it->second;
+    const ValueId out = p.insert_op(i, "max_pool2d_nhwc", {{xb}}, attrs)[0];
+    const int64_t channels = p.value(pool.inputs[0][0]).type.shape[1];
+    const ValueId plain = p.insert_op(i + 1, "from_channel_blocks", {{out}}, {{"channels", channels}})[0];
+    p.replace_uses(pool.results[0], plain);
     blocked[plain] = out;
     p.remove_ops({i + 2});
     ++stats.fused;
