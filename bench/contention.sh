@@ -8,7 +8,9 @@
 # "resnet-int8"):
 # pd-quant's model after pd-opt -O2 against onnxruntime's quantize_static model (bench/ort_quant.py's
 # settings, pd-quant's defaults), both made once into the run directory.
-#   usage: [INT8=1] PEER_PY=PYTHON bench/contention.sh LENET_RUN_DIR VIT_RUN_DIR [ROUNDS] [RESNET_RUN_DIR]
+# With ONE_THREAD=1 pd-infer is also timed quiet on one thread, and a last column gives its loaded p50
+# over that: what the busy process cost beyond the second core (1.0x: it took the core and nothing else).
+#   usage: [INT8=1] [ONE_THREAD=1] PEER_PY=PYTHON bench/contention.sh LENET_RUN_DIR VIT_RUN_DIR [ROUNDS] [RESNET_RUN_DIR]
 #   (PYTHON with onnx, onnxruntime)
 set -euo pipefail
 LENET=$(cd "$1" && pwd)
@@ -35,8 +37,8 @@ if [ "${INT8:-0}" = 1 ]; then
   int8_models "$VIT"
   [ -z "$RESNET" ] || int8_models "$RESNET"
 fi
-pd() {  # MODEL BATCH: pd-infer's "p50 p90 mean"
-  timeout 60 build/tools/pd-infer "$1" --batch "$2" --threads 2 --warmup 5 --repeat 200 --json |
+pd() {  # MODEL BATCH [THREADS]: pd-infer's "p50 p90 mean"
+  timeout 60 build/tools/pd-infer "$1" --batch "$2" --threads "${3:-2}" --warmup 5 --repeat 200 --json |
     field '"%s %s %s" % (d["latency_ms"]["p50"], d["latency_ms"]["p90"], d["latency_ms"]["mean"])'
 }
 ort() {  # lenet|vit|resnet|lenet-int8|vit-int8|resnet-int8 BATCH: onnxruntime's "p50 p90 mean"
@@ -61,8 +63,14 @@ trap stop_load EXIT
 # The mean beside p50 and p90: a runtime whose threads wait for each other at the end of every op loses
 # whole time slices in a few runs (its p90), one whose caller goes on alone loses a little in many (its
 # p50); the mean is what the other process's share cost each.
-echo "| model | batch | pd-infer quiet p50 / p90 / mean | onnxruntime quiet | pd-infer loaded | onnxruntime loaded | slowdown pd / ORT: p50 | mean |"
-echo "|---|---|---|---|---|---|---|---|"
+ONE_THREAD=${ONE_THREAD:-0}
+if [ "$ONE_THREAD" = 1 ]; then
+  echo "| model | batch | pd-infer quiet p50 / p90 / mean | onnxruntime quiet | pd-infer loaded | onnxruntime loaded | slowdown pd / ORT: p50 | mean | pd-infer 1 thread quiet | pd loaded / 1 thread quiet, p50 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+else
+  echo "| model | batch | pd-infer quiet p50 / p90 / mean | onnxruntime quiet | pd-infer loaded | onnxruntime loaded | slowdown pd / ORT: p50 | mean |"
+  echo "|---|---|---|---|---|---|---|---|"
+fi
 declare -A p50 p90 mean
 add() {  # KEY "P50 P90 MEAN": one round's figures
   local a b c
@@ -90,11 +98,17 @@ for job in "${jobs[@]}"; do
   p50=() p90=() mean=()
   for ((r = 0; r < ROUNDS; ++r)); do
     add pq "$(pd "$model" "$batch")"
+    [ "$ONE_THREAD" = 1 ] && add p1 "$(pd "$model" "$batch" 1)"
     add oq "$(ort "$name" "$batch")"
     start_load
     add pl "$(pd "$model" "$batch")"
     add ol "$(ort "$name" "$batch")"
     stop_load
   done
-  echo "| $name | $batch | $(all3 pq) | $(all3 oq) | $(all3 pl) | $(all3 ol) | $(ratio p50) | $(ratio mean) |"
+  row="| $name | $batch | $(all3 pq) | $(all3 oq) | $(all3 pl) | $(all3 ol) | $(ratio p50) | $(ratio mean) |"
+  if [ "$ONE_THREAD" = 1 ]; then
+    # shellcheck disable=SC2086  # space-separated numbers
+    row+=" $(all3 p1) | $(awk -v a="$(median ${p50[pl]})" -v b="$(median ${p50[p1]})" 'BEGIN { printf "%.2fx", a / b }') |"
+  fi
+  echo "$row"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pd-convert's targets on a torchvision ResNet-18 (random weights, 224x224, opset 13, dynamic batch, as
 # torch.onnx.export writes it): import time, parity with onnxruntime, and latency of pd-infer on the
-# imported model after pd-opt -O2 against onnxruntime on the same .onnx file (ORT_ENABLE_ALL), both with
+# imported model as it is (pd-infer optimises it at -O2 and lowers it when it loads, as onnxruntime's
+# session does) against onnxruntime on the same .onnx file (ORT_ENABLE_ALL), both with
 # THREADS threads, at batch 1 and 8, timed in alternation for ROUNDS rounds (median of the per-round p50s:
 # the machine is shared and noisy).
 #   usage: bench/onnx_resnet18.sh [THREADS] [ROUNDS]     (PY: a python with torch, torchvision, onnxruntime;
@@ -12,7 +13,6 @@ THREADS=${1:-2}
 ROUNDS=${2:-5}
 PY=${PY:-$(bash ../shared/peers/torch2_venv.sh)}
 PD_CONVERT=${PD_CONVERT:-build/tools/pd-convert}
-PD_OPT=${PD_OPT:-build/tools/pd-opt}
 PD_INFER=${PD_INFER:-build/tools/pd-infer}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -25,7 +25,6 @@ torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[1], opset_version=13,
 PY
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads $THREADS"
 "$PD_CONVERT" "$OUT/resnet18.onnx" "$OUT/r18.pdmodel" --report --verify --batch 2 --python "$PY" | grep -E "converted in|verify"
-"$PD_OPT" "$OUT/r18.pdmodel" "$OUT/r18_O2.pdmodel" -O2 > /dev/null
 
 ort_p50() {  # ort_p50 BATCH: p50 ms of onnxruntime on the same file
   "$PY" - "$OUT/resnet18.onnx" "$1" "$THREADS" <<'PY'
@@ -46,12 +45,12 @@ PY
 }
 source bench/common.sh  # field, median
 
-echo "| batch | pd-infer -O2 p50 ms | onnxruntime p50 ms | pd / ort |"
+echo "| batch | pd-infer p50 ms | onnxruntime p50 ms | pd / ort |"
 echo "|---|---|---|---|"
 for batch in 1 8; do
   pd="" ort=""
   for ((r = 0; r < ROUNDS; ++r)); do
-    pd+=" $("$PD_INFER" "$OUT/r18_O2.pdmodel" -b "$batch" --threads "$THREADS" --warmup 10 --repeat 50 --json | field 'd["latency_ms"]["p50"]')"
+    pd+=" $("$PD_INFER" "$OUT/r18.pdmodel" -b "$batch" --threads "$THREADS" --warmup 10 --repeat 50 --json | field 'd["latency_ms"]["p50"]')"
     ort+=" $(ort_p50 "$batch")"
   done
   a=$(median $pd) b=$(median $ort)
