@@ -42,6 +42,7 @@ done
 # file to protect), and the model it wrote is never written over by an import.
 "$PD_CONVERT" "$WORK/mlp_17.onnx" "$WORK/mlp_17.pdmodel" > /dev/null 2>&1 || fail "import beside the .onnx was refused"
 [ -s "$WORK/mlp_17.pdiparams" ] || fail "import beside the .onnx wrote no params"
+"$PD_CONVERT" "$WORK/mlp_17.onnx" "$WORK/mlp_17.pdmodel" > /dev/null 2>&1 || fail "a second import beside the .onnx was refused"
 out=$("$PD_CONVERT" "$WORK/mlp/model.pdmodel" "$WORK/mlp/model.pdmodel" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "converting a model onto itself: exit $rc: $out"
 # The imported fixtures export again (layer_norm decomposed before opset 17 is said so).
