@@ -88,7 +88,7 @@ void from_channel_blocks(const KernelContext& ctx, const Tensor& x, int64_t chan
 template <typename T>
 void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                    const std::string& activation, double alpha, int64_t block, Tensor& out) {
+                    const std::string& activation, double alpha, int64_t block, int64_t groups, Tensor& out) {
   const ::pd::Activation act = ::pd::parse_activation("blocked_conv2d", activation);  // before any work
   const Shape& o = out.shape();
   const int64_t channels = o[1] * block, plane = o[2] * o[3], total = out.numel();
@@ -96,12 +96,12 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   Tensor plain_x = x;
   if (x.dim() == 5) {
     const Shape& s = x.shape();
-    const int64_t cin = weight.shape()[1];
+    const int64_t cin = weight.shape()[1] * groups;
     plain_x = Tensor::empty({s[0], cin, s[2], s[3]}, x.dtype(), ctx.place);
     from_blocks<T>(ctx, x, s[0], cin, s[2] * s[3], s[4], plain_x, "blocked_conv2d");
   }
   Tensor plain_out = Tensor::empty({o[0], channels, o[2], o[3]}, out.dtype(), ctx.place);
-  conv2d<T>(ctx, plain_x, weight, bias, stride, padding, dilation, 1, false, plain_out);
+  conv2d<T>(ctx, plain_x, weight, bias, stride, padding, dilation, groups, false, plain_out);
   block_epilogue_kernel<dev_t<T>, acc_t<T>><<<blocks_for(total), kThreads, 0, stream_of(ctx)>>>(
       dptr<T>(plain_out), residual.defined() ? dptr<T>(residual) : nullptr, dptr<T>(out), channels, plane, block, act,
       static_cast<acc_t<T>>(alpha), total);

@@ -374,6 +374,34 @@ Program conv3x3(int64_t c, int64_t k, const pd::AttrMap& attrs, bool weight_is_i
   return p;
 }
 
+TEST_CASE("pass: clip(0, 6) is relu6, which the conv fusion then takes", "[pass]") {
+  // ONNX exporters write MobileNet's ReLU6 as Clip(0, 6); other bounds stay a clip.
+  Program p = conv3x3(16, 16, {{"padding", std::vector<int64_t>{1, 1}}});
+  const ValueId conv = p.outputs()[0];
+  auto six = p.add_op("clip", {{conv}}, {{"min", 0.0}, {"max", 6.0}})[0];
+  p.mark_output(six, "six");
+  p.mark_output(p.add_op("clip", {{conv}}, {{"min", -1.0}, {"max", 6.0}})[0], "other");
+  pd::ir::PassStats stats;
+  Program q = run_pass(p, "clip_relu6", &stats);
+  CHECK(stats.fused == 1);
+  CHECK(count_ops(q, "relu6") == 1);
+  CHECK(count_ops(q, "clip") == 1);
+  check_same_outputs(p, q, 0);  // bit for bit
+  Program only;
+  auto x = only.add_input("x", {DType::f32, {-1, 16, 10, 9}});
+  auto y = only.add_op("conv2d", {{x}, {only.add_param("w", rnd({16, 16, 3, 3}, 1, -0.2, 0.2))}, {}},
+                       {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  only.mark_output(only.add_op("clip", {{y}}, {{"min", 0.0}, {"max", 6.0}})[0], "six");
+  Program fused = run_pass(run_pass(only, "clip_relu6"), "conv_act_fuse");
+  CHECK(count_ops(fused, "fused_conv2d") == 1);
+  // NaN passes through both: relu6 keeps it as clip does.
+  const pd::Tensor nan = pd::Tensor::from_vector<float>({std::numeric_limits<float>::quiet_NaN(), -1.0f, 7.0f, 2.5f}, {4});
+  const auto a = pd::ops::clip(nan, 0.0, 6.0).to_vector<float>(), b = pd::ops::relu6(nan).to_vector<float>();
+  CHECK(std::isnan(a[0]));
+  CHECK(std::isnan(b[0]));
+  CHECK(std::vector<float>(a.begin() + 1, a.end()) == std::vector<float>(b.begin() + 1, b.end()));
+}
+
 TEST_CASE("pass: 3x3 convolutions to Winograd", "[pass]") {
   const pd::AttrMap pad{{"padding", std::vector<int64_t>{1, 1}}};
   if (!pd::cpu_has_avx2_fma()) {  // no AVX2 + FMA (or PD_CPU_ISA=baseline): never fires
@@ -562,10 +590,10 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
   // Levels are portable; lowering passes come after them only when asked for (pd-opt --target).
   CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "attention_fuse",
-                                                            "layer_norm_fuse", "gelu_fuse", "linear_bias_fuse", "dce"});
+                                                            "layer_norm_fuse", "gelu_fuse", "clip_relu6", "linear_bias_fuse", "dce"});
   for (const std::string& n : pd::ir::level_passes(2)) CHECK_FALSE(pd::ir::make_pass(n)->lowering());
   CHECK(pd::ir::lowering_passes().back() == "dce");
-  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 8);
+  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 9);
   CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
   CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
 
@@ -1114,6 +1142,28 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "max_pool2d_nhwc") == 1);
     CHECK(count_ops(q, "max_pool2d") == 0);
     CHECK(count_ops(q, "to_channel_blocks") == 0);  // the image is read plain, the pool's output stays blocked
+    check_same_outputs(p, q, 1e-5);
+  }
+  SECTION("depthwise convolutions join the chain (MobileNet's 1x1 -> depthwise 3x3 -> 1x1)") {
+    const int64_t c = 2 * block;
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, c, 10, 9}});
+    const auto conv = [&](ValueId in, int64_t k, int64_t groups, int64_t stride, int64_t seed) {
+      auto w = p.add_param(p.unique_name("w"), rnd({c, c / groups, k, k}, seed, -0.3, 0.3));
+      auto b = p.add_param(p.unique_name("b"), rnd({c}, seed + 1));
+      return p.add_op("conv2d", {{in}, {w}, {b}},
+                      {{"padding", std::vector<int64_t>(2, k / 2)}, {"stride", std::vector<int64_t>(2, stride)}, {"groups", groups}})[0];
+    };
+    auto y = p.add_op("relu6", {{conv(x, 1, 1, 1, 1)}})[0];
+    y = p.add_op("relu6", {{conv(y, 3, c, 2, 3)}})[0];
+    p.mark_output(conv(y, 1, 1, 1, 5), "out");
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "fused_conv2d") + count_ops(q, "conv2d") == 0);
+    bool depthwise = false;
+    for (const auto& op : q.ops())
+      if (op.type == "blocked_conv2d" && pd::ir::attr_int(op, "groups") == c) depthwise = true;
+    CHECK(depthwise);
     check_same_outputs(p, q, 1e-5);
   }
   SECTION("a lone convolution is left plain (the reorders would cost what oneDNN's own do)") {

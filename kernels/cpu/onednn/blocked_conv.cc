@@ -73,6 +73,7 @@ struct BlockedConvOp {
   Activation act;
   double alpha;
   int64_t block;
+  int64_t groups;  // 1, or depthwise: groups = C_in = C_out
   tag blocked;
   const Shape& out;
 };
@@ -112,15 +113,18 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   const Shape& ws = op.weight.shape();
   const int64_t channels = op.x.dim() == 5 ? xs[1] * xs[4] : xs[1];
   const int64_t out_h = op.out[2], out_w = op.out[3];
-  ConvGeometry g({n, channels, xs[2], xs[3]}, {c, ws[1], ws[2], ws[3]}, {n, c, out_h, out_w}, op.stride, op.padding, op.dilation, 1);
+  // A depthwise part's output channels [c0, c0 + c) read the same input channels (whole blocks of them).
+  const bool depthwise = op.groups > 1;
+  ConvGeometry g({n, depthwise ? c : channels, xs[2], xs[3]}, {c, ws[1], ws[2], ws[3]}, {n, c, out_h, out_w}, op.stride, op.padding,
+                 op.dilation, depthwise ? c : 1);
   BlockedConvPart part;
   part.src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
   part.dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
   part.bias = plain_desc(dims{c});
-  part.src_offset = n0 * channels * xs[2] * xs[3];
+  part.src_offset = n0 * channels * xs[2] * xs[3] + (depthwise ? c0 * xs[2] * xs[3] : 0);
   part.dst_offset = n0 * op.out[1] * op.block * out_h * out_w + c0 * out_h * out_w;  // whole blocks of c0 channels
   part.bias_offset = c0;
-  const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), op.x.dim(), op.block,
+  const std::string key = fmt::format("{}:g{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), g.groups, op.x.dim(), op.block,
                                       op.residual.defined(), op.activation, op.alpha, one_thread ? "t1" : "");
   OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
   auto e = cached<BlockedConv>(key, [&] {
@@ -182,6 +186,7 @@ std::shared_ptr<const BlockedConvCall> blocked_conv_call(const KernelContext& ct
   key.add(op.padding);
   key.add(op.dilation);
   key.add(op.block);
+  key.add(op.groups);
   key.add(op.residual.defined());
   key.add(op.activation);
   key.add(op.alpha);
@@ -233,13 +238,15 @@ void from_channel_blocks(const KernelContext& ctx, const Tensor& x, int64_t chan
 template <typename T>
 void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                    const std::string& activation, double alpha, int64_t block, Tensor& out) {
+                    const std::string& activation, double alpha, int64_t block, int64_t groups, Tensor& out) {
   const Activation act = parse_activation("blocked_conv2d", activation);
   const std::optional<tag> blocked = block_tag(block);
   if (out.numel() == 0) return;
   if (!blocked)
-    return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, out);
-  const BlockedConvOp op{x, weight, bias, residual, stride, padding, dilation, activation, act, alpha, block, *blocked, out.shape()};
+    return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, groups,
+                                        out);
+  const BlockedConvOp op{x, weight, bias, residual, stride, padding, dilation, activation, act, alpha, block, groups, *blocked,
+                         out.shape()};
   bool after = false;
   guarded("blocked_conv2d", [&] {
     bool kept_call = false;

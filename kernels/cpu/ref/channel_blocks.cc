@@ -62,13 +62,13 @@ void from_channel_blocks(const KernelContext& ctx, const Tensor& x, int64_t chan
 template <typename T>
 void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                    const std::string& activation, double alpha, int64_t block, Tensor& out) {
+                    const std::string& activation, double alpha, int64_t block, int64_t groups, Tensor& out) {
   const Shape& o = out.shape();
   const int64_t channels = o[1] * block;
   Tensor plain_out = Tensor::empty({o[0], channels, o[2], o[3]}, out.dtype());
-  const Tensor plain_x = x.dim() == 5 ? unblocked<T>(x, weight.shape()[1]) : x;
+  const Tensor plain_x = x.dim() == 5 ? unblocked<T>(x, weight.shape()[1] * groups) : x;
   const Tensor plain_residual = residual.defined() ? unblocked<T>(residual, channels) : Tensor();
-  fused_conv2d<T>(ctx, plain_x, weight, bias, plain_residual, stride, padding, dilation, 1, activation, alpha, plain_out);
+  fused_conv2d<T>(ctx, plain_x, weight, bias, plain_residual, stride, padding, dilation, groups, activation, alpha, plain_out);
   to_blocks(plain_out.data<T>(), o[0], channels, o[2] * o[3], block, out.data<T>());
 }
 

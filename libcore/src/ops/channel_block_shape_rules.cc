@@ -56,7 +56,7 @@ Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels) {
 }
 
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
-                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block) {
+                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block, int64_t groups) {
   check_block(op, block);
   const Shape& s = x.t.shape();
   PD_CHECK(s.size() == 4 || s.size() == 5, ErrorCode::kShape,
@@ -66,7 +66,10 @@ Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, cons
     PD_CHECK(s[4] == block, ErrorCode::kShape, "{}: argument '{}' {} is in blocks of {}, but the op's block is {}", op, x.name,
              shape_str(s), s[4], block);
   const Shape nchw = s.size() == 5 ? Shape{s[0], s[1] * s[4], s[2], s[3]} : s;
-  const Shape plain = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, 1);
+  PD_CHECK(groups == 1 || (groups == nchw[1] && weight.t.dim() == 4 && weight.t.shape()[0] == groups), ErrorCode::kInvalidArgument,
+           "{}: groups = {} must be 1 or depthwise (the input channels {}, with weight [C, 1, kH, kW]), but the weight is {}", op,
+           groups, nchw[1], shape_str(weight.t.shape()));
+  const Shape plain = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, groups);
   PD_CHECK(plain[1] % block == 0, ErrorCode::kShape, "{}: the output channels {} of '{}' {} must be a multiple of the block {}", op,
            plain[1], weight.name, shape_str(weight.t.shape()), block);
   const Shape out = {plain[0], plain[1] / block, plain[2], plain[3], block};

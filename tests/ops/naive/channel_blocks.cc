@@ -15,7 +15,7 @@ PD_NAIVE_REF(blocked_conv2d) {
   const pd::Tensor& x = in[0][0];
   const pd::Tensor& w = in[1][0];
   pd::BoxedInputs plain = in;
-  plain[0] = {x.dim() == 5 ? plain_of(x, w.shape()[1]) : x};
+  plain[0] = {x.dim() == 5 ? plain_of(x, w.shape()[1] * get<int64_t>(attrs, "groups", 1)) : x};
   if (plain.size() > 3 && !plain[3].empty() && plain[3][0].defined()) plain[3] = {plain_of(plain[3][0], w.shape()[0])};
   pd::AttrMap conv_attrs = attrs;
   conv_attrs.erase("block");

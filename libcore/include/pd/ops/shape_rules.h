@@ -86,7 +86,7 @@ Shape from_channel_blocks(const char* op, In x, int64_t channels);
 // block) -> [N, channels, 1, 1].
 Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels);
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
-                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block);
+                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block, int64_t groups);
 // fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the
 // convolution's output with the pool_* attributes.
 Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride,

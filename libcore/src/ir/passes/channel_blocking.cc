@@ -5,8 +5,9 @@
 // more than the convolutions' own work in its 1x1 and strided convolutions.
 //
 //   1. Candidates: conv2d / fused_conv2d on f32, groups 1, C_out a multiple of b, and C_in a multiple of
-//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain). The 3x3
-//      stride-1 ones go on to conv_winograd, which runs Winograd on the blocks where that is faster.
+//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain); or
+//      depthwise (groups = C_in = C_out, a multiple of b: MobileNet's, whose chains it would break). The
+//      3x3 stride-1 ones go on to conv_winograd, which runs Winograd on the blocks where that is faster.
 //   2. Candidates joined by their data edges (one's result is another's input or residual) form
 //      chains; only chains of two or more convolutions are converted, since a lone one would pay the same
 //      two reorders as explicit ops.
@@ -73,11 +74,13 @@ class ChannelBlocking final : public Pass {
 
   bool candidate(const Program& p, int32_t i) const {
     const Operation& op = p.ops()[i];
-    if (!is_conv(op) || attr_int(op, "groups") != 1) return false;
+    if (!is_conv(op)) return false;
     const ValueType& x = p.value(op.inputs[0][0]).type;
     const ValueType& w = p.value(op.inputs[1][0]).type;
     if (x.dtype != DType::f32 || x.shape.size() != 4 || w.shape.size() != 4) return false;
-    const int64_t cin = w.shape[1], cout = w.shape[0];
+    const int64_t groups = attr_int(op, "groups"), cin = w.shape[1] * groups, cout = w.shape[0];
+    // Depthwise (MobileNet's): groups = C_in = C_out, in whole blocks.
+    if (groups != 1) return groups == cout && w.shape[1] == 1 && cout % block_ == 0 && x.shape[1] == cin;
     return cout % block_ == 0 && (cin % block_ == 0 || cin <= kMaxPlainChannels);
   }
 
@@ -142,7 +145,7 @@ class ChannelBlocking final : public Pass {
     inputs[2] = conv.inputs[2];
     if (residual != kNoValue) inputs[3] = {blocked_input(p, residual, false, blocked, i)};
     AttrMap attrs{{"block", block_}};
-    for (const char* name : {"stride", "padding", "dilation", "activation", "alpha"})
+    for (const char* name : {"stride", "padding", "dilation", "activation", "alpha", "groups"})
       if (auto it = conv.attrs.find(name); it != conv.attrs.end()) attrs[name] = it->second;
     const ValueId out = p.insert_op(i, "blocked_conv2d", inputs, attrs)[0];
     const int64_t channels = p.value(conv.inputs[1][0]).type.shape[0];

@@ -36,9 +36,9 @@ struct TileRule {
 // Whether the pass takes op i (see the preconditions above).
 bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
   const Operation& op = p.ops()[i];
-  const bool blocked = op.type == "blocked_conv2d";  // groups 1 by definition
+  const bool blocked = op.type == "blocked_conv2d";
   if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
-      (!blocked && attr_int(op, "groups") != 1))
+      attr_int(op, "groups") != 1)
     return false;
   const ValueId w = input_of(p, i, 1), b = input_of(p, i, 2);
   if (!is_param(p, w) || (b != kNoValue && !is_param(p, b))) return false;
