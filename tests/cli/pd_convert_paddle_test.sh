@@ -43,6 +43,9 @@ done
 # 2. The batch stays dynamic: pd-infer runs the imported encoder at batch 5; --input-shape fixes it.
 out=$("$PD_INFER" "$WORK/p3_encoder.pdmodel" --batch 5 --repeat 1 --output-dir "$WORK/out5" 2>&1) || fail "pd-infer on the encoder: $out"
 [ "$(od -An -c -N 80 "$WORK/out5/fetch_name_0.npy" | tr -d ' \n' | grep -o "(5,3)")" = "(5,3)" ] || fail "no (5, 3) output: $out"
+# A 2.x fetch name holds '/' (save_infer_model/scale_0.tmp_0): --output-dir writes it as one file.
+out=$("$PD_INFER" "$WORK/p2_lenet.pdmodel" --batch 2 --repeat 1 --output-dir "$WORK/out2" 2>&1) || fail "pd-infer --output-dir on a 2.x model: $out"
+[ -s "$WORK/out2/save_infer_model_scale_0.tmp_0.npy" ] || fail "the output with '/' in its name was not written: $(ls -R "$WORK/out2")"
 out=$("$PD_CONVERT" "$DATA/p2_lenet.pdmodel" "$WORK/lenet_b3.pdmodel" --input-shape image=3x1x28x28 --report 2>&1) || fail "--input-shape: $out"
 grep -q "inputs: image: f32\[3, 1, 28, 28\]" <<< "$out" || fail "--input-shape not applied: $out"
 

@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "common/cli_checks.h"
 #include "common/inputs.h"
@@ -39,6 +41,24 @@ struct Options {
   double rtol = 1e-5, atol = 1e-6;
   bool json = false, profile = false, no_lower = false;
 };
+
+// The file --output-dir writes each output to: NAME.npy, with any character but letters, digits, '.',
+// '_' and '-' made '_' (Paddle's fetch names hold '/': save_infer_model/scale_0.tmp_0 is not a path
+// to write under). Two outputs that would share a file are an error, before anything is written.
+std::vector<std::string> output_files(const std::vector<std::string>& names) {
+  std::vector<std::string> files;
+  std::map<std::string, std::string> taken;
+  for (const std::string& name : names) {
+    std::string file = name;
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    file += ".npy";
+    if (auto [it, fresh] = taken.emplace(file, name); !fresh)
+      throw pd::tools::InputError(fmt::format("--output-dir: outputs '{}' and '{}' would both be written to {}", it->second, name, file));
+    files.push_back(file);
+  }
+  return files;
+}
 
 // The report's word for what loading did to a portable model.
 std::string load_lowering(int level) {
@@ -218,9 +238,9 @@ int run(const Options& o) {
   r.peak_rss_mib = pd::infer::peak_rss_mib();
 
   if (!o.output_dir.empty() && !outputs.empty()) {
+    const std::vector<std::string> files = output_files(program.output_names());
     fs::create_directories(o.output_dir);
-    for (size_t k = 0; k < outputs.size(); ++k)
-      pd::data::write_npy((fs::path(o.output_dir) / (program.output_names()[k] + ".npy")).string(), outputs[k]);
+    for (size_t k = 0; k < outputs.size(); ++k) pd::data::write_npy((fs::path(o.output_dir) / files[k]).string(), outputs[k]);
   }
   if (!o.compare.empty() && !outputs.empty()) {
     // REF.npy compares the first output; NAME=REF.npy a named one.
