@@ -147,13 +147,7 @@ class ChannelBlocking final : public Pass {
     AttrMap attrs{{"block", block_}};
     for (const char* name : {"stride", "padding", "dilation", "activation", "alpha", "groups"})
       if (auto it = conv.attrs.find(name); it != conv.attrs.end()) attrs[name] = it->second;
-    const ValueId out = p.insert_op(i, "blocked_conv2d", inputs, attrs)[0];
-    const int64_t channels = p.value(conv.inputs[1][0]).type.shape[0];
-    const ValueId plain = p.insert_op(i + 1, "from_channel_blocks", {{out}}, {{"channels", channels}})[0];
-    p.replace_uses(conv.results[0], plain);
-    blocked[plain] = out;
-    p.remove_ops({i + 2});
-    ++stats.fused;
+    replace(p, i, p.insert_op(i, "blocked_conv2d", inputs, attrs)[0], p.value(conv.inputs[1][0]).type.shape[0], blocked, stats);
   }
 
   // max_pool2d(x) -> max_pool2d_nhwc(blocks of x): each block of an image pooled as an NHWC image.
@@ -163,10 +157,14 @@ class ChannelBlocking final : public Pass {
     AttrMap attrs;
     for (const char* name : {"kernel_size", "stride", "padding", "ceil_mode"})
       if (auto it = pool.attrs.find(name); it != pool.attrs.end()) attrs[name] = it->second;
-    const ValueId out = p.insert_op(i, "max_pool2d_nhwc", {{xb}}, attrs)[0];
-    const int64_t channels = p.value(pool.inputs[0][0]).type.shape[1];
+    replace(p, i, p.insert_op(i, "max_pool2d_nhwc", {{xb}}, attrs)[0], p.value(pool.inputs[0][0]).type.shape[1], blocked, stats);
+  }
+
+  // The op now at i + 1 (its replacement `out`, just inserted at i, computes it in blocks) is read as
+  // from_channel_blocks(out) by whoever is not converted, and removed.
+  static void replace(Program& p, int32_t i, ValueId out, int64_t channels, std::map<ValueId, ValueId>& blocked, PassStats& stats) {
     const ValueId plain = p.insert_op(i + 1, "from_channel_blocks", {{out}}, {{"channels", channels}})[0];
-    p.replace_uses(pool.results[0], plain);
+    p.replace_uses(p.ops()[i + 2].results[0], plain);
     blocked[plain] = out;
     p.remove_ops({i + 2});
     ++stats.fused;
