@@ -54,7 +54,8 @@ std::vector<std::string> output_files(const std::vector<std::string>& names) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
     file += ".npy";
     if (auto [it, fresh] = taken.emplace(file, name); !fresh)
-      throw pd::tools::InputError(fmt::format("--output-dir: outputs '{}' and '{}' would both be written to {}", it->second, name, file));
+      throw pd::tools::InputError(
+          fmt::format("--output-dir: outputs '{}' and '{}' would both be written to {}", it->second, name, file));
     files.push_back(file);
   }
   return files;

@@ -124,8 +124,8 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   part.src_offset = n0 * channels * xs[2] * xs[3] + (depthwise ? c0 * xs[2] * xs[3] : 0);
   part.dst_offset = n0 * op.out[1] * op.block * out_h * out_w + c0 * out_h * out_w;  // whole blocks of c0 channels
   part.bias_offset = c0;
-  const std::string key = fmt::format("{}:g{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), g.groups, op.x.dim(), op.block,
-                                      op.residual.defined(), op.activation, op.alpha, one_thread ? "t1" : "");
+  const std::string key = fmt::format("{}:g{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), g.groups, op.x.dim(),
+                                      op.block, op.residual.defined(), op.activation, op.alpha, one_thread ? "t1" : "");
   OneThreadIf single(one_thread);  // oneDNN splits the work by the thread count it sees when the primitive is made
   auto e = cached<BlockedConv>(key, [&] {
     // The residual as a binary add read in place (it has the destination's layout): the sum post-op would

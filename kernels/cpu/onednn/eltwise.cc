@@ -23,7 +23,8 @@ void eltwise_fwd(const char* name, alg a, float alpha, const Tensor& x, Tensor& 
   guarded(name, [&] {
     dims d{out.numel()};
     OneThreadIf one_thread(d[0] < kSingleThreadEltwiseValues);  // oneDNN splits by the thread count it sees when made
-    auto e = cached<EltwiseEntry>(fmt::format("eltwise_fwd:{}:{}:{}{}", static_cast<int>(a), alpha, d[0], one_thread ? ":t1" : ""), [&] {
+    const std::string key = fmt::format("eltwise_fwd:{}:{}:{}{}", static_cast<int>(a), alpha, d[0], one_thread ? ":t1" : "");
+    auto e = cached<EltwiseEntry>(key, [&] {
       auto md = plain_desc(d);
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, a, md, alpha, 0.f);
       return EltwiseEntry{md, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(desc, cpu_engine()))};

@@ -109,12 +109,12 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
     if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && 2 * oH <= H && 2 * oW <= W && out.numel() > 0)
       return pool2x2_bytes(xd, H, W, C, oH, oW, N, od);
   }
-  // One task per output row of one image; padding taps are skipped (they count as the lowest value,
-  // which never wins over a real one: the shape rule keeps every window on at least one real pixel).
   if constexpr (std::is_same_v<T, float>) {
     if (C % 8 == 0 && cpu_has_avx2_fma() && out.numel() > 0)
       return max_pool_rows_avx2(xd, N, H, W, C, oH, oW, kh, kw, sh, sw, ph, pw, od);
   }
+  // One task per output row of one image; padding taps are skipped (they count as the lowest value,
+  // which never wins over a real one: the shape rule keeps every window on at least one real pixel).
   cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
     const int64_t n = row / oH, oh = row % oH;
     const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);

@@ -145,7 +145,8 @@ namespace {
 // pool2d's rule on an [N, H, W, C] shape.
 Shape pool2d_nhwc_shape(const char* op, const char* x_name, const Shape& xs, const std::vector<int64_t>& kernel_size,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, bool ceil_mode, bool pool_prefix) {
-  PD_CHECK(xs.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C] (or 5-D channel blocks [N, G, H, W, L]), but received shape {}", op, x_name,
+  PD_CHECK(xs.size() == 4, ErrorCode::kShape,
+           "{}: argument '{}' must be 4-D [N, H, W, C] (or 5-D channel blocks [N, G, H, W, L]), but received shape {}", op, x_name,
            shape_str(xs));
   const Shape o = pool2d_shape(op, x_name, {xs[0], xs[3], xs[1], xs[2]}, kernel_size, stride, padding, ceil_mode, pool_prefix);
   return {o[0], o[2], o[3], o[1]};
