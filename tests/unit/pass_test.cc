@@ -1032,9 +1032,11 @@ Program residual_chain(int64_t cin, int64_t c, int64_t c1 = 0, bool side_output 
   return p;
 }
 
-Program blocked_for(const Program& p, const std::string& target, pd::ir::PassStats* stats = nullptr, bool winograd = false) {
+Program blocked_for(const Program& p, const std::string& target, pd::ir::PassStats* stats = nullptr, bool winograd = false,
+                    int64_t batch_hint = 1) {
   Program q = p;
   pd::ir::PassOptions opt;
+  opt.batch_hint = batch_hint;
   opt.passes = {"conv_residual_fuse", "conv_act_fuse", "channel_blocking"};
   if (winograd) opt.passes.push_back("conv_winograd");
   opt.target = pd::Target::parse(target);
@@ -1120,8 +1122,10 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 4), "cpu-avx2", nullptr, true), "winograd_conv2d") == 0);
     }
     // On AVX-512 the transformed weight must also be read over enough tiles: 256 -> 256 channels at 16x16
-    // (16 tiles, 9.4 MB) stays oneDNN's, 64 -> 64 (590 KB) goes to Winograd; on AVX2 both do.
+    // (16 tiles, 9.4 MB) stays oneDNN's, unless the batch hint says 8 images a call (128 tiles); 64 -> 64
+    // (590 KB) goes to Winograd; on AVX2 both do.
     CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 0);
+    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx512", nullptr, true, 8), "winograd_conv2d") == 1);
     CHECK(count_ops(blocked_for(residual_chain(64, 32, 64, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 1);
     CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
   }

@@ -160,7 +160,10 @@ int run(const Options& o) {
   pd::exec::ExecPlan plan;
   std::unique_ptr<pd::ir::Program> device_program;
   try {
-    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(), {.lower = !o.no_lower && !gpu, .level = o.opt_level});
+    // The batch it will run at, for lowering choices that depend on it (Winograd on large weights).
+    const int64_t batch_hint = o.batch > 0 ? o.batch : (o.data.empty() ? 1 : 64);
+    plan = pd::exec::compile(pd::io::load_program(r.model), pd::Target::host(),
+                             {.lower = !o.no_lower && !gpu, .level = o.opt_level, .batch_hint = batch_hint});
     if (gpu) device_program = std::make_unique<pd::ir::Program>(pd::infer::program_on(plan.program(), place));
   } catch (const pd::Error& e) {
     throw pd::tools::InputError(e.what());

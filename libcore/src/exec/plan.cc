@@ -66,6 +66,7 @@ ExecPlan compile(const ir::Program& program, const Target& target, const Compile
     passes.lower = true;
     passes.disable = options.disable;  // unknown names are errors there
     passes.target = target;
+    passes.batch_hint = options.batch_hint;
     // Folding runs ops on the params; on OpenMP's team they would leave it awake for the first runs,
     // which then start on it and keep it awake run after run (pd/core/thread_pool.h).
     OneThreadIf single(true);

@@ -132,6 +132,7 @@ std::vector<PassStats> PassManager::run(Program& p) const {
              "pass '{}' cannot lower for {}: the program is already lowered for {} (lower the portable model instead)",
              n, target, p.target());
     pass->set_target(options_.target);
+    pass->set_batch_hint(options_.batch_hint);
     pass->run(p, s);
     if (pass->lowering() && s.rewrites > 0) p.set_target(target);
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

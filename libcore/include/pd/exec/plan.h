@@ -26,6 +26,7 @@ namespace pd::exec {
 struct CompileOptions {
   bool lower = true;                 // run the target's lowering passes (pd-infer --no-lower: off)
   int level = 2;                     // with `lower`: the portable passes of this level first (pd-infer -O)
+  int64_t batch_hint = 1;            // the batch it will mostly run at: lowering may choose by it (Pass::set_batch_hint)
   std::vector<std::string> disable = {};  // passes to leave out (throws for unknown names)
 };
 

@@ -57,6 +57,9 @@ class Pass {
   // Called with the target before run(), for a lowering pass whose rewrite depends on it (the width of
   // channel blocks); most passes decide in supports() alone.
   virtual void set_target(const Target& target) {}
+  // The batch the program is expected to run at (pd-infer's --batch; 1, the latency case, when not
+  // known): a lowering pass may choose by it what runs faster, never what is computed.
+  virtual void set_batch_hint(int64_t batch) {}
 };
 
 // Every pass by name ("dce", "cse", ...), in the order levels use them.
@@ -74,6 +77,7 @@ struct PassOptions {
   std::vector<std::string> disable;  // removed from the list
   bool lower = false;                // append lowering_passes() to the level's (ignored with `passes`)
   Target target = Target::host();    // what lowering passes rewrite for; passes not supporting it are skipped
+  int64_t batch_hint = 1;            // the batch it will mostly run at (Pass::set_batch_hint)
   bool verify_each = true;           // run verify() after every pass (a pass bug becomes an error naming it)
   std::ostream* print_after = nullptr;  // when set, the text form after every pass goes here
 };
