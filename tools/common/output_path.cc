@@ -19,7 +19,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void check_model_output(const std::string& in_model, const std::string& out_model) {
+void check_model_output(const std::string& in_model, const std::string& out_model, bool in_has_params) {
   const std::string ext = fs::path(out_model).extension().string();
   PD_CHECK(ext == ".pdmodel", ErrorCode::kInvalidArgument,
            "{}: the output is written as NAME.pdmodel with NAME.pdiparams beside it, but its extension is '{}'", out_model,
@@ -28,9 +28,6 @@ void check_model_output(const std::string& in_model, const std::string& out_mode
   PD_CHECK(!fs::is_directory(out_model, ec), ErrorCode::kInvalidArgument, "{}: is a directory; give a file name for the output",
            out_model);
   const std::string in_params = io::params_path_for(in_model), out_params = io::params_path_for(out_model);
-  // An ONNX model keeps its weights inside: m.pdiparams beside m.onnx is not its (m.onnx -> m.pdmodel +
-  // m.pdiparams, again after a first conversion wrote them).
-  const bool in_has_params = fs::path(in_model).extension() != ".onnx";
   PD_CHECK(!same_file(in_model, out_model) && !same_file(in_model, out_params) &&
                !(in_has_params && (same_file(in_params, out_params) || same_file(in_params, out_model))),
            ErrorCode::kInvalidArgument, "{}: the output would replace the input model {} (or its params {}); write it elsewhere",

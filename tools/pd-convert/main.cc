@@ -193,10 +193,10 @@ int run(const Options& o) {
   std::error_code ec;
   if (fs::exists(o.out) && fs::equivalent(o.in, o.out, ec))
     usage_error(fmt::format("{}: the output is the input file; write the conversion elsewhere", o.out));
-  if (to == ModelFormat::PdModel) pd::tools::check_model_output(o.in, o.out);
   std::string what;
   const ModelFormat from = pd::io::detect_model_format(o.in, &what);
   if (from == ModelFormat::Unknown) usage_error(fmt::format("{}: not a model this tool reads: {}", o.in, what));
+  if (to == ModelFormat::PdModel) pd::tools::check_model_output(o.in, o.out, /*in_has_params=*/from != ModelFormat::Onnx);
   const bool paddle = from == ModelFormat::PaddleProgramDesc || from == ModelFormat::PaddlePir;
   if (!o.input_shapes.empty() && from == ModelFormat::PdModel)
     usage_error("--input-shape applies to ONNX and PaddlePaddle sources (a paddle-cpp model's inputs are already typed)");
