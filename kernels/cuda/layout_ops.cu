@@ -59,13 +59,18 @@ void from_blocks(const KernelContext& ctx, const Tensor& x, int64_t N, int64_t C
   check_cuda(cudaGetLastError(), op, __FILE__, __LINE__);
 }
 
-// out [N, K / b, HW, b] = act(plain [N, K, HW] + residual), the residual blocked like out (or null).
+// out [N, ceil(K / b), HW, b] = act(plain [N, K, HW] + residual), the residual blocked like out (or null);
+// the lanes past K zero.
 template <typename D, typename C>
 __global__ void block_epilogue_kernel(const D* __restrict__ plain, const D* __restrict__ residual, D* __restrict__ out,
-                                      int64_t K, int64_t HW, int64_t b, ::pd::Activation act, C alpha, int64_t total) {
+                                      int64_t K, int64_t KB, int64_t HW, int64_t b, ::pd::Activation act, C alpha, int64_t total) {
   PD_GRID_STRIDE(q, total) {
-    const int64_t l = q % b, rest = q / b, p = rest % HW, nb = rest / HW, KB = K / b, cb = nb % KB, n = nb / KB;
-    C v = load_as<C>(plain[(n * K + cb * b + l) * HW + p]);
+    const int64_t l = q % b, rest = q / b, p = rest % HW, nb = rest / HW, cb = nb % KB, n = nb / KB, k = cb * b + l;
+    if (k >= K) {
+      out[q] = store_as<D>(C(0));
+      continue;
+    }
+    C v = load_as<C>(plain[(n * K + k) * HW + p]);
     if (residual) v += load_as<C>(residual[q]);
     out[q] = store_as<D>(::pd::activate<C>(act, v, alpha));
   }
@@ -91,7 +96,7 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                     const std::string& activation, double alpha, int64_t block, int64_t groups, Tensor& out) {
   const ::pd::Activation act = ::pd::parse_activation("blocked_conv2d", activation);  // before any work
   const Shape& o = out.shape();
-  const int64_t channels = o[1] * block, plane = o[2] * o[3], total = out.numel();
+  const int64_t channels = weight.shape()[0], plane = o[2] * o[3], total = out.numel();
   if (total == 0) return;
   Tensor plain_x = x;
   if (x.dim() == 5) {
@@ -103,7 +108,7 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   Tensor plain_out = Tensor::empty({o[0], channels, o[2], o[3]}, out.dtype(), ctx.place);
   conv2d<T>(ctx, plain_x, weight, bias, stride, padding, dilation, groups, false, plain_out);
   block_epilogue_kernel<dev_t<T>, acc_t<T>><<<blocks_for(total), kThreads, 0, stream_of(ctx)>>>(
-      dptr<T>(plain_out), residual.defined() ? dptr<T>(residual) : nullptr, dptr<T>(out), channels, plane, block, act,
+      dptr<T>(plain_out), residual.defined() ? dptr<T>(residual) : nullptr, dptr<T>(out), channels, o[1], plane, block, act,
       static_cast<acc_t<T>>(alpha), total);
   PD_CUDA_CHECK_LAUNCH("blocked_conv2d");
 }

@@ -1094,12 +1094,25 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "from_channel_blocks") == 2);  // for the sigmoid, and the output
     check_same_outputs(p, q, 1e-4);
   }
-  SECTION("channels that are not whole blocks break the chain") {
-    // 16 -> 12 channels: the first conv stays; the two that read it need their input in blocks of 12.
-    Program p = residual_chain(16, 16, 12);
+  SECTION("channels that are not whole blocks are padded with zero lanes, as oneDNN pads them") {
+    // 16 -> 12 -> 24 channels: 12 takes one block of 16 (AVX-512) or two of 8, 24 two of 16 or three of 8.
+    Program p = residual_chain(16, 12, 12);
     Program q = blocked_for(p, wide);
-    CHECK(count_ops(q, "blocked_conv2d") == 0);
-    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 3);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    CHECK(count_ops(q, "conv2d") + count_ops(q, "fused_conv2d") == 0);
+    for (const auto& op : q.ops())
+      if (op.type == "blocked_conv2d") {
+        const int64_t cout = q.value(op.inputs[1][0]).type.shape[0];
+        CHECK(q.value(op.results[0]).type.shape[1] == (cout + block - 1) / block);
+      }
+    check_same_outputs(p, q, 1e-4);
+  }
+  SECTION("Winograd takes whole blocks only") {
+    // The first conv, 24 -> 24 3x3 stride 1: whole blocks of 8 on AVX2, padded ones of 16 on AVX-512.
+    Program p = residual_chain(24, 16, 24, false, 16);
+    Program q = blocked_for(p, wide, nullptr, true);
+    CHECK(count_ops(q, "winograd_conv2d") == (avx512 ? 0 : 1));
+    CHECK(count_ops(q, "blocked_conv2d") == (avx512 ? 3 : 2));
     check_same_outputs(p, q, 1e-4);
   }
   SECTION("3x3 stride-1 convolutions on images of enough tiles go on to Winograd on the blocks") {

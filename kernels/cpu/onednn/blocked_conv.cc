@@ -3,6 +3,7 @@
 // and destination are given in that layout, so it reads and writes the tensors as they are (the plain
 // path of fused_conv2d reorders its input in and its output out on every call); the residual is read
 // in place by a binary-add post-op.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -111,7 +112,8 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
                           bool one_thread, bool& activation_after) {
   const Shape& xs = op.x.shape();
   const Shape& ws = op.weight.shape();
-  const int64_t channels = op.x.dim() == 5 ? xs[1] * xs[4] : xs[1];
+  // The input channels, and the floats an image takes (blocks hold zero lanes past the channels).
+  const int64_t channels = ws[1] * op.groups, image_channels = op.x.dim() == 5 ? xs[1] * xs[4] : xs[1];
   const int64_t out_h = op.out[2], out_w = op.out[3];
   // A depthwise part's output channels [c0, c0 + c) read the same input channels (whole blocks of them).
   const bool depthwise = op.groups > 1;
@@ -121,7 +123,7 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   part.src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
   part.dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
   part.bias = plain_desc(dims{c});
-  part.src_offset = n0 * channels * xs[2] * xs[3] + (depthwise ? c0 * xs[2] * xs[3] : 0);
+  part.src_offset = n0 * image_channels * xs[2] * xs[3] + (depthwise ? c0 * xs[2] * xs[3] : 0);
   part.dst_offset = n0 * op.out[1] * op.block * out_h * out_w + c0 * out_h * out_w;  // whole blocks of c0 channels
   part.bias_offset = c0;
   const std::string key = fmt::format("{}:g{}:{}:{}:{}:{}:{}:{}", g.key("blocked_conv2d", op.bias.defined()), g.groups, op.x.dim(),
@@ -151,12 +153,12 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
 }
 
 // Parts for the pool where the work divides: groups of images when there are several (image_parts),
-// else the output channels in whole blocks, one part a thread. Otherwise, or on one thread, the whole
+// else the output channels in whole blocks, one part a thread (the last one's may not fill its block). Otherwise, or on one thread, the whole
 // call on OpenMP's team, as before: both threads even for small problems (at batch 1 a 1 -> 32 channel
 // stem takes 4 us on two, 11 on one).
 std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
   auto call = std::make_shared<BlockedConvCall>();
-  const int64_t n = op.out[0], c = op.out[1] * op.block, threads = ctx.threads;
+  const int64_t n = op.out[0], c = op.weight.shape()[0], threads = ctx.threads;
   const int64_t blocks = op.out[1];
   if (threads > 1 && n >= threads) {
     const int64_t parts = image_parts(n, threads);
@@ -166,7 +168,8 @@ std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx
     }
   } else if (threads > 1 && n == 1 && blocks % threads == 0) {
     const int64_t per = blocks / threads * op.block;
-    for (int64_t t = 0; t < threads; ++t) call->parts.push_back(make_part(ctx, op, 0, 1, t * per, per, true, call->activation_after));
+    for (int64_t t = 0; t < threads; ++t)
+      call->parts.push_back(make_part(ctx, op, 0, 1, t * per, std::min(per, c - t * per), true, call->activation_after));
   } else {
     call->parts.push_back(make_part(ctx, op, 0, n, 0, c, false, call->activation_after));
   }

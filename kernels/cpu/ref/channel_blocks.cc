@@ -64,7 +64,7 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
                     const std::string& activation, double alpha, int64_t block, int64_t groups, Tensor& out) {
   const Shape& o = out.shape();
-  const int64_t channels = o[1] * block;
+  const int64_t channels = weight.shape()[0];  // the last block's lanes past it stay zero
   Tensor plain_out = Tensor::empty({o[0], channels, o[2], o[3]}, out.dtype());
   const Tensor plain_x = x.dim() == 5 ? unblocked<T>(x, weight.shape()[1] * groups) : x;
   const Tensor plain_residual = residual.defined() ? unblocked<T>(residual, channels) : Tensor();

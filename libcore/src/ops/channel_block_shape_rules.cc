@@ -1,6 +1,8 @@
 // Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d,
 // global_avg_pool_nhwc, which takes NHWC as well):
 // [N, C, H, W] held as [N, ceil(C / block), H, W, block], the layout oneDNN's convolutions compute in.
+#include <algorithm>
+
 #include "pd/core/error.h"
 #include "pd/ops/shape_rules.h"
 
@@ -60,19 +62,28 @@ Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, cons
   check_block(op, block);
   const Shape& s = x.t.shape();
   PD_CHECK(s.size() == 4 || s.size() == 5, ErrorCode::kShape,
-           "{}: argument '{}' must be blocked [N, C_in / block, H, W, block] or plain [N, C_in, H, W], but received {}", op, x.name,
-           shape_str(s));
-  if (s.size() == 5)
+           "{}: argument '{}' must be blocked [N, ceil(C_in / block), H, W, block] or plain [N, C_in, H, W], but received {}", op,
+           x.name, shape_str(s));
+  PD_CHECK(weight.t.dim() == 4, ErrorCode::kShape, "{}: argument '{}' must be [C_out, C_in / groups, kH, kW] (4-D), but received {}",
+           op, weight.name, shape_str(weight.t.shape()));
+  const Shape& ws = weight.t.shape();
+  Shape nchw = s;
+  if (s.size() == 5) {
     PD_CHECK(s[4] == block, ErrorCode::kShape, "{}: argument '{}' {} is in blocks of {}, but the op's block is {}", op, x.name,
              shape_str(s), s[4], block);
-  const Shape nchw = s.size() == 5 ? Shape{s[0], s[1] * s[4], s[2], s[3]} : s;
-  PD_CHECK(groups == 1 || (groups == nchw[1] && weight.t.dim() == 4 && weight.t.shape()[0] == groups), ErrorCode::kInvalidArgument,
+    // The input channels are the weight's (the lanes past them, in the last block, are padding).
+    const int64_t cin = ws[1] * std::max<int64_t>(groups, 1);
+    PD_CHECK(cin > (s[1] - 1) * block && cin <= s[1] * block, ErrorCode::kShape,
+             "{}: '{}' {} expects {} input channels (= {} per group x {} groups), which take {} blocks of {}, but '{}' {} has {}",
+             op, weight.name, shape_str(ws), cin, ws[1], groups, (cin + block - 1) / block, block, x.name, shape_str(s), s[1]);
+    nchw = {s[0], cin, s[2], s[3]};
+  }
+  PD_CHECK(groups == 1 || (groups == nchw[1] && ws[0] == groups), ErrorCode::kInvalidArgument,
            "{}: groups = {} must be 1 or depthwise (the input channels {}, with weight [C, 1, kH, kW]), but the weight is {}", op,
-           groups, nchw[1], shape_str(weight.t.shape()));
+           groups, nchw[1], shape_str(ws));
   const Shape plain = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, groups);
-  PD_CHECK(plain[1] % block == 0, ErrorCode::kShape, "{}: the output channels {} of '{}' {} must be a multiple of the block {}", op,
-           plain[1], weight.name, shape_str(weight.t.shape()), block);
-  const Shape out = {plain[0], plain[1] / block, plain[2], plain[3], block};
+  // C_out need not fill the last block: its lanes past C_out are zero.
+  const Shape out = {plain[0], (plain[1] + block - 1) / block, plain[2], plain[3], block};
   if (residual.t.defined())
     PD_CHECK(residual.t.shape() == out, ErrorCode::kShape, "{}: argument '{}' must have the output's shape {}, but received {}",
              op, residual.name, shape_str(out), shape_str(residual.t.shape()));

@@ -4,10 +4,12 @@
 // reorder its input into that layout and its output back on every call, which cost the residual example
 // more than the convolutions' own work in its 1x1 and strided convolutions.
 //
-//   1. Candidates: conv2d / fused_conv2d on f32, groups 1, C_out a multiple of b, and C_in a multiple of
-//      b (the input is blocked) or at most kMaxPlainChannels (an image: oneDNN reads it plain); or
-//      depthwise (groups = C_in = C_out, a multiple of b: MobileNet's, whose chains it would break). The
-//      3x3 stride-1 ones go on to conv_winograd, which runs Winograd on the blocks where that is faster.
+//   1. Candidates: conv2d / fused_conv2d on f32, groups 1, or depthwise (groups = C_in = C_out:
+//      MobileNet's, whose chains it would break). Channels need not fill the last block: a 24-channel map
+//      is held in 2 blocks of 16 with zero lanes past 24, as oneDNN (and onnxruntime's NCHWc) pads it;
+//      MobileNetV2's 24-channel stage ran plain, between reorders, a third of its time. An input of at
+//      most kMaxPlainChannels (an image) is read plain. The 3x3 stride-1 ones on whole blocks go on to
+//      conv_winograd, which runs Winograd on the blocks where that is faster.
 //   2. Candidates joined by their data edges (one's result is another's input or residual) form
 //      chains; only chains of two or more convolutions are converted, since a lone one would pay the same
 //      two reorders as explicit ops.
@@ -79,17 +81,15 @@ class ChannelBlocking final : public Pass {
     const ValueType& w = p.value(op.inputs[1][0]).type;
     if (x.dtype != DType::f32 || x.shape.size() != 4 || w.shape.size() != 4) return false;
     const int64_t groups = attr_int(op, "groups"), cin = w.shape[1] * groups, cout = w.shape[0];
-    // Depthwise (MobileNet's): groups = C_in = C_out, in whole blocks.
-    if (groups != 1) return groups == cout && w.shape[1] == 1 && cout % block_ == 0 && x.shape[1] == cin;
-    return cout % block_ == 0 && (cin % block_ == 0 || cin <= kMaxPlainChannels);
+    return groups == 1 || (groups == cout && w.shape[1] == 1 && x.shape[1] == cin);  // depthwise
   }
 
-  // A max_pool2d on f32 NCHW with whole channel blocks.
+  // A max_pool2d on f32 NCHW (the padding lanes pool zeros into zeros).
   bool pool_candidate(const Program& p, int32_t i) const {
     const Operation& op = p.ops()[i];
     if (op.type != "max_pool2d" || channels_last_op(op)) return false;
     const ValueType& x = p.value(op.inputs[0][0]).type;
-    return x.dtype == DType::f32 && x.shape.size() == 4 && x.shape[1] > 0 && x.shape[1] % block_ == 0;
+    return x.dtype == DType::f32 && x.shape.size() == 4 && x.shape[1] > 0;
   }
 
   // The candidates (convolutions, and max pools of a candidate's result) in chains of two or more
@@ -130,7 +130,7 @@ class ChannelBlocking final : public Pass {
   // image (few channels) stays plain for blocked_conv2d's x.
   ValueId blocked_input(Program& p, ValueId v, bool may_stay_plain, std::map<ValueId, ValueId>& blocked, int32_t& at) const {
     if (auto it = blocked.find(v); it != blocked.end()) return it->second;
-    if (may_stay_plain && p.value(v).type.shape[1] % block_ != 0) return v;
+    if (may_stay_plain && p.value(v).type.shape[1] <= kMaxPlainChannels) return v;
     const ValueId b = p.insert_op(at++, "to_channel_blocks", {{v}}, {{"block", block_}})[0];
     blocked[v] = b;
     return b;

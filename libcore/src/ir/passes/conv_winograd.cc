@@ -54,7 +54,7 @@ bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
   if (blocked) {
     const Shape& x = p.value(input_of(p, i, 0)).type.shape;
     const Shape& out = p.value(op.results[0]).type.shape;
-    if (x.size() != 5) return false;
+    if (x.size() != 5 || ws[0] % x[4] != 0 || ws[1] % x[4] != 0) return false;  // whole blocks, no padding lanes
     const int64_t tiles = ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
     if (tiles < rule.min_tiles) return false;
     if (rule.max_weight_bytes > 0 && 36 * ws[0] * ws[1] * 4 > rule.max_weight_bytes * tiles * rule.batch) return false;
