@@ -48,6 +48,7 @@ struct Avx2 {
     return mul(r, _mm256_fnmadd_ps(x, r, set1(2.f)));
   }
   PD_AVX2 V max(V a, V b) { return _mm256_max_ps(a, b); }
+  PD_AVX2 V min(V a, V b) { return _mm256_min_ps(a, b); }
   // erf (see ErfConstants): computed on |x|, x's sign put back.
   PD_AVX2 V erf(V x) {
     const V sign = set1(-0.f), a = _mm256_andnot_ps(sign, x);

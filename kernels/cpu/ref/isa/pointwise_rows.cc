@@ -1,0 +1,98 @@
+// pointwise_conv's kernel (pointwise_conv.h) compiled for one instruction set. The build compiles this
+// file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
+#include <cstdint>
+
+#include "cpu/ref/pointwise_conv.h"
+
+#if defined(__x86_64__)
+#include "cpu/common/simd.h"
+#include "cpu/common/target_pragma.h"
+
+PD_TARGET_PUSH(PD_ISA_TARGET)
+
+namespace pd::kernels::reference {
+namespace {
+
+// P pixels by NB output blocks, summed over every input channel in registers: 12 x 2 zmm accumulators
+// on AVX-512 (of 32 registers), 6 x 2 ymm on AVX2 (of 16), with the NB weight vectors and a broadcast.
+template <class S, int P, int NB, Activation A>
+void tile(const PointwiseConv& c, const float* x, const float* w, const float* bias, float* out) {
+  using V = typename S::V;
+  constexpr int L = S::L;
+  const int64_t x_block = c.hw * L, w_block = c.cin * L, out_block = c.hw * L;
+  // The loops over P and NB unrolled (GCC otherwise keeps acc in memory): acc lives in registers.
+  V acc[P][NB];
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j) {
+    const V b = bias ? S::load(bias + j * L) : S::zero();
+#pragma GCC unroll 12
+    for (int p = 0; p < P; ++p) acc[p][j] = b;
+  }
+  for (int64_t ci = 0; ci < c.cin; ++ci) {
+    const float* xc = x + (ci / L) * x_block + ci % L;
+    V wv[NB];
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; ++j) wv[j] = S::load(w + j * w_block + ci * L);
+#pragma GCC unroll 12
+    for (int p = 0; p < P; ++p) {
+      const V b = S::broadcast(xc + p * L);
+#pragma GCC unroll 2
+      for (int j = 0; j < NB; ++j) acc[p][j] = S::fmadd(b, wv[j], acc[p][j]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 12
+    for (int p = 0; p < P; ++p) {
+      V v = acc[p][j];
+      // max / min return their second operand for NaN, so NaN passes through as in the reference.
+      if constexpr (A == Activation::relu || A == Activation::relu6) v = S::max(S::zero(), v);
+      if constexpr (A == Activation::relu6) v = S::min(S::set1(6.f), v);
+      S::store(out + j * out_block + p * L, v);
+    }
+}
+
+template <class S, int NB, Activation A>
+void rows(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
+  constexpr int L = S::L, P = L == 16 ? 12 : 6;
+  const int64_t ob = 2 * g;
+  const float* x = c.x + n * c.cib * c.hw * L;
+  const float* w = c.w + ob * c.cin * L;
+  const float* bias = c.bias ? c.bias + ob * L : nullptr;
+  float* out = c.out + (n * c.cbo + ob) * c.hw * L;
+  int64_t p = p0;
+  for (; p + P <= p1; p += P) tile<S, P, NB, A>(c, x + p * L, w, bias, out + p * L);
+  for (; p < p1; ++p) tile<S, 1, NB, A>(c, x + p * L, w, bias, out + p * L);
+}
+
+template <class S, Activation A>
+void blocks(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
+  if (2 * g + 1 < c.cbo) return rows<S, 2, A>(c, n, g, p0, p1);
+  rows<S, 1, A>(c, n, g, p0, p1);
+}
+
+template <class S>
+void dispatch(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
+  switch (c.act) {
+    case Activation::relu: return blocks<S, Activation::relu>(c, n, g, p0, p1);
+    case Activation::relu6: return blocks<S, Activation::relu6>(c, n, g, p0, p1);
+    default: return blocks<S, Activation::none>(c, n, g, p0, p1);
+  }
+}
+
+}  // namespace
+
+void PD_ISA_FN(pointwise_rows)(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
+  dispatch<simd::PD_ISA>(c, n, g, p0, p1);
+}
+
+}  // namespace pd::kernels::reference
+
+PD_TARGET_POP
+
+#else  // not x86-64: pointwise_conv declines before calling these
+
+namespace pd::kernels::reference {
+void PD_ISA_FN(pointwise_rows)(const PointwiseConv&, int64_t, int64_t, int64_t, int64_t) {}
+}  // namespace pd::kernels::reference
+#endif

@@ -1,0 +1,39 @@
+// 1x1 convolutions on channel blocks with few input channels (MobileNetV2's expansions: 16 -> 96 at
+// 112x112, 24 -> 144 at 56x56), a register-blocked kernel of our own. oneDNN 2.6's jit_1x1 ran them at
+// 1.7-2.1x onnxruntime's time on one thread: with so short a sum over input channels its loop and
+// store overheads dominate. Here each tile of pixels and two output blocks is summed in registers over
+// every input channel and stored once, the bias and activation applied on the way out.
+#pragma once
+#include <cstdint>
+
+#include "elementwise_ops.h"
+#include "pd/core/kernel_context.h"
+#include "pd/core/tensor.h"
+
+namespace pd::kernels::reference {
+
+// One call's operands, all in blocks of L = the vector's lanes: x [N, ceil(cin / L), HW, L], the weight
+// packed [cbo, cin, L] (output lanes past C_out zero), bias [cbo * L] or null, out [N, cbo, HW, L].
+struct PointwiseConv {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  int64_t cin = 0, cib = 0, cbo = 0, hw = 0;
+  Activation act = Activation::none;
+};
+
+// Runs blocked_conv2d (f32) here when it is a 1x1 convolution with stride 1, no padding, groups 1, a
+// blocked input of at most kMaxPointwiseInputs channels, no residual, activation none, relu or relu6,
+// and a block equal to the widest vector this CPU runs (16 lanes on AVX-512, 8 on AVX2); false leaves
+// the call to the caller. The packed weight is kept in ctx.packed when the weight is a constant there.
+bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                    const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, int64_t groups, Activation act,
+                    int64_t block, Tensor& out);
+
+// The vector forms (isa/pointwise_rows.cc): pixels [p0, p1) of image n in output blocks 2g and 2g + 1
+// (the last group may have one).
+void pointwise_rows_avx2(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1);
+void pointwise_rows_avx512(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1);
+
+}  // namespace pd::kernels::reference
