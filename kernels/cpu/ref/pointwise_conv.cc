@@ -6,27 +6,24 @@
 #include <vector>
 
 #include "cpu/common/parallel.h"
-#include "cpu/common/widest.h"
-#include "pd/core/packed_weights.h"
+#include "cpu/ref/block_weights.h"
 
 namespace pd::kernels::reference {
 namespace {
 
 // Where the kernel beats oneDNN's (pd-bench blocked_conv2d, 1 and 2 threads, AVX-512, Zen 5; ms on one
 // thread, this / oneDNN): up to 64 input channels at any size (16 -> 96 at 112x112 0.19 / 0.52, 24 -> 144
-// at 56x56 0.10 / 0.26, 64 -> 384 at 14x14 0.046 / 0.046), up to 256 on maps of 56x56 and more (ResNet-50's
-// 256 -> 64 0.42 / 0.55); with more channels on smaller maps oneDNN's packing pays (512 -> 2048 at 7x7
-// 0.83 / 0.49).
+// at 56x56 0.10 / 0.26, 64 -> 384 at 14x14 0.046 / 0.046), up to 256 on maps of 28x28 and more (ResNet-50's
+// 256 -> 64 at 56x56 0.42 / 0.55, MobileNetV2's 192 -> 32 at 28x28 0.040 / 0.044); with more channels on
+// smaller maps oneDNN's packing pays (576 -> 96 at 14x14 0.10 / 0.094, 512 -> 2048 at 7x7 0.83 / 0.49).
 constexpr int64_t kMaxPointwiseInputs = 64;
 constexpr int64_t kMaxPointwiseInputsLargeMap = 256;
-constexpr int64_t kLargeMap = 56 * 56;
+constexpr int64_t kLargeMap = 28 * 28;
 // Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1.
 constexpr int64_t kPixelsPerItem = 96;
 
-using Packed = std::vector<float>;
-
 // The weight [C_out, C_in, 1, 1] as [cbo, C_in, L], lanes past C_out zero.
-void pack_into(const Tensor& weight, int64_t L, Packed& w) {
+void pack_into(const Tensor& weight, int64_t L, BlockWeights& w) {
   const int64_t cout = weight.shape()[0], cin = weight.shape()[1], cbo = (cout + L - 1) / L;
   const float* src = weight.data<float>();
   w.assign(static_cast<size_t>(cbo * cin * L), 0.0f);
@@ -41,48 +38,23 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                     int64_t block, Tensor& out) {
   using Rows = void (*)(const PointwiseConv&, int64_t, int64_t, int64_t, int64_t);
   const Rows kernel = cpu::widest<Rows>(nullptr, pointwise_rows_avx2, pointwise_rows_avx512);
-  const int64_t lanes = cpu_has_avx512() ? 16 : 8;
-  if (kernel == nullptr || block != lanes || x.dtype() != DType::f32 || x.dim() != 5 || residual.defined() || groups != 1) return false;
-  if (act != Activation::none && act != Activation::relu && act != Activation::relu6) return false;
+  if (kernel == nullptr || !vector_blocks_fit(x, act, block) || groups != 1) return false;
   const Shape& ws = weight.shape();
   if (ws[2] != 1 || ws[3] != 1 || stride != std::vector<int64_t>{1, 1} || padding != std::vector<int64_t>{0, 0}) return false;
   const int64_t map = out.shape()[2] * out.shape()[3];
   if (ws[1] > (map >= kLargeMap ? kMaxPointwiseInputsLargeMap : kMaxPointwiseInputs)) return false;
   std::shared_ptr<void> kept;
-  Packed local;
-  const Packed* w = nullptr;
-  if (ctx.packed != nullptr) {
-    PackedKey key("pointwise_conv:w");
-    key.add(ws);
-    key.add(block);
-    if (key.add_constant(*ctx.packed, weight)) {
-      kept = ctx.packed->find(key.str());
-      if (!kept) {
-        auto made = std::make_shared<Packed>();
-        pack_into(weight, block, *made);
-        ctx.packed->store(key.str(), made);
-        kept = made;
-      }
-      w = static_cast<const Packed*>(kept.get());
-    }
-  }
-  if (w == nullptr) {
-    pack_into(weight, block, local);
-    w = &local;
-  }
+  BlockWeights local, bias_lanes;
+  const BlockWeights& w = block_weights(ctx, "pointwise_conv:w", weight, block, pack_into, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
   PointwiseConv c;
   c.x = x.data<float>();
-  c.w = w->data();
+  c.w = w.data();
+  c.bias = padded_bias(bias, os[1] * block, bias_lanes);
+  c.residual = residual.defined() ? residual.data<float>() : nullptr;
   c.out = out.data<float>();
   c.cin = ws[1], c.cib = xs[1], c.cbo = os[1], c.hw = os[2] * os[3], c.act = act;
-  std::vector<float> padded_bias;
-  if (bias.defined()) {
-    padded_bias.assign(static_cast<size_t>(c.cbo * block), 0.0f);
-    std::copy_n(bias.data<float>(), ws[0], padded_bias.begin());
-    c.bias = padded_bias.data();
-  }
   // Items: (image, pair of output blocks, run of pixels).
   const int64_t groups_of_two = (c.cbo + 1) / 2, runs = (c.hw + kPixelsPerItem - 1) / kPixelsPerItem;
   const int64_t items = os[0] * groups_of_two * runs;
@@ -90,6 +62,13 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     const int64_t run = i % runs, g = (i / runs) % groups_of_two, n = i / (runs * groups_of_two);
     kernel(c, n, g, run * kPixelsPerItem, std::min(c.hw, (run + 1) * kPixelsPerItem));
   });
+  // The residual's lanes past C_out were added in: they hold zeros where our ops made it, but the
+  // result's must be zero whatever they held.
+  if (residual.defined() && ws[0] % block != 0) {
+    float* last = c.out + (c.cbo - 1) * c.hw * block;
+    for (int64_t n = 0; n < os[0]; ++n, last += c.cbo * c.hw * block)
+      for (int64_t p = 0; p < c.hw; ++p) std::fill(last + p * block + ws[0] % block, last + (p + 1) * block, 0.0f);
+  }
   return true;
 }
 

@@ -13,19 +13,21 @@
 namespace pd::kernels::reference {
 
 // One call's operands, all in blocks of L = the vector's lanes: x [N, ceil(cin / L), HW, L], the weight
-// packed [cbo, cin, L] (output lanes past C_out zero), bias [cbo * L] or null, out [N, cbo, HW, L].
+// packed [cbo, cin, L] (output lanes past C_out zero), bias [cbo * L] or null, out and the residual (or
+// null) [N, cbo, HW, L].
 struct PointwiseConv {
   const float* x = nullptr;
   const float* w = nullptr;
   const float* bias = nullptr;
+  const float* residual = nullptr;  // out's layout, added before the activation
   float* out = nullptr;
   int64_t cin = 0, cib = 0, cbo = 0, hw = 0;
   Activation act = Activation::none;
 };
 
 // Runs blocked_conv2d (f32) here when it is a 1x1 convolution with stride 1, no padding, groups 1, a
-// blocked input of at most kMaxPointwiseInputs channels, no residual, activation none, relu or relu6,
-// and a block equal to the widest vector this CPU runs (16 lanes on AVX-512, 8 on AVX2); false leaves
+// blocked input of few channels (pointwise_conv.cc: where it beats oneDNN), activation none, relu or
+// relu6, and a block equal to the widest vector this CPU runs (16 lanes on AVX-512, 8 on AVX2); false leaves
 // the call to the caller. The packed weight is kept in ctx.packed when the weight is a constant there.
 bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, int64_t groups, Activation act,

@@ -16,7 +16,7 @@ namespace {
 // P pixels by NB output blocks, summed over every input channel in registers: 12 x 2 zmm accumulators
 // on AVX-512 (of 32 registers), 6 x 2 ymm on AVX2 (of 16), with the NB weight vectors and a broadcast.
 template <class S, int P, int NB, Activation A>
-void tile(const PointwiseConv& c, const float* x, const float* w, const float* bias, float* out) {
+void tile(const PointwiseConv& c, const float* x, const float* w, const float* bias, const float* res, float* out) {
   using V = typename S::V;
   constexpr int L = S::L;
   const int64_t x_block = c.hw * L, w_block = c.cin * L, out_block = c.hw * L;
@@ -45,6 +45,7 @@ void tile(const PointwiseConv& c, const float* x, const float* w, const float* b
 #pragma GCC unroll 12
     for (int p = 0; p < P; ++p) {
       V v = acc[p][j];
+      if (res) v = S::add(v, S::load(res + j * out_block + p * L));
       // max / min return their second operand for NaN, so NaN passes through as in the reference.
       if constexpr (A == Activation::relu || A == Activation::relu6) v = S::max(S::zero(), v);
       if constexpr (A == Activation::relu6) v = S::min(S::set1(6.f), v);
@@ -59,10 +60,12 @@ void rows(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) 
   const float* x = c.x + n * c.cib * c.hw * L;
   const float* w = c.w + ob * c.cin * L;
   const float* bias = c.bias ? c.bias + ob * L : nullptr;
-  float* out = c.out + (n * c.cbo + ob) * c.hw * L;
+  const int64_t at = (n * c.cbo + ob) * c.hw * L;
+  float* out = c.out + at;
+  const float* res = c.residual ? c.residual + at : nullptr;
   int64_t p = p0;
-  for (; p + P <= p1; p += P) tile<S, P, NB, A>(c, x + p * L, w, bias, out + p * L);
-  for (; p < p1; ++p) tile<S, 1, NB, A>(c, x + p * L, w, bias, out + p * L);
+  for (; p + P <= p1; p += P) tile<S, P, NB, A>(c, x + p * L, w, bias, res ? res + p * L : nullptr, out + p * L);
+  for (; p < p1; ++p) tile<S, 1, NB, A>(c, x + p * L, w, bias, res ? res + p * L : nullptr, out + p * L);
 }
 
 template <class S, Activation A>

@@ -1,0 +1,59 @@
+// What the vector kernels on channel blocks (pointwise_conv, depthwise_conv) share: the calls they take,
+// and their weights in their own layout, made once and kept in ctx.packed when the weight is a constant
+// there (an Executor's param), else made for this call.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cpu/common/widest.h"
+#include "elementwise_ops.h"
+#include "pd/core/kernel_context.h"
+#include "pd/core/packed_weights.h"
+#include "pd/core/tensor.h"
+
+namespace pd::kernels::reference {
+
+using BlockWeights = std::vector<float>;
+
+// A call the vector kernels take: f32 blocks of the widest vector this CPU runs (16 lanes on AVX-512, 8
+// on AVX2), activation none, relu or relu6.
+inline bool vector_blocks_fit(const Tensor& x, Activation act, int64_t block) {
+  const int64_t lanes = cpu::widest<int64_t>(0, 8, 16);
+  return block == lanes && x.dtype() == DType::f32 && x.dim() == 5 &&
+         (act == Activation::none || act == Activation::relu || act == Activation::relu6);
+}
+
+// pack(weight, block, out) fills out; `kept` holds the cached copy for as long as the caller uses it.
+template <typename Pack>
+const BlockWeights& block_weights(const KernelContext& ctx, const char* kind, const Tensor& weight, int64_t block, Pack pack,
+                                  BlockWeights& local, std::shared_ptr<void>& kept) {
+  if (ctx.packed != nullptr) {
+    PackedKey key(kind);
+    key.add(weight.shape());
+    key.add(block);
+    if (key.add_constant(*ctx.packed, weight)) {
+      kept = ctx.packed->find(key.str());
+      if (!kept) {
+        auto made = std::make_shared<BlockWeights>();
+        pack(weight, block, *made);
+        ctx.packed->store(key.str(), made);
+        kept = made;
+      }
+      return *static_cast<const BlockWeights*>(kept.get());
+    }
+  }
+  pack(weight, block, local);
+  return local;
+}
+
+// The bias [C] zero-padded to `lanes` (whole blocks), or null without one.
+inline const float* padded_bias(const Tensor& bias, int64_t lanes, BlockWeights& out) {
+  if (!bias.defined()) return nullptr;
+  out.assign(static_cast<size_t>(lanes), 0.0f);
+  const float* b = bias.data<float>();
+  for (int64_t c = 0; c < bias.numel(); ++c) out[static_cast<size_t>(c)] = b[c];
+  return out.data();
+}
+
+}  // namespace pd::kernels::reference

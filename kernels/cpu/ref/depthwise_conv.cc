@@ -1,0 +1,51 @@
+// depthwise_conv (depthwise_conv.h): the checks, the packed weight, and the rows across threads.
+#include "cpu/ref/depthwise_conv.h"
+
+#include "cpu/common/parallel.h"
+#include "cpu/ref/block_weights.h"
+
+namespace pd::kernels::reference {
+namespace {
+
+// The weight [C, 1, 3, 3] as [CB, 9, L], lanes past C zero.
+void pack_into(const Tensor& weight, int64_t L, BlockWeights& w) {
+  const int64_t channels = weight.shape()[0], cb = (channels + L - 1) / L;
+  const float* src = weight.data<float>();
+  w.assign(static_cast<size_t>(cb * 9 * L), 0.0f);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t k = 0; k < 9; ++k) w[static_cast<size_t>(((c / L) * 9 + k) * L + c % L)] = src[c * 9 + k];
+}
+
+}  // namespace
+
+bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                    const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                    int64_t groups, Activation act, int64_t block, Tensor& out) {
+  using Row = void (*)(const DepthwiseConv&, int64_t, int64_t, int64_t);
+  const Row kernel = cpu::widest<Row>(nullptr, depthwise_row_avx2, depthwise_row_avx512);
+  if (kernel == nullptr || !vector_blocks_fit(x, act, block) || residual.defined()) return false;
+  const Shape& ws = weight.shape();
+  if (groups == 1 || groups != ws[0] || ws[1] != 1 || ws[2] != 3 || ws[3] != 3) return false;
+  if (stride[0] != stride[1] || stride[0] < 1 || stride[0] > 2 || dilation != std::vector<int64_t>{1, 1}) return false;
+  if (padding[0] < 0 || padding[0] > 1 || padding[1] < 0 || padding[1] > 1) return false;
+  std::shared_ptr<void> kept;
+  BlockWeights local, bias_lanes;
+  const BlockWeights& w = block_weights(ctx, "depthwise_conv:w", weight, block, pack_into, local, kept);
+  const Shape& xs = x.shape();
+  const Shape& os = out.shape();
+  DepthwiseConv c;
+  c.x = x.data<float>();
+  c.w = w.data();
+  c.bias = padded_bias(bias, os[1] * block, bias_lanes);
+  c.out = out.data<float>();
+  c.cb = xs[1], c.h = xs[2], c.w_in = xs[3], c.oh = os[2], c.ow = os[3];
+  c.stride = stride[0], c.pad_h = padding[0], c.pad_w = padding[1], c.act = act;
+  // One output row of one block an item: the threads share the rows of an image at batch 1.
+  cpu::parallel_for(os[0] * c.cb * c.oh, c.ow * 9 * block, [&](int64_t i) {
+    const int64_t row = i % c.oh, b = (i / c.oh) % c.cb, n = i / (c.oh * c.cb);
+    kernel(c, n, b, row);
+  });
+  return true;
+}
+
+}  // namespace pd::kernels::reference
