@@ -402,6 +402,39 @@ TEST_CASE("pass: clip(0, 6) is relu6, which the conv fusion then takes", "[pass]
   CHECK(std::vector<float>(a.begin() + 1, a.end()) == std::vector<float>(b.begin() + 1, b.end()));
 }
 
+TEST_CASE("pass: x * sigmoid(x) is silu and x * hardsigmoid(x) hardswish, which the conv fusion then takes", "[pass]") {
+  // ONNX exporters write EfficientNet's SiLU and (before opset 14) MobileNetV3's HardSwish as products.
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 16, 6, 5}});
+  auto y = p.add_op("conv2d", {{x}, {p.add_param("w", rnd({16, 16, 3, 3}, 1, -0.3, 0.3))}, {}},
+                    {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  auto gate = p.add_op("sigmoid", {{y}})[0];
+  p.mark_output(p.add_op("mul", {{gate}, {y}})[0], "silu");  // the gate first
+  auto hard = p.add_op("hardsigmoid", {{y}}, {{"alpha", 0.16666667}, {"beta", 0.5}})[0];
+  p.mark_output(p.add_op("mul", {{y}, {hard}})[0], "hardswish");
+  auto onnx_default = p.add_op("hardsigmoid", {{y}}, {{"alpha", 0.2}, {"beta", 0.5}})[0];
+  p.mark_output(p.add_op("mul", {{y}, {onnx_default}})[0], "other_slope");  // not hardswish
+  p.mark_output(p.add_op("mul", {{x}, {p.add_op("sigmoid", {{x}})[0]}})[0], "input_silu");
+  p.mark_output(p.add_op("mul", {{x}, {p.add_op("sigmoid", {{p.add_op("relu", {{x}})[0]}})[0]}})[0], "other_gate");  // not silu
+  pd::ir::PassStats stats;
+  Program q = run_pass(run_pass(p, "swish_fuse", &stats), "dce");
+  CHECK(stats.fused == 3);
+  CHECK(count_ops(q, "silu") == 2);
+  CHECK(count_ops(q, "hardswish") == 1);
+  CHECK(count_ops(q, "mul") == 2);
+  CHECK(count_ops(q, "sigmoid") == 1);
+  check_same_outputs(p, q, 1e-6);
+  Program only;
+  auto xi = only.add_input("x", {DType::f32, {-1, 16, 10, 9}});
+  auto conv = only.add_op("conv2d", {{xi}, {only.add_param("w", rnd({16, 16, 3, 3}, 1, -0.2, 0.2))}, {}},
+                          {{"padding", std::vector<int64_t>{1, 1}}})[0];
+  only.mark_output(only.add_op("mul", {{conv}, {only.add_op("sigmoid", {{conv}})[0]}})[0], "silu");
+  Program fused = run_pass(run_pass(run_pass(only, "swish_fuse"), "conv_act_fuse"), "dce");
+  CHECK(count_ops(fused, "fused_conv2d") == 1);
+  CHECK(fused.ops().size() == 1);
+  check_same_outputs(only, fused, 1e-5);
+}
+
 TEST_CASE("pass: 3x3 convolutions to Winograd", "[pass]") {
   const pd::AttrMap pad{{"padding", std::vector<int64_t>{1, 1}}};
   if (!pd::cpu_has_avx2_fma()) {  // no AVX2 + FMA (or PD_CPU_ISA=baseline): never fires
@@ -590,10 +623,11 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
   // Levels are portable; lowering passes come after them only when asked for (pd-opt --target).
   CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "attention_fuse",
-                                                            "layer_norm_fuse", "gelu_fuse", "clip_relu6", "linear_bias_fuse", "dce"});
+                                                            "layer_norm_fuse", "gelu_fuse", "clip_relu6", "swish_fuse",
+                                                            "linear_bias_fuse", "dce"});
   for (const std::string& n : pd::ir::level_passes(2)) CHECK_FALSE(pd::ir::make_pass(n)->lowering());
   CHECK(pd::ir::lowering_passes().back() == "dce");
-  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 9);
+  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 10);
   CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
   CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
 

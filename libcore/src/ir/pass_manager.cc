@@ -30,6 +30,7 @@ const std::vector<Entry>& registry() {
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
       {"attention_fuse", passes::attention_fusion},         {"layer_norm_fuse", passes::layer_norm_fusion},
       {"gelu_fuse", passes::gelu_fusion},                   {"clip_relu6", passes::clip_relu6},
+      {"swish_fuse", passes::swish_fusion},
       {"linear_bias_fuse", passes::linear_bias_fusion},
       {"attention_qkv_fuse", passes::attention_qkv_fusion},  {"conv_residual_fuse", passes::conv_residual_fusion},
       {"conv_act_fuse", passes::conv_activation_fusion},
