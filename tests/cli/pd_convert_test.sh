@@ -14,7 +14,7 @@ DATA=$HERE/../data/onnx
 NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
 
 # 1. Every fixture imports and matches onnxruntime's saved output.
-for m in convnet mobile_block dense_fire encoder; do
+for m in convnet mobile_block dense_fire encoder shuffle_block; do
   input=input; [ $m = encoder ] && input=ids
   out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
         --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
@@ -26,6 +26,11 @@ done
 # The conv net's batch is dynamic through its Shape/Gather/Concat/Reshape subgraph: it runs at batch 7.
 out=$("$PD_INFER" "$WORK/convnet.pdmodel" --batch 7 --repeat 1 --output-dir "$WORK/out7" 2>&1) || fail "pd-infer on the imported conv net: $out"
 [ "$(od -An -c -N 80 "$WORK/out7/output.npy" | tr -d ' \n' | grep -o "(7,10)")" = "(7,10)" ] || fail "the imported conv net did not give a (7, 10) output: $out"
+# So is the shuffle block's, through an integer Div and reshapes around a transpose (ShuffleNet's channel
+# shuffle), and its x * sigmoid(x) runs as silu.
+out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 5 --repeat 1 --output-dir "$WORK/out5" --profile 2>&1) || fail "pd-infer on the shuffle block: $out"
+[ "$(od -An -c -N 80 "$WORK/out5/output.npy" | tr -d ' \n' | grep -o "(5,4)")" = "(5,4)" ] || fail "the shuffle block did not give a (5, 4) output: $out"
+grep -q "fused_elementwise\|^ *sigmoid " <<< "$out" && fail "the shuffle block's SiLU did not become an activation: $out"
 # --input-shape fixes the batch: every shape computation folds.
 out=$("$PD_CONVERT" "$DATA/convnet.onnx" "$WORK/convnet_b3.pdmodel" --input-shape input=3x1x32x32 --report 2>&1) || fail "--input-shape: $out"
 grep -q "inputs: input: f32\[3, 1, 32, 32\]" <<< "$out" || fail "--input-shape not applied: $out"

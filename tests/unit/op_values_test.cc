@@ -117,6 +117,11 @@ TEST_CASE("integer ops wrap around at the type's range; float to integer casts s
   // x mod -1 is 0 for the lowest value too (x86's integer division traps on INT_MIN / -1).
   CHECK(ops::remainder(big, Tensor::from_vector<int32_t>({-1, -1}, {2})).to_vector<int32_t>() ==
         std::vector<int32_t>{0, 0});
+  // Integer division truncates toward zero (C's, ONNX Div's); x / -1 wraps on the lowest value; / 0 is an error.
+  CHECK(ops::div(Tensor::from_vector<int64_t>({7, -7, 7, -7, 6}, {5}), Tensor::from_vector<int64_t>({2, 2, -2, -2, 3}, {5}))
+            .to_vector<int64_t>() == std::vector<int64_t>{3, -3, -3, 3, 2});
+  CHECK(ops::div(big, Tensor::from_vector<int32_t>({-1, -1}, {2})).to_vector<int32_t>() == std::vector<int32_t>{-kMax, kMin});
+  CHECK_THROWS_WITH(ops::div(big, Tensor::from_vector<int32_t>({1, 0}, {2})), Catch::Contains("integer division by zero"));
 
   const Tensor f = Tensor::from_vector<float>({1e10f, -1e10f, std::nanf(""), 3.7f, -3.7f, 2147483648.f}, {6});
   CHECK(ops::cast(f, pd::DType::i32).to_vector<int32_t>() == std::vector<int32_t>{kMax, kMin, 0, 3, -3, kMax});

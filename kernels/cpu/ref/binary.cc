@@ -29,9 +29,21 @@ void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out
   binary_map<T>(x, y, out, [](T a, T b) { return wrapping(a, b, std::multiplies<>()); });
 }
 
+// Integers divide truncating toward zero, as C and ONNX's Div do (a network's shape arithmetic, which
+// pd-convert folds at import: ShuffleNet's channels / groups); a zero divisor is an error, not a trap.
 template <typename T>
 void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a / b); });
+  if constexpr (std::is_integral_v<T>) {
+    binary_map<T>(x, y, out, [](T a, T b) -> T {
+      PD_CHECK(b != T(0), ErrorCode::kInvalidArgument, "div: integer division by zero (dividing {})", a);
+      // x / -1 is -x, wrapping on the lowest value (x86's idiv traps on INT_MIN / -1).
+      if constexpr (std::is_signed_v<T>)
+        if (b == T(-1)) return wrapping(T(0), a, std::minus<>());
+      return static_cast<T>(a / b);
+    });
+  } else {
+    binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(a / b); });
+  }
 }
 
 template <typename T>
@@ -74,7 +86,7 @@ void minimum(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor&
 PD_INSTANTIATE_KERNELS(add, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(sub, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(mul, reference, float, double, int32_t, int64_t)
-PD_INSTANTIATE_KERNELS(div, reference, float, double)
+PD_INSTANTIATE_KERNELS(div, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(pow, reference, float, double)
 PD_INSTANTIATE_KERNELS(remainder, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(maximum, reference, float, double, int32_t, int64_t)

@@ -3,11 +3,12 @@
 TorchScript exporter, as users' opset 13-17 files are made), each with an input and onnxruntime's output
 as .npy, and hand-made broken models for the error paths. Needs torch, onnx and onnxruntime:
 
-    PY=$(bash ../shared/peers/torch2_venv.sh) && $PY tests/data/onnx/make_fixtures.py
+    PY=$(bash ../shared/peers/torch2_venv.sh) && $PY tests/data/onnx/make_fixtures.py [NAME ...]
 
 The files are committed so that CI needs none of these packages.
 """
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -103,6 +104,27 @@ class Encoder(nn.Module):
         return self.head(self.norm(h)[:, 0])
 
 
+class ShuffleBlock(nn.Module):
+    """ShuffleNetV2 / EfficientNet pieces: a channel shuffle written as torch writes it (view to
+    [batch, groups, channels // groups, h, w], transpose, view back: an integer Div in the shape
+    subgraph, and reshapes of the dynamic batch around a transpose), SiLU and a squeeze-excitation."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(6, 12, 3, padding=1)
+        self.bn = nn.BatchNorm2d(12)
+        self.se1 = nn.Conv2d(12, 4, 1)
+        self.se2 = nn.Conv2d(4, 12, 1)
+        self.head = nn.Linear(12, 4)
+
+    def forward(self, x):
+        y = F.silu(self.bn(self.conv(x)))
+        b, c, h, w = y.size()
+        y = y.view(b, 3, c // 3, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)
+        y = y * torch.sigmoid(self.se2(F.silu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -181,9 +203,17 @@ def broken():
     print("broken models written")
 
 
+FIXTURES = {
+    "convnet": lambda: export("convnet", ConvNet(), torch.randn(3, 1, 32, 32), 13),
+    "mobile_block": lambda: export("mobile_block", MobileBlock(), torch.randn(2, 8, 9, 9), 14),
+    "dense_fire": lambda: export("dense_fire", DenseFire(), torch.randn(2, 4, 7, 7), 11),
+    "encoder": lambda: export("encoder", Encoder(), torch.randint(0, 50, (2, 8)), 17, dynamic_batch=False, input_name="ids"),
+    "shuffle_block": lambda: export("shuffle_block", ShuffleBlock(), torch.randn(2, 6, 8, 8), 13),
+    "broken": broken,
+}
+
 if __name__ == "__main__":
-    export("convnet", ConvNet(), torch.randn(3, 1, 32, 32), 13)
-    export("mobile_block", MobileBlock(), torch.randn(2, 8, 9, 9), 14)
-    export("dense_fire", DenseFire(), torch.randn(2, 4, 7, 7), 11)
-    export("encoder", Encoder(), torch.randint(0, 50, (2, 8)), 17, dynamic_batch=False, input_name="ids")
-    broken()
+    # Every fixture, or those named (`make_fixtures.py shuffle_block`), so that adding one leaves the
+    # others' bytes as they are.
+    for name in sys.argv[1:] or FIXTURES:
+        FIXTURES[name]()

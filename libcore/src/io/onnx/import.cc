@@ -80,6 +80,8 @@ class Importer {
   // Symbols of the dynamic extents of a program value (through its ONNX name and shape inference).
   std::vector<std::string> dim_symbols(ir::ValueId v) const {
     const ir::Value& val = program_.value(v);
+    if (auto kept = value_symbols_.find(v); kept != value_symbols_.end() && kept->second.size() == val.type.shape.size())
+      return kept->second;
     std::vector<std::string> out(val.type.shape.size());
     auto it = symbols_.find(val.name);
     for (size_t d = 0; d < out.size(); ++d) {
@@ -132,6 +134,14 @@ class Importer {
   ir::Program program_;
   std::map<std::string, Known> known_;
   std::map<std::string, std::vector<std::string>> symbols_;  // ONNX value name -> dim_param per axis
+  // Symbols a converter carried over from its input (a transpose, a reshape): exporters that write no
+  // value_info leave the intermediates without names for their dynamic extents.
+  std::map<ir::ValueId, std::vector<std::string>> value_symbols_;
+
+ public:
+  void set_dim_symbols(ir::ValueId v, std::vector<std::string> syms) { value_symbols_[v] = std::move(syms); }
+
+ private:
 
  public:
   std::map<std::string, const onnx::NodeProto*> producers_;  // ONNX value name -> the node computing it
@@ -233,6 +243,7 @@ SymbolicInts NodeContext::ints(size_t i, const char* what) const {
 }
 
 std::vector<std::string> NodeContext::dim_symbols(ir::ValueId v) const { return im_.dim_symbols(v); }
+void NodeContext::set_dim_symbols(ir::ValueId v, std::vector<std::string> syms) { im_.set_dim_symbols(v, std::move(syms)); }
 
 static const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())

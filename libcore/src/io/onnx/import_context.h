@@ -53,6 +53,9 @@ class NodeContext {
   // Per dim of a program value: "" where the extent is known, else its symbol (ONNX dim_param, or a name
   // made unique per value and axis).
   std::vector<std::string> dim_symbols(ir::ValueId v) const;
+  // Names the dynamic extents of a value a converter made from its input's (""s where known), so that
+  // a later Reshape to Shape(...) of either matches them.
+  void set_dim_symbols(ir::ValueId v, std::vector<std::string> syms);
 
   // Attributes, with the ONNX default when absent.
   bool has_attr(const std::string& name) const;

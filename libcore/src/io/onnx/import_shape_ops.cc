@@ -122,8 +122,16 @@ void range(NodeContext& c) {
 
 void reshape(NodeContext& c) {
   const ValueId x = c.input(0);
-  const Ints target = reshape_target(c, x, c.ints(1, "Reshape's shape"), c.attr_int("allowzero", 0) != 0);
-  c.output(0, c.op("reshape", {{x}}, {{"shape", target}}));
+  const SymbolicInts t = c.ints(1, "Reshape's shape");
+  const Ints target = reshape_target(c, x, t, c.attr_int("allowzero", 0) != 0);
+  const ValueId y = c.op("reshape", {{x}}, {{"shape", target}});
+  // The one dynamic extent keeps the symbol the target named it by (ShuffleNet's channel shuffle
+  // reshapes to [batch, ...] twice, around a transpose).
+  std::vector<std::string> syms(target.size());
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i] == -1 && i < t.symbols.size()) syms[i] = t.symbols[i];
+  if (std::count_if(syms.begin(), syms.end(), [](const std::string& s) { return !s.empty(); }) == 1) c.set_dim_symbols(y, syms);
+  c.output(0, y);
 }
 
 void flatten(NodeContext& c) {
@@ -149,7 +157,12 @@ void transpose(NodeContext& c) {
   Ints perm = c.attr_ints("perm");
   if (perm.empty())
     for (int64_t d = rank_of(c, x) - 1; d >= 0; --d) perm.push_back(d);
-  c.output(0, c.op("transpose", {{x}}, {{"perm", perm}}));
+  const ValueId y = c.op("transpose", {{x}}, {{"perm", perm}});
+  const std::vector<std::string> in = c.dim_symbols(x);
+  std::vector<std::string> out;
+  for (int64_t d : perm) out.push_back(d >= 0 && d < static_cast<int64_t>(in.size()) ? in[d] : "");
+  c.set_dim_symbols(y, out);
+  c.output(0, y);
 }
 
 void unsqueeze(NodeContext& c) {
