@@ -1141,6 +1141,26 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       }
     check_same_outputs(p, q, 1e-4);
   }
+  SECTION("a squeeze-excitation's gate scales the blocks, and the chain goes on through it") {
+    // conv -> relu -> (global pool -> 1x1 conv -> sigmoid) -> mul -> conv: EfficientNet's and MobileNetV3's.
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 16, 8, 8}});
+    auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t k, int64_t seed) {
+      return p.add_op("conv2d", {{in}, {p.add_param(p.unique_name("w"), rnd({co, ci, k, k}, seed, -0.3, 0.3))},
+                                 {p.add_param(p.unique_name("b"), rnd({co}, seed + 1))}},
+                      {{"padding", std::vector<int64_t>(2, k / 2)}})[0];
+    };
+    auto a = p.add_op("relu", {{conv(x, 16, 24, 3, 1)}})[0];
+    auto pooled = p.add_op("adaptive_avg_pool2d", {{a}}, {{"output_size", std::vector<int64_t>{1, 1}}})[0];
+    auto gate = p.add_op("sigmoid", {{conv(pooled, 24, 24, 1, 3)}})[0];
+    p.mark_output(conv(p.add_op("mul", {{gate}, {a}})[0], 24, 16, 1, 5), "out");  // the gate first
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "scale_channel_blocks") == 1);
+    CHECK(count_ops(q, "mul") == 0);
+    CHECK(count_ops(q, "blocked_conv2d") == 2);  // the two on the map (24 channels: padded on AVX-512)
+    CHECK(count_ops(q, "from_channel_blocks") == 2);  // for the pool, and the output
+    check_same_outputs(p, q, 1e-4);
+  }
   SECTION("Winograd takes whole blocks only") {
     // The first conv, 24 -> 24 3x3 stride 1: whole blocks of 8 on AVX2, padded ones of 16 on AVX-512.
     Program p = residual_chain(24, 16, 24, false, 16);

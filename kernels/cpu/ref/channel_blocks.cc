@@ -1,7 +1,9 @@
-// to_channel_blocks, from_channel_blocks and blocked_conv2d, reference kernels: the layout change as
-// plain loops, and the blocked convolution as fused_conv2d between the two (oneDNN's kernel computes in
+// to_channel_blocks, from_channel_blocks, scale_channel_blocks and blocked_conv2d, reference kernels: the
+// layout change and the per-channel scale as plain loops, and the blocked convolution as fused_conv2d
+// between the two (oneDNN's kernel computes in
 // the blocked layout directly: cpu/onednn/blocked_conv.cc).
 #include <algorithm>
+#include <vector>
 
 #include "cpu/common/parallel.h"
 #include "kernels.h"
@@ -59,6 +61,41 @@ void from_channel_blocks(const KernelContext& ctx, const Tensor& x, int64_t chan
   from_blocks(x.data<T>(), s[0], channels, s[2] * s[3], s[4], out.data<T>());
 }
 
+// dst[p, l] = src[p, l] * f[l] over HW pixels of kL lanes, the lane count known to the compiler.
+template <typename T, int64_t kL>
+void scale_rows(const T* __restrict src, const T* __restrict f, int64_t HW, T* __restrict dst) {
+  T lanes[kL];
+  std::copy(f, f + kL, lanes);
+  for (int64_t p = 0; p < HW; ++p)
+    for (int64_t l = 0; l < kL; ++l) dst[p * kL + l] = src[p * kL + l] * lanes[l];
+}
+
+// One (image, block) a work item: L lanes of factors, the same for each of its H x W pixels; the lanes
+// past the channels are set to zero, whatever x holds there.
+template <typename T>
+void scale_channel_blocks(const KernelContext& ctx, const Tensor& x, const Tensor& scale, Tensor& out) {
+  const Shape& s = x.shape();
+  const int64_t N = s[0], CB = s[1], HW = s[2] * s[3], L = s[4], C = scale.shape()[1];
+  const bool per_image = scale.shape()[0] == N && N > 1;
+  const T* xd = x.data<T>();
+  const T* sd = scale.data<T>();
+  T* od = out.data<T>();
+  cpu::parallel_for(N * CB, HW * L, [&](int64_t i) {
+    const int64_t n = i / CB, cb = i % CB;
+    std::vector<T> f(static_cast<size_t>(L), T(0));
+    for (int64_t l = 0; l < L && cb * L + l < C; ++l) f[static_cast<size_t>(l)] = sd[(per_image ? n * C : 0) + cb * L + l];
+    const T* src = xd + i * HW * L;
+    T* dst = od + i * HW * L;
+    const int64_t lanes = std::min(L, C - cb * L);
+    if (lanes == L && L == 16) return scale_rows<T, 16>(src, f.data(), HW, dst);  // whole blocks: vectorised
+    if (lanes == L && L == 8) return scale_rows<T, 8>(src, f.data(), HW, dst);
+    for (int64_t p = 0; p < HW; ++p) {
+      for (int64_t l = 0; l < lanes; ++l) dst[p * L + l] = src[p * L + l] * f[static_cast<size_t>(l)];
+      for (int64_t l = lanes; l < L; ++l) dst[p * L + l] = T(0);
+    }
+  });
+}
+
 template <typename T>
 void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
@@ -77,3 +114,4 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
 PD_INSTANTIATE_KERNELS(to_channel_blocks, reference, float, double)
 PD_INSTANTIATE_KERNELS(from_channel_blocks, reference, float, double)
 PD_INSTANTIATE_KERNELS(blocked_conv2d, reference, float, double)
+PD_INSTANTIATE_KERNELS(scale_channel_blocks, reference, float, double)

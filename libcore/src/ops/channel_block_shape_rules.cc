@@ -1,5 +1,5 @@
 // Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d,
-// global_avg_pool_nhwc, which takes NHWC as well):
+// scale_channel_blocks, global_avg_pool_nhwc, which takes NHWC as well):
 // [N, C, H, W] held as [N, ceil(C / block), H, W, block], the layout oneDNN's convolutions compute in.
 #include <algorithm>
 
@@ -55,6 +55,18 @@ Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels) {
   }
   const Shape plain = from_channel_blocks(op, x, channels);
   return {plain[0], plain[1], 1, 1};
+}
+
+Shape scale_channel_blocks(const char* op, In x, In scale) {
+  check_blocked(op, x);
+  const Shape& s = x.t.shape();
+  const Shape& f = scale.t.shape();
+  PD_CHECK(f.size() == 4 && f[2] == 1 && f[3] == 1, ErrorCode::kShape,
+           "{}: argument '{}' must be [N, C, 1, 1] (a factor per image and channel), but received {}", op, scale.name, shape_str(f));
+  PD_CHECK(f[0] == s[0] || f[0] == 1, ErrorCode::kShape, "{}: argument '{}' {} has {} images, but '{}' {} has {}", op, scale.name,
+           shape_str(f), f[0], x.name, shape_str(s), s[0]);
+  from_channel_blocks(op, x, f[1]);  // the channels fall in the last block
+  return s;
 }
 
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,

@@ -10,6 +10,22 @@ using namespace pd::naive;
 PD_NAIVE_REF(to_channel_blocks) { return {blocks_of(in[0][0], get<int64_t>(attrs, "block", 16))}; }
 PD_NAIVE_REF(from_channel_blocks) { return {plain_of(in[0][0], get<int64_t>(attrs, "channels", 0))}; }
 
+// scale_channel_blocks: the plain map times the factors, blocked again (zero lanes past C).
+PD_NAIVE_REF(scale_channel_blocks) {
+  const pd::Tensor& x = in[0][0];
+  const pd::Tensor& f = in[1][0];
+  const Ints fs = f.shape();
+  const pd::Tensor plain = plain_of(x, fs[1]);
+  const Ints s = plain.shape();
+  Reals v = vals(plain);
+  const Reals fv = vals(f);
+  for (int64_t i = 0; i < numel_of(s); ++i) {
+    const Ints at = unravel(i, s);
+    v[static_cast<size_t>(i)] *= fv[static_cast<size_t>((fs[0] == 1 ? 0 : at[0]) * fs[1] + at[1])];
+  }
+  return {blocks_of(make(v, s), x.shape()[4])};
+}
+
 PD_NAIVE_REF(blocked_conv2d) {
   const int64_t b = get<int64_t>(attrs, "block", 16);
   const pd::Tensor& x = in[0][0];

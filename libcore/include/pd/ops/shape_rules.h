@@ -85,6 +85,8 @@ Shape from_channel_blocks(const char* op, In x, int64_t channels);
 // global_avg_pool_nhwc: [N, H, W, C] (channels == C) or [N, CB, H, W, block] (channels in the last
 // block) -> [N, channels, 1, 1].
 Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels);
+// scale_channel_blocks: x [N, CB, H, W, block], scale [N or 1, C, 1, 1] with C in the last block -> x's shape.
+Shape scale_channel_blocks(const char* op, In x, In scale);
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block, int64_t groups);
 // fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the

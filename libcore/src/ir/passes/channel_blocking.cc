@@ -16,6 +16,9 @@
 //   3. In program order each converted conv becomes blocked_conv2d, reading its producers' blocked
 //      results directly and to_channel_blocks of anything else, followed by from_channel_blocks for the
 //      readers that are not converted. What nobody reads is swept at the end.
+//   A mul of a converted result by a factor per image and channel [N, C, 1, 1] (a squeeze-excitation's
+//   gate: EfficientNet's, MobileNetV3's) joins the chain as scale_channel_blocks; plain, each of them
+//   cost two reorders of the whole map, out of the blocks and back.
 //   A max_pool2d of a converted convolution's result (ResNet's stem pool, between its 7x7 stem and its
 //   first block) joins the chain too: each [H, W, b] block of an image is an NHWC image of b channels, so
 //   max_pool2d_nhwc pools the blocks [N, C / b, H, W, b] as they are. Without it the stem was a lone
@@ -63,6 +66,7 @@ class ChannelBlocking final : public Pass {
     for (ValueId r : results) {
       const int32_t i = p.value(r).producer;
       if (p.ops()[i].type == "max_pool2d") convert_pool(p, i, blocked, stats);
+      else if (p.ops()[i].type == "mul") convert_scale(p, i, blocked, stats);
       else convert(p, i, blocked, stats);
     }
     PassStats swept;
@@ -92,8 +96,22 @@ class ChannelBlocking final : public Pass {
     return x.dtype == DType::f32 && x.shape.size() == 4 && x.shape[1] > 0;
   }
 
-  // The candidates (convolutions, and max pools of a candidate's result) in chains of two or more
-  // convolutions, in program order.
+  // A mul of an f32 map [N, C, H, W] by factors [N or 1, C, 1, 1]: the map's input slot, or -1.
+  static int scale_map_slot(const Program& p, int32_t i) {
+    const Operation& op = p.ops()[i];
+    if (op.type != "mul") return -1;
+    for (int slot : {0, 1}) {
+      const ValueType& m = p.value(input_of(p, i, static_cast<size_t>(slot))).type;
+      const ValueType& f = p.value(input_of(p, i, static_cast<size_t>(1 - slot))).type;
+      if (m.dtype != DType::f32 || f.dtype != DType::f32 || m.shape.size() != 4 || f.shape.size() != 4) continue;
+      if (f.shape[2] != 1 || f.shape[3] != 1 || (m.shape[2] == 1 && m.shape[3] == 1) || m.shape[1] <= 0) continue;
+      if (f.shape[1] == m.shape[1] && (f.shape[0] == m.shape[0] || f.shape[0] == 1)) return slot;
+    }
+    return -1;
+  }
+
+  // The candidates (convolutions, and max pools and channel scales of a candidate's result) in chains of
+  // two or more convolutions, in program order.
   std::vector<int32_t> converted(const Program& p) const {
     const auto& ops = p.ops();
     std::vector<bool> cand(ops.size()), conv(ops.size());
@@ -101,17 +119,21 @@ class ChannelBlocking final : public Pass {
       const ValueId v = input_of(p, i, slot);
       return v == kNoValue || p.value(v).kind != ValueKind::OpResult ? -1 : p.value(v).producer;
     };
+    // The input slots through which an op joins its producers' chains.
+    std::vector<std::vector<size_t>> slots(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
-      const int32_t from = producer_of(k, 0);
-      cand[i] = conv[i] || (pool_candidate(p, k) && from >= 0 && cand[from]);  // producers come first
+      const int scale = scale_map_slot(p, k);
+      slots[i] = conv[i] ? std::vector<size_t>{0, 3} : scale >= 0 ? std::vector<size_t>{static_cast<size_t>(scale)} : std::vector<size_t>{0};
+      const int32_t from = producer_of(k, slots[i][0]);
+      // Producers come first, so cand[from] is final.
+      cand[i] = conv[i] || ((pool_candidate(p, k) || scale >= 0) && from >= 0 && cand[from]);
     }
     Chains chains(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!cand[i]) continue;
-      for (size_t slot : {size_t{0}, size_t{3}}) {
-        if (slot == 3 && !conv[i]) continue;
+      for (size_t slot : slots[i]) {
         // A residual joins only when the producer's output is blocked anyway (it is a candidate).
         const int32_t producer = producer_of(static_cast<int32_t>(i), slot);
         if (producer >= 0 && cand[producer]) chains.join(static_cast<int32_t>(i), producer);
@@ -158,6 +180,15 @@ class ChannelBlocking final : public Pass {
     for (const char* name : {"kernel_size", "stride", "padding", "ceil_mode"})
       if (auto it = pool.attrs.find(name); it != pool.attrs.end()) attrs[name] = it->second;
     replace(p, i, p.insert_op(i, "max_pool2d_nhwc", {{xb}}, attrs)[0], p.value(pool.inputs[0][0]).type.shape[1], blocked, stats);
+  }
+
+  // map * factors -> scale_channel_blocks(blocks of the map, factors).
+  void convert_scale(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+    const auto slot = static_cast<size_t>(scale_map_slot(p, i));
+    const Operation mul = p.ops()[i];
+    const ValueId map = mul.inputs[slot][0], factors = mul.inputs[1 - slot][0];
+    const ValueId xb = blocked_input(p, map, false, blocked, i);
+    replace(p, i, p.insert_op(i, "scale_channel_blocks", {{xb}, {factors}}, {})[0], p.value(map).type.shape[1], blocked, stats);
   }
 
   // The op now at i + 1 (its replacement `out`, just inserted at i, computes it in blocks) is read as
