@@ -1,6 +1,8 @@
 // Naive references for fused_conv2d, fused_linear and winograd_conv2d: the naive conv2d / linear /
 // winograd loops of this folder (looked up by name), then the residual (the 4th input) and the
 // activation in plain double arithmetic.
+#include <stdexcept>
+
 #include "naive_util.h"
 
 namespace {
@@ -14,7 +16,9 @@ double activate(const std::string& act, double alpha, double v) {
   if (act == "sigmoid") return 1.0 / (1.0 + std::exp(-v));
   if (act == "leaky_relu") return v > 0 ? v : alpha * v;
   if (act == "relu6") return std::min(std::max(v, 0.0), 6.0);
-  return v;  // none
+  if (act == "hardswish") return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+  if (act != "none") throw std::runtime_error("naive reference: no formula for activation '" + act + "'");
+  return v;
 }
 
 std::vector<pd::Tensor> fused(const char* base, const pd::BoxedInputs& in, const pd::AttrMap& attrs) {
