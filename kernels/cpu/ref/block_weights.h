@@ -17,11 +17,12 @@ namespace pd::kernels::reference {
 using BlockWeights = std::vector<float>;
 
 // A call the vector kernels take: f32 blocks of the widest vector this CPU runs (16 lanes on AVX-512, 8
-// on AVX2), activation none, relu or relu6.
+// on AVX2), activation none, relu, relu6, silu or hardswish (isa/vector_activation.h).
 inline bool vector_blocks_fit(const Tensor& x, Activation act, int64_t block) {
   const int64_t lanes = cpu::widest<int64_t>(0, 8, 16);
   return block == lanes && x.dtype() == DType::f32 && x.dim() == 5 &&
-         (act == Activation::none || act == Activation::relu || act == Activation::relu6);
+         (act == Activation::none || act == Activation::relu || act == Activation::relu6 || act == Activation::silu ||
+          act == Activation::hardswish);
 }
 
 // pack(weight, block, out) fills out; `kept` holds the cached copy for as long as the caller uses it.

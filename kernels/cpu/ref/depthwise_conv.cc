@@ -7,13 +7,13 @@
 namespace pd::kernels::reference {
 namespace {
 
-// The weight [C, 1, 3, 3] as [CB, 9, L], lanes past C zero.
+// The weight [C, 1, K, K] as [CB, K * K, L], lanes past C zero.
 void pack_into(const Tensor& weight, int64_t L, BlockWeights& w) {
-  const int64_t channels = weight.shape()[0], cb = (channels + L - 1) / L;
+  const int64_t channels = weight.shape()[0], cb = (channels + L - 1) / L, taps = weight.shape()[2] * weight.shape()[3];
   const float* src = weight.data<float>();
-  w.assign(static_cast<size_t>(cb * 9 * L), 0.0f);
+  w.assign(static_cast<size_t>(cb * taps * L), 0.0f);
   for (int64_t c = 0; c < channels; ++c)
-    for (int64_t k = 0; k < 9; ++k) w[static_cast<size_t>(((c / L) * 9 + k) * L + c % L)] = src[c * 9 + k];
+    for (int64_t k = 0; k < taps; ++k) w[static_cast<size_t>(((c / L) * taps + k) * L + c % L)] = src[c * taps + k];
 }
 
 }  // namespace
@@ -25,9 +25,10 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   const Row kernel = cpu::widest<Row>(nullptr, depthwise_row_avx2, depthwise_row_avx512);
   if (kernel == nullptr || !vector_blocks_fit(x, act, block) || residual.defined()) return false;
   const Shape& ws = weight.shape();
-  if (groups == 1 || groups != ws[0] || ws[1] != 1 || ws[2] != 3 || ws[3] != 3) return false;
+  const int64_t k = ws[2];
+  if (groups == 1 || groups != ws[0] || ws[1] != 1 || (k != 3 && k != 5) || ws[3] != k) return false;
   if (stride[0] != stride[1] || stride[0] < 1 || stride[0] > 2 || dilation != std::vector<int64_t>{1, 1}) return false;
-  if (padding[0] < 0 || padding[0] > 1 || padding[1] < 0 || padding[1] > 1) return false;
+  if (padding[0] < 0 || padding[0] > k / 2 || padding[1] < 0 || padding[1] > k / 2) return false;
   std::shared_ptr<void> kept;
   BlockWeights local, bias_lanes;
   const BlockWeights& w = block_weights(ctx, "depthwise_conv:w", weight, block, pack_into, local, kept);
@@ -38,10 +39,10 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   c.w = w.data();
   c.bias = padded_bias(bias, os[1] * block, bias_lanes);
   c.out = out.data<float>();
-  c.cb = xs[1], c.h = xs[2], c.w_in = xs[3], c.oh = os[2], c.ow = os[3];
+  c.k = k, c.cb = xs[1], c.h = xs[2], c.w_in = xs[3], c.oh = os[2], c.ow = os[3];
   c.stride = stride[0], c.pad_h = padding[0], c.pad_w = padding[1], c.act = act;
   // One output row of one block an item: the threads share the rows of an image at batch 1.
-  cpu::parallel_for(os[0] * c.cb * c.oh, c.ow * 9 * block, [&](int64_t i) {
+  cpu::parallel_for(os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
     const int64_t row = i % c.oh, b = (i / c.oh) % c.cb, n = i / (c.oh * c.cb);
     kernel(c, n, b, row);
   });

@@ -1,7 +1,7 @@
-// 3x3 depthwise convolutions on channel blocks (MobileNet's), a vector kernel of our own: each vector
-// holds one pixel's lanes of a block, so a 3x3 window is nine multiply-adds of whole vectors by the
-// block's nine weight vectors, and each input vector loaded is used by every output of the tile that
-// reads it. oneDNN 2.6's jit_dw at batch 1, split by channel blocks across the threads, took 1.3-2x
+// 3x3 and 5x5 depthwise convolutions on channel blocks (MobileNet's, EfficientNet's), a vector kernel
+// of our own: each vector holds one pixel's lanes of a block, so a KxK window is K^2 multiply-adds of
+// whole vectors by the block's K^2 weight vectors, and each input vector loaded is used by every output
+// of the tile that reads it. oneDNN 2.6's jit_dw at batch 1, split by channel blocks across the threads, took 1.3-2x
 // onnxruntime's time on MobileNetV2's 112x112 and 56x56 maps.
 #pragma once
 #include <cstdint>
@@ -14,19 +14,19 @@
 namespace pd::kernels::reference {
 
 // One call's operands, in blocks of L = the vector's lanes: x [N, CB, H, W, L], the weight packed
-// [CB, 9, L] (lanes past C zero), bias [CB * L] or null, out [N, CB, OH, OW, L].
+// [CB, K * K, L] (lanes past C zero), bias [CB * L] or null, out [N, CB, OH, OW, L].
 struct DepthwiseConv {
   const float* x = nullptr;
   const float* w = nullptr;
   const float* bias = nullptr;
   float* out = nullptr;
-  int64_t cb = 0, h = 0, w_in = 0, oh = 0, ow = 0, stride = 1, pad_h = 0, pad_w = 0;
+  int64_t k = 3, cb = 0, h = 0, w_in = 0, oh = 0, ow = 0, stride = 1, pad_h = 0, pad_w = 0;
   Activation act = Activation::none;
 };
 
-// Runs blocked_conv2d (f32) here when it is depthwise (groups = C_in = C_out) with a 3x3 kernel, equal
-// strides of 1 or 2, padding of at most 1, no dilation or residual, activation none, relu or relu6,
-// and a block equal to the widest vector this CPU runs; false leaves the call to the caller.
+// Runs blocked_conv2d (f32) here when it is depthwise (groups = C_in = C_out) with a 3x3 or 5x5 kernel,
+// equal strides of 1 or 2, padding of at most K / 2, no dilation or residual, and an activation and
+// block the vector kernels take (vector_blocks_fit); false leaves the call to the caller.
 bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
                     int64_t groups, Activation act, int64_t block, Tensor& out);

@@ -26,9 +26,10 @@ struct PointwiseConv {
 };
 
 // Runs blocked_conv2d (f32) here when it is a 1x1 convolution with stride 1, no padding, groups 1, a
-// blocked input of few channels (pointwise_conv.cc: where it beats oneDNN), activation none, relu or
-// relu6, and a block equal to the widest vector this CPU runs (16 lanes on AVX-512, 8 on AVX2); false leaves
-// the call to the caller. The packed weight is kept in ctx.packed when the weight is a constant there.
+// blocked input of few channels (pointwise_conv.cc: where it beats oneDNN), and an activation and block
+// the vector kernels take (vector_blocks_fit: none, relu, relu6, silu, hardswish; blocks of the widest
+// vector this CPU runs); false leaves the call to the caller. The packed weight is kept in ctx.packed
+// when the weight is a constant there.
 bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, int64_t groups, Activation act,
                     int64_t block, Tensor& out);

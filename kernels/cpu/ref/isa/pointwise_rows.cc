@@ -9,6 +9,7 @@
 #include "cpu/common/target_pragma.h"
 
 PD_TARGET_PUSH(PD_ISA_TARGET)
+#include "cpu/ref/isa/vector_activation.h"
 
 namespace pd::kernels::reference {
 namespace {
@@ -46,10 +47,7 @@ void tile(const PointwiseConv& c, const float* x, const float* w, const float* b
     for (int p = 0; p < P; ++p) {
       V v = acc[p][j];
       if (res) v = S::add(v, S::load(res + j * out_block + p * L));
-      // max / min return their second operand for NaN, so NaN passes through as in the reference.
-      if constexpr (A == Activation::relu || A == Activation::relu6) v = S::max(S::zero(), v);
-      if constexpr (A == Activation::relu6) v = S::min(S::set1(6.f), v);
-      S::store(out + j * out_block + p * L, v);
+      S::store(out + j * out_block + p * L, activate_vector<S, A>(v));
     }
 }
 
@@ -76,11 +74,7 @@ void blocks(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1
 
 template <class S>
 void dispatch(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
-  switch (c.act) {
-    case Activation::relu: return blocks<S, Activation::relu>(c, n, g, p0, p1);
-    case Activation::relu6: return blocks<S, Activation::relu6>(c, n, g, p0, p1);
-    default: return blocks<S, Activation::none>(c, n, g, p0, p1);
-  }
+  dispatch_vector_activation(c.act, [&](auto a) { blocks<S, decltype(a)::value>(c, n, g, p0, p1); });
 }
 
 }  // namespace
