@@ -156,9 +156,8 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
 
 // Parts for the pool where the work divides: groups of images when there are several (image_parts),
 // else the output channels in whole blocks, one part a thread (the last may have fewer blocks, and its
-// last block fewer channels). Otherwise, or on one thread, the whole
-// call on OpenMP's team, as before: both threads even for small problems (at batch 1 a 1 -> 32 channel
-// stem takes 4 us on two, 11 on one).
+// last block fewer channels). Otherwise, or on one thread, the whole call on OpenMP's team, as before:
+// both threads even for small problems (at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one).
 std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
   auto call = std::make_shared<BlockedConvCall>();
   const int64_t n = op.out[0], c = op.weight.shape()[0], threads = ctx.threads;

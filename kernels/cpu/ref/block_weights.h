@@ -25,6 +25,16 @@ inline bool vector_blocks_fit(const Tensor& x, Activation act, int64_t block) {
           act == Activation::hardswish);
 }
 
+// A weight [C_out, ...] as [ceil(C_out / L), R, L] (R: the values of one output channel, C_in for a 1x1
+// convolution, K * K for a depthwise one), each output channel a lane, lanes past C_out zero.
+inline void pack_output_lanes(const Tensor& weight, int64_t L, BlockWeights& w) {
+  const int64_t cout = weight.shape()[0], per = cout == 0 ? 0 : weight.numel() / cout, cbo = (cout + L - 1) / L;
+  const float* src = weight.data<float>();
+  w.assign(static_cast<size_t>(cbo * per * L), 0.0f);
+  for (int64_t co = 0; co < cout; ++co)
+    for (int64_t r = 0; r < per; ++r) w[static_cast<size_t>(((co / L) * per + r) * L + co % L)] = src[co * per + r];
+}
+
 // pack(weight, block, out) fills out; `kept` holds the cached copy for as long as the caller uses it.
 template <typename Pack>
 const BlockWeights& block_weights(const KernelContext& ctx, const char* kind, const Tensor& weight, int64_t block, Pack pack,

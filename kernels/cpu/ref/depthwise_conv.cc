@@ -5,18 +5,6 @@
 #include "cpu/ref/block_weights.h"
 
 namespace pd::kernels::reference {
-namespace {
-
-// The weight [C, 1, K, K] as [CB, K * K, L], lanes past C zero.
-void pack_into(const Tensor& weight, int64_t L, BlockWeights& w) {
-  const int64_t channels = weight.shape()[0], cb = (channels + L - 1) / L, taps = weight.shape()[2] * weight.shape()[3];
-  const float* src = weight.data<float>();
-  w.assign(static_cast<size_t>(cb * taps * L), 0.0f);
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t k = 0; k < taps; ++k) w[static_cast<size_t>(((c / L) * taps + k) * L + c % L)] = src[c * taps + k];
-}
-
-}  // namespace
 
 bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
@@ -31,7 +19,7 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (padding[0] < 0 || padding[0] > k / 2 || padding[1] < 0 || padding[1] > k / 2) return false;
   std::shared_ptr<void> kept;
   BlockWeights local, bias_lanes;
-  const BlockWeights& w = block_weights(ctx, "depthwise_conv:w", weight, block, pack_into, local, kept);
+  const BlockWeights& w = block_weights(ctx, "depthwise_conv:w", weight, block, pack_output_lanes, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
   DepthwiseConv c;

@@ -22,15 +22,6 @@ constexpr int64_t kLargeMap = 28 * 28;
 // Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1.
 constexpr int64_t kPixelsPerItem = 96;
 
-// The weight [C_out, C_in, 1, 1] as [cbo, C_in, L], lanes past C_out zero.
-void pack_into(const Tensor& weight, int64_t L, BlockWeights& w) {
-  const int64_t cout = weight.shape()[0], cin = weight.shape()[1], cbo = (cout + L - 1) / L;
-  const float* src = weight.data<float>();
-  w.assign(static_cast<size_t>(cbo * cin * L), 0.0f);
-  for (int64_t co = 0; co < cout; ++co)
-    for (int64_t ci = 0; ci < cin; ++ci) w[static_cast<size_t>(((co / L) * cin + ci) * L + co % L)] = src[co * cin + ci];
-}
-
 }  // namespace
 
 bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
@@ -45,7 +36,7 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (ws[1] > (map >= kLargeMap ? kMaxPointwiseInputsLargeMap : kMaxPointwiseInputs)) return false;
   std::shared_ptr<void> kept;
   BlockWeights local, bias_lanes;
-  const BlockWeights& w = block_weights(ctx, "pointwise_conv:w", weight, block, pack_into, local, kept);
+  const BlockWeights& w = block_weights(ctx, "pointwise_conv:w", weight, block, pack_output_lanes, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
   PointwiseConv c;
