@@ -1161,6 +1161,41 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     CHECK(count_ops(q, "from_channel_blocks") == 2);  // for the pool, and the output
     check_same_outputs(p, q, 1e-4);
   }
+  SECTION("a concat along the channels of whole blocks joins the blocks, and the chain goes on") {
+    // SqueezeNet's fire module: a squeeze conv, two expand convs (1x1 and 3x3) concatenated, a pool, a conv.
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 16, 9, 9}});
+    auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t k, int64_t seed) {
+      return p.add_op("relu", {{p.add_op("conv2d", {{in}, {p.add_param(p.unique_name("w"), rnd({co, ci, k, k}, seed, -0.3, 0.3))},
+                                                    {p.add_param(p.unique_name("b"), rnd({co}, seed + 1))}},
+                                         {{"padding", std::vector<int64_t>(2, k / 2)}})[0]}})[0];
+    };
+    auto squeeze = conv(x, 16, 16, 1, 1);
+    auto joined = p.add_op("concat", {{conv(squeeze, 16, 16, 1, 3), conv(squeeze, 16, 32, 3, 5)}}, {{"axis", int64_t{1}}})[0];
+    auto pooled = p.add_op("max_pool2d", {{joined}}, {{"kernel_size", std::vector<int64_t>{3, 3}},
+                                                      {"stride", std::vector<int64_t>{2, 2}}, {"ceil_mode", true}})[0];
+    p.mark_output(conv(pooled, 48, 16, 1, 7), "out");
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 4);
+    CHECK(count_ops(q, "max_pool2d_nhwc") == 1);
+    CHECK(count_ops(q, "from_channel_blocks") == 1);  // the output only
+    for (const auto& op : q.ops())
+      if (op.type == "concat") CHECK(q.value(op.results[0]).type.shape.size() == 5);
+    check_same_outputs(p, q, 1e-4);
+    // 24 channels are not whole blocks of 16: on AVX-512 that concat stays plain, between reorders.
+    if (avx512) {
+      Program r;
+      auto y = r.add_input("y", {DType::f32, {-1, 16, 6, 6}});
+      auto c1 = r.add_op("conv2d", {{y}, {r.add_param("w1", rnd({24, 16, 1, 1}, 1))}, {}}, {})[0];
+      auto c2 = r.add_op("conv2d", {{y}, {r.add_param("w2", rnd({24, 16, 1, 1}, 2))}, {}}, {})[0];
+      auto cat = r.add_op("concat", {{c1, c2}}, {{"axis", int64_t{1}}})[0];
+      r.mark_output(r.add_op("conv2d", {{cat}, {r.add_param("w3", rnd({16, 48, 1, 1}, 3))}, {}}, {})[0], "out");
+      Program rq = blocked_for(r, wide);
+      for (const auto& op : rq.ops())
+        if (op.type == "concat") CHECK(rq.value(op.results[0]).type.shape.size() == 4);
+      check_same_outputs(r, rq, 1e-4);
+    }
+  }
   SECTION("Winograd takes whole blocks only") {
     // The first conv, 24 -> 24 3x3 stride 1: whole blocks of 8 on AVX2, padded ones of 16 on AVX-512.
     Program p = residual_chain(24, 16, 24, false, 16);

@@ -16,6 +16,9 @@
 //   3. In program order each converted conv becomes blocked_conv2d, reading its producers' blocked
 //      results directly and to_channel_blocks of anything else, followed by from_channel_blocks for the
 //      readers that are not converted. What nobody reads is swept at the end.
+//   A concat along the channels of converted results, each in whole blocks, is the same concat of
+//   their blocks along the block axis (SqueezeNet's fire modules, DenseNet's); plain, it cost a reorder
+//   of every input and of the result.
 //   A mul of a converted result by a factor per image and channel [N, C, 1, 1] (a squeeze-excitation's
 //   gate: EfficientNet's, MobileNetV3's) joins the chain as scale_channel_blocks; plain, each of them
 //   cost two reorders of the whole map, out of the blocks and back.
@@ -23,6 +26,7 @@
 //   first block) joins the chain too: each [H, W, b] block of an image is an NHWC image of b channels, so
 //   max_pool2d_nhwc pools the blocks [N, C / b, H, W, b] as they are. Without it the stem was a lone
 //   plain convolution (on OpenMP's team at batch 1) and the pool's output was reordered into blocks.
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -65,8 +69,10 @@ class ChannelBlocking final : public Pass {
     std::map<ValueId, ValueId> blocked;  // plain value -> its blocked form
     for (ValueId r : results) {
       const int32_t i = p.value(r).producer;
-      if (p.ops()[i].type == "max_pool2d") convert_pool(p, i, blocked, stats);
-      else if (p.ops()[i].type == "mul") convert_scale(p, i, blocked, stats);
+      const std::string& type = p.ops()[i].type;
+      if (type == "max_pool2d") convert_pool(p, i, blocked, stats);
+      else if (type == "mul") convert_scale(p, i, blocked, stats);
+      else if (type == "concat") convert_concat(p, i, blocked, stats);
       else convert(p, i, blocked, stats);
     }
     PassStats swept;
@@ -110,32 +116,50 @@ class ChannelBlocking final : public Pass {
     return -1;
   }
 
-  // The candidates (convolutions, and max pools and channel scales of a candidate's result) in chains of
-  // two or more convolutions, in program order.
+  // A concat along the channels of f32 maps whose channels are whole blocks: on the blocks it is the
+  // same concat along the block axis (SqueezeNet's fire modules, DenseNet's, Inception's).
+  bool concat_candidate(const Program& p, int32_t i) const {
+    const Operation& op = p.ops()[i];
+    if (op.type != "concat" || op.inputs.empty() || op.inputs[0].size() < 2) return false;
+    const int64_t axis = attr_int(op, "axis");
+    for (ValueId v : op.inputs[0]) {
+      const ValueType& t = p.value(v).type;
+      if (t.dtype != DType::f32 || t.shape.size() != 4 || t.shape[1] <= 0 || t.shape[1] % block_ != 0) return false;
+    }
+    return axis == 1 || axis == -3;
+  }
+
+  // The candidates (convolutions; max pools, channel scales and concats of candidates' results) in
+  // chains of two or more convolutions, in program order.
   std::vector<int32_t> converted(const Program& p) const {
     const auto& ops = p.ops();
     std::vector<bool> cand(ops.size()), conv(ops.size());
-    const auto producer_of = [&](int32_t i, size_t slot) {
-      const ValueId v = input_of(p, i, slot);
+    const auto producer_of = [&](ValueId v) {
       return v == kNoValue || p.value(v).kind != ValueKind::OpResult ? -1 : p.value(v).producer;
     };
-    // The input slots through which an op joins its producers' chains.
-    std::vector<std::vector<size_t>> slots(ops.size());
+    // The inputs through which an op joins its producers' chains: a conv's x and residual, a pool's x, a
+    // scale's map, a concat's every input (each must be a candidate's: the others are the op's own).
+    std::vector<std::vector<ValueId>> joins(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
       const int scale = scale_map_slot(p, k);
-      slots[i] = conv[i] ? std::vector<size_t>{0, 3} : scale >= 0 ? std::vector<size_t>{static_cast<size_t>(scale)} : std::vector<size_t>{0};
-      const int32_t from = producer_of(k, slots[i][0]);
-      // Producers come first, so cand[from] is final.
-      cand[i] = conv[i] || ((pool_candidate(p, k) || scale >= 0) && from >= 0 && cand[from]);
+      const bool concat = !conv[i] && concat_candidate(p, k);
+      if (conv[i]) joins[i] = {input_of(p, k, 0), input_of(p, k, 3)};
+      else if (concat) joins[i] = ops[i].inputs[0];
+      else joins[i] = {input_of(p, k, scale >= 0 ? static_cast<size_t>(scale) : 0)};
+      // Producers come first, so their cand[] are final.
+      const auto blocked = [&](ValueId v) { return producer_of(v) >= 0 && cand[producer_of(v)]; };
+      if (conv[i]) cand[i] = true;
+      else if (concat) cand[i] = std::all_of(joins[i].begin(), joins[i].end(), blocked);
+      else cand[i] = (pool_candidate(p, k) || scale >= 0) && blocked(joins[i][0]);
     }
     Chains chains(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!cand[i]) continue;
-      for (size_t slot : slots[i]) {
+      for (ValueId v : joins[i]) {
         // A residual joins only when the producer's output is blocked anyway (it is a candidate).
-        const int32_t producer = producer_of(static_cast<int32_t>(i), slot);
+        const int32_t producer = producer_of(v);
         if (producer >= 0 && cand[producer]) chains.join(static_cast<int32_t>(i), producer);
       }
     }
@@ -189,6 +213,15 @@ class ChannelBlocking final : public Pass {
     const ValueId map = mul.inputs[slot][0], factors = mul.inputs[1 - slot][0];
     const ValueId xb = blocked_input(p, map, false, blocked, i);
     replace(p, i, p.insert_op(i, "scale_channel_blocks", {{xb}, {factors}}, {})[0], p.value(map).type.shape[1], blocked, stats);
+  }
+
+  // concat(maps, axis 1) -> concat(their blocks, axis 1): [N, C / b, H, W, b] joined along C / b.
+  void convert_concat(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+    const Operation concat = p.ops()[i];
+    std::vector<ValueId> parts;
+    for (ValueId v : concat.inputs[0]) parts.push_back(blocked_input(p, v, false, blocked, i));
+    replace(p, i, p.insert_op(i, "concat", {parts}, {{"axis", int64_t{1}}})[0], p.value(concat.results[0]).type.shape[1], blocked,
+            stats);
   }
 
   // The op now at i + 1 (its replacement `out`, just inserted at i, computes it in blocks) is read as
