@@ -31,6 +31,10 @@ out=$("$PD_INFER" "$WORK/convnet.pdmodel" --batch 7 --repeat 1 --output-dir "$WO
 out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 5 --repeat 1 --output-dir "$WORK/out5" --profile 2>&1) || fail "pd-infer on the shuffle block: $out"
 [ "$(od -An -c -N 80 "$WORK/out5/output.npy" | tr -d ' \n' | grep -o "(5,4)")" = "(5,4)" ] || fail "the shuffle block did not give a (5, 4) output: $out"
 grep -q "fused_elementwise\|^ *sigmoid " <<< "$out" && fail "the shuffle block's SiLU did not become an activation: $out"
+# At batch 1 its small convolutions (the squeeze-excitation's, on 1x1 maps) run on the calling thread,
+# not on OpenMP's team.
+out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 1 --repeat 3 --profile 2>&1) || fail "pd-infer on the shuffle block at batch 1: $out"
+grep -q "OpenMP's team ran 0.0 primitives a run$" <<< "$out" || fail "the shuffle block used OpenMP's team at batch 1: $out"
 # --input-shape fixes the batch: every shape computation folds.
 out=$("$PD_CONVERT" "$DATA/convnet.onnx" "$WORK/convnet_b3.pdmodel" --input-shape input=3x1x32x32 --report 2>&1) || fail "--input-shape: $out"
 grep -q "inputs: input: f32\[3, 1, 32, 32\]" <<< "$out" || fail "--input-shape not applied: $out"

@@ -107,7 +107,14 @@ struct BlockedConvPart {
 struct BlockedConvCall {
   std::vector<BlockedConvPart> parts;
   bool activation_after = false;
+  bool one_thread = false;  // one part, made for the calling thread alone
 };
+
+// Below this many multiply-adds a call that does not divide runs on the calling thread: a
+// squeeze-excitation's 1x1 convolutions on [N, C, 1, 1] (MobileNetV3's 576 -> 144: 83 K) took a few
+// microseconds of work and woke OpenMP's team for it. The smallest stem that pays for two threads, 1 -> 32
+// channels 3x3 at 28x28, is 226 K (4 us on two threads, 11 on one).
+constexpr int64_t kOneThreadMacs = int64_t{1} << 17;
 
 // The part of `op` that reads images [n0, n0 + n) and writes output channels [c0, c0 + c).
 BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int64_t n0, int64_t n, int64_t c0, int64_t c,
@@ -156,8 +163,8 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
 
 // Parts for the pool where the work divides: groups of images when there are several (image_parts),
 // else the output channels in whole blocks, one part a thread (the last may have fewer blocks, and its
-// last block fewer channels). Otherwise, or on one thread, the whole call on OpenMP's team, as before:
-// both threads even for small problems (at batch 1 a 1 -> 32 channel stem takes 4 us on two, 11 on one).
+// last block fewer channels). Otherwise the whole call, on the calling thread when it is small
+// (kOneThreadMacs), else on OpenMP's team.
 std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx, const BlockedConvOp& op) {
   auto call = std::make_shared<BlockedConvCall>();
   const int64_t n = op.out[0], c = op.weight.shape()[0], threads = ctx.threads;
@@ -175,7 +182,9 @@ std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx
     for (int64_t c0 = 0; c0 < c; c0 += per)
       call->parts.push_back(make_part(ctx, op, 0, 1, c0, std::min(per, c - c0), true, call->activation_after));
   } else {
-    call->parts.push_back(make_part(ctx, op, 0, n, 0, c, false, call->activation_after));
+    const Shape& ws = op.weight.shape();
+    call->one_thread = threads > 1 && n * op.out[2] * op.out[3] * c * ws[1] * ws[2] * ws[3] < kOneThreadMacs;
+    call->parts.push_back(make_part(ctx, op, 0, n, 0, c, call->one_thread, call->activation_after));
   }
   return call;
 }
@@ -266,7 +275,7 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
     float* const bs = bias.defined() ? const_cast<float*>(bias.data<float>()) : nullptr;
     ArgMap* const kept = kept_call ? kept_part_args(ctx, call, bs != nullptr, rs != nullptr) : nullptr;
-    const bool on_pool = call->parts.size() > 1;
+    const bool on_pool = call->parts.size() > 1 || call->one_thread;
     parallel_items(static_cast<int64_t>(call->parts.size()), [&](int64_t i) {
       const BlockedConvPart& part = call->parts[static_cast<size_t>(i)];
       if (kept) {
@@ -283,7 +292,7 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                                                  {DNNL_ARG_DST, dnnl::memory(part.dst, cpu_engine(), out.data<float>() + part.dst_offset)}};
       if (bs) args.emplace(DNNL_ARG_BIAS, dnnl::memory(part.bias, cpu_engine(), bs + part.bias_offset));
       if (rs) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(part.dst, cpu_engine(), rs + part.dst_offset));
-      run_primitive(part.prim, args, part.scratchpad, on_pool);  // one part a thread, or the whole call on OpenMP's team
+      run_primitive(part.prim, args, part.scratchpad, on_pool);  // one part a thread, a small call on this one, or OpenMP's team
     });
   });
   if (after) apply_after(out, act, alpha);
