@@ -1196,6 +1196,27 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       check_same_outputs(r, rq, 1e-4);
     }
   }
+  SECTION("grouped convolutions join when each group's channels are whole blocks") {
+    // conv 16 -> 32, a 3x3 conv in `groups` groups, conv 32 -> 16: RegNet's and ResNeXt's bottleneck.
+    const auto grouped_chain = [&](int64_t groups) {
+      Program p;
+      auto x = p.add_input("x", {DType::f32, {-1, 16, 7, 7}});
+      auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t k, int64_t g, int64_t seed) {
+        return p.add_op("relu", {{p.add_op("conv2d", {{in}, {p.add_param(p.unique_name("w"), rnd({co, ci / g, k, k}, seed, -0.3, 0.3))},
+                                                      {p.add_param(p.unique_name("b"), rnd({co}, seed + 1))}},
+                                           {{"padding", std::vector<int64_t>(2, k / 2)}, {"groups", g}})[0]}})[0];
+      };
+      p.mark_output(conv(conv(conv(x, 16, 32, 1, 1, 1), 32, 32, 3, groups, 3), 32, 16, 1, 1, 5), "out");
+      return p;
+    };
+    for (int64_t groups : {2, 4}) {  // 16 or 8 channels a group
+      Program p = grouped_chain(groups);
+      Program q = blocked_for(p, wide);
+      const bool whole = (32 / groups) % block == 0;
+      CHECK(count_ops(q, "blocked_conv2d") == (whole ? 3 : 0));
+      check_same_outputs(p, q, 1e-4);
+    }
+  }
   SECTION("Winograd takes whole blocks only") {
     // The first conv, 24 -> 24 3x3 stride 1: whole blocks of 8 on AVX2, padded ones of 16 on AVX-512.
     Program p = residual_chain(24, 16, 24, false, 16);

@@ -124,10 +124,11 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   // The input channels, and the floats an image takes (blocks hold zero lanes past the channels).
   const int64_t channels = ws[1] * op.groups, image_channels = op.x.dim() == 5 ? xs[1] * xs[4] : xs[1];
   const int64_t out_h = op.out[2], out_w = op.out[3];
-  // A depthwise part's output channels [c0, c0 + c) read the same input channels (whole blocks of them).
-  const bool depthwise = op.groups > 1;
+  // A depthwise part's output channels [c0, c0 + c) read the same input channels (whole blocks of them);
+  // a grouped convolution runs whole (make_blocked_conv_call splits it by images only).
+  const bool depthwise = op.groups > 1 && ws[1] == 1 && ws[0] == op.groups;
   ConvGeometry g({n, depthwise ? c : channels, xs[2], xs[3]}, {c, ws[1], ws[2], ws[3]}, {n, c, out_h, out_w}, op.stride, op.padding,
-                 op.dilation, depthwise ? c : 1);
+                 op.dilation, depthwise ? c : op.groups);
   BlockedConvPart part;
   part.src = dnnl::memory::desc(g.src, dt::f32, op.x.dim() == 5 ? op.blocked : tag::nchw);
   part.dst = dnnl::memory::desc(g.dst, dt::f32, op.blocked);
@@ -175,7 +176,7 @@ std::shared_ptr<BlockedConvCall> make_blocked_conv_call(const KernelContext& ctx
       const int64_t n0 = n * t / parts, n1 = n * (t + 1) / parts;
       call->parts.push_back(make_part(ctx, op, n0, n1 - n0, 0, c, true, call->activation_after));
     }
-  } else if (threads > 1 && n == 1 && blocks >= threads) {
+  } else if (threads > 1 && n == 1 && blocks >= threads && (op.groups == 1 || op.weight.shape()[1] == 1)) {
     // Blocks that do not divide evenly go 5 + 4 (MobileNetV2's 144 channels): on OpenMP's team instead,
     // woken after the pool's work, a 56x56 depthwise convolution took 160 us of which oneDNN ran 100.
     const int64_t per = (blocks + threads - 1) / threads * op.block;
