@@ -1,7 +1,6 @@
 // to_channel_blocks, from_channel_blocks, scale_channel_blocks and blocked_conv2d, reference kernels: the
 // layout change and the per-channel scale as plain loops, and the blocked convolution as fused_conv2d
-// between the two (oneDNN's kernel computes in
-// the blocked layout directly: cpu/onednn/blocked_conv.cc).
+// between the two (oneDNN's kernel computes in the blocked layout directly: cpu/onednn/blocked_conv.cc).
 #include <algorithm>
 #include <vector>
 

@@ -91,6 +91,7 @@ class Importer {
     }
     return out;
   }
+  void set_dim_symbols(ir::ValueId v, std::vector<std::string> syms) { value_symbols_[v] = std::move(syms); }
 
  private:
   void read_symbols(const onnx::GraphProto& g) {
@@ -137,11 +138,6 @@ class Importer {
   // Symbols a converter carried over from its input (a transpose, a reshape): exporters that write no
   // value_info leave the intermediates without names for their dynamic extents.
   std::map<ir::ValueId, std::vector<std::string>> value_symbols_;
-
- public:
-  void set_dim_symbols(ir::ValueId v, std::vector<std::string> syms) { value_symbols_[v] = std::move(syms); }
-
- private:
 
  public:
   std::map<std::string, const onnx::NodeProto*> producers_;  // ONNX value name -> the node computing it
