@@ -35,26 +35,26 @@ inline void pack_output_lanes(const Tensor& weight, int64_t L, BlockWeights& w) 
     for (int64_t r = 0; r < per; ++r) w[static_cast<size_t>(((co / L) * per + r) * L + co % L)] = src[co * per + r];
 }
 
-// pack(weight, block, out) fills out; `kept` holds the cached copy for as long as the caller uses it.
-template <typename Pack>
-const BlockWeights& block_weights(const KernelContext& ctx, const char* kind, const Tensor& weight, int64_t block, Pack pack,
-                                  BlockWeights& local, std::shared_ptr<void>& kept) {
+// The weight in output lanes (pack_output_lanes), kept in ctx.packed when it is a constant there, else
+// packed into `local`; `kept` holds the cached copy for as long as the caller uses it.
+inline const BlockWeights& output_lane_weights(const KernelContext& ctx, const Tensor& weight, int64_t block, BlockWeights& local,
+                                               std::shared_ptr<void>& kept) {
   if (ctx.packed != nullptr) {
-    PackedKey key(kind);
+    PackedKey key("output_lanes");
     key.add(weight.shape());
     key.add(block);
     if (key.add_constant(*ctx.packed, weight)) {
       kept = ctx.packed->find(key.str());
       if (!kept) {
         auto made = std::make_shared<BlockWeights>();
-        pack(weight, block, *made);
+        pack_output_lanes(weight, block, *made);
         ctx.packed->store(key.str(), made);
         kept = made;
       }
       return *static_cast<const BlockWeights*>(kept.get());
     }
   }
-  pack(weight, block, local);
+  pack_output_lanes(weight, block, local);
   return local;
 }
 

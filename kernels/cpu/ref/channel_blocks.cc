@@ -69,6 +69,8 @@ void scale_rows(const T* __restrict src, const T* __restrict f, int64_t HW, T* _
     for (int64_t l = 0; l < kL; ++l) dst[p * kL + l] = src[p * kL + l] * lanes[l];
 }
 
+constexpr int64_t kMaxLanes = 64;  // channel_block_shape_rules.cc's kMaxBlock
+
 // One (image, block) a work item: L lanes of factors, the same for each of its H x W pixels; the lanes
 // past the channels are set to zero, whatever x holds there.
 template <typename T>
@@ -81,15 +83,15 @@ void scale_channel_blocks(const KernelContext& ctx, const Tensor& x, const Tenso
   T* od = out.data<T>();
   cpu::parallel_for(N * CB, HW * L, [&](int64_t i) {
     const int64_t n = i / CB, cb = i % CB;
-    std::vector<T> f(static_cast<size_t>(L), T(0));
-    for (int64_t l = 0; l < L && cb * L + l < C; ++l) f[static_cast<size_t>(l)] = sd[(per_image ? n * C : 0) + cb * L + l];
+    T f[kMaxLanes] = {};  // the shape rule bounds the block
+    for (int64_t l = 0; l < L && cb * L + l < C; ++l) f[l] = sd[(per_image ? n * C : 0) + cb * L + l];
     const T* src = xd + i * HW * L;
     T* dst = od + i * HW * L;
     const int64_t lanes = std::min(L, C - cb * L);
-    if (lanes == L && L == 16) return scale_rows<T, 16>(src, f.data(), HW, dst);  // whole blocks: vectorised
-    if (lanes == L && L == 8) return scale_rows<T, 8>(src, f.data(), HW, dst);
+    if (lanes == L && L == 16) return scale_rows<T, 16>(src, f, HW, dst);  // whole blocks: vectorised
+    if (lanes == L && L == 8) return scale_rows<T, 8>(src, f, HW, dst);
     for (int64_t p = 0; p < HW; ++p) {
-      for (int64_t l = 0; l < lanes; ++l) dst[p * L + l] = src[p * L + l] * f[static_cast<size_t>(l)];
+      for (int64_t l = 0; l < lanes; ++l) dst[p * L + l] = src[p * L + l] * f[l];
       for (int64_t l = lanes; l < L; ++l) dst[p * L + l] = T(0);
     }
   });

@@ -19,7 +19,7 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (padding[0] < 0 || padding[0] > k / 2 || padding[1] < 0 || padding[1] > k / 2) return false;
   std::shared_ptr<void> kept;
   BlockWeights local, bias_lanes;
-  const BlockWeights& w = block_weights(ctx, "depthwise_conv:w", weight, block, pack_output_lanes, local, kept);
+  const BlockWeights& w = output_lane_weights(ctx, weight, block, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
   DepthwiseConv c;

@@ -36,7 +36,7 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (ws[1] > (map >= kLargeMap ? kMaxPointwiseInputsLargeMap : kMaxPointwiseInputs)) return false;
   std::shared_ptr<void> kept;
   BlockWeights local, bias_lanes;
-  const BlockWeights& w = block_weights(ctx, "pointwise_conv:w", weight, block, pack_output_lanes, local, kept);
+  const BlockWeights& w = output_lane_weights(ctx, weight, block, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
   PointwiseConv c;
