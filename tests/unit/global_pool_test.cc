@@ -28,8 +28,8 @@ Program run_passes(const Program& p, std::vector<std::string> passes, const std:
   return q;
 }
 
-// Both programs on one random batch of 3 (the input's -1): every output within 1e-5 relative.
-void check_same_outputs(const Program& before, const Program& after) {
+// Both programs on one random batch of 3 (the input's -1): every output within `tol` relative.
+void check_same_outputs(const Program& before, const Program& after, double tol = 1e-5) {
   pd::Shape s = before.value(before.inputs()[0]).type.shape;
   s[0] = 3;
   const std::map<std::string, pd::Tensor> in = {{before.value(before.inputs()[0]).name, rnd(s, 7)}};
@@ -38,7 +38,7 @@ void check_same_outputs(const Program& before, const Program& after) {
   for (size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i].shape() == b[i].shape());
     const auto x = a[i].to_vector<double>(), y = b[i].to_vector<double>();
-    for (size_t k = 0; k < x.size(); ++k) REQUIRE(std::abs(x[k] - y[k]) <= 1e-5 * (1 + std::abs(x[k])));
+    for (size_t k = 0; k < x.size(); ++k) REQUIRE(std::abs(x[k] - y[k]) <= tol * (1 + std::abs(x[k])));
   }
 }
 
@@ -119,5 +119,5 @@ TEST_CASE("pass: a global average pool after blocked convolutions reads the bloc
   Program lowered = p;
   pd::ir::PassManager(opt).run(lowered);
   CHECK(count_ops(lowered, "global_avg_pool_nhwc") == 1);
-  check_same_outputs(p, lowered);
+  check_same_outputs(p, lowered, 1e-4);  // the 3x3 convolutions may run as Winograd's, which rounds differently
 }

@@ -1233,24 +1233,31 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     for (const auto& op : q.ops())
       if (op.type == "winograd_conv2d") CHECK(pd::ir::attr_int(op, "block") == block);
     check_same_outputs(p, q, 1e-4);
-    // At 10x10 (9 tiles) the blocked 3x3 convolution stays oneDNN's on AVX-512 (16 tiles needed) and goes
-    // to Winograd on AVX2 (4 needed); at 6x6 (4 tiles) too, at 4x4 (1 tile) it stays oneDNN's there.
-    CHECK(count_ops(blocked_for(residual_chain(16, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 0);
-    if (!avx512) {
+    // At 10x10 (9 tiles) and 6x6 (4 tiles) the blocked 3x3 convolution goes to Winograd on both targets,
+    // at 4x4 (1 tile) it stays oneDNN's.
+    for (const char* target : {"cpu-avx512", "cpu-avx2"}) {
+      if (!avx512 && std::string(target) == "cpu-avx512") continue;
       Program nine = residual_chain(16, 16);
-      Program w = blocked_for(nine, "cpu-avx2", nullptr, true);
+      Program w = blocked_for(nine, target, nullptr, true);
       CHECK(count_ops(w, "winograd_conv2d") == 1);
       check_same_outputs(nine, w, 1e-4);
-      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 6), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
-      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 4), "cpu-avx2", nullptr, true), "winograd_conv2d") == 0);
+      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 6), target, nullptr, true), "winograd_conv2d") == 1);
+      CHECK(count_ops(blocked_for(residual_chain(16, 16, 0, false, 4), target, nullptr, true), "winograd_conv2d") == 0);
     }
-    // On AVX-512 the transformed weight must also be read over enough tiles: 256 -> 256 channels at 16x16
-    // (16 tiles, 9.4 MB) stays oneDNN's, unless the batch hint says 8 images a call (128 tiles); 64 -> 64
-    // (590 KB) goes to Winograd; on AVX2 both do.
-    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 0);
-    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx512", nullptr, true, 8), "winograd_conv2d") == 1);
-    CHECK(count_ops(blocked_for(residual_chain(64, 32, 64, false, 16), "cpu-avx512", nullptr, true), "winograd_conv2d") == 1);
-    CHECK(count_ops(blocked_for(residual_chain(256, 128, 256, false, 16), "cpu-avx2", nullptr, true), "winograd_conv2d") == 1);
+    // A large transformed weight must also be read over enough tiles: 256 -> 256 channels at 16x16 (16
+    // tiles, 9.4 MB) stays oneDNN's, unless the batch hint says 8 images a call (128 tiles); 64 -> 64
+    // (590 KB) goes to Winograd, and so does 128 -> 128 at 7x7 (4 tiles, but 2.4 MB in all); 256 -> 256
+    // at 7x7 (9.4 MB over 4 tiles) stays. The rule is the same for both targets.
+    for (const char* target : {"cpu-avx512", "cpu-avx2"}) {
+      const auto winograd_ops = [&](int64_t c, int64_t hw, int64_t batch) {
+        return count_ops(blocked_for(residual_chain(c, 64, c, false, hw), target, nullptr, true, batch), "winograd_conv2d");
+      };
+      CHECK(winograd_ops(256, 16, 1) == 0);
+      CHECK(winograd_ops(256, 16, 8) == 1);
+      CHECK(winograd_ops(64, 16, 1) == 1);
+      CHECK(winograd_ops(128, 7, 1) == 1);
+      CHECK(winograd_ops(256, 7, 1) == 0);
+    }
   }
   SECTION("a max pool between convolutions pools the blocks (ResNet's stem)") {
     // image [3, 17, 15] -> conv 3x3 (3 -> 2b) -> relu -> max_pool2d 3x3 / 2 / pad 1 -> conv 3x3 (2b -> 2b)

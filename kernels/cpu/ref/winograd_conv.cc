@@ -79,9 +79,9 @@ PD_WINO_INLINE void multiply_rows(const WinoGeom& g, const T* A, const T* Up, in
 template <typename T, typename W>
 PD_WINO_INLINE void multiply_points(const WinoGeom& g, const T* U, int64_t nt, int64_t k0, int64_t k1, const T* V, T* M) {
   for (int p = 0; p < kPoints; ++p) {
-    const T* Vp = V + p * g.TB * g.CV;
+    const T* Vp = V + p * g.VS;
     const T* Up = U + p * g.C * g.K;
-    T* Mp = M + p * g.TB * g.KV;
+    T* Mp = M + p * g.MS;
     for (int64_t r0 = 0; r0 < nt; r0 += kRows) {
       const T* A = Vp + r0 * g.CV;
       T* Cr = Mp + r0 * g.KV;
@@ -156,7 +156,7 @@ template <typename T, typename Act>
 PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t t0, int64_t nt,
                                       int64_t k0, int64_t k1, const T* M, T* out) {
   constexpr int L = kLanes<T>;
-  const int64_t point_stride = g.TB * g.KV;
+  const int64_t point_stride = g.MS;
   for (int64_t tl = 0; tl < nt; ++tl) {
     const int64_t t = t0 + tl, n = t / (g.TH * g.TW), ty = t / g.TW % g.TH, tx = t % g.TW;
     const int64_t oy0 = ty * kOut, ox0 = tx * kOut;
@@ -274,8 +274,8 @@ void winograd_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& we
   T* od = out.data<T>();
   cpu::parallel_for(blocks * slices, g.TB * kPoints * g.C * g.K / slices, [&](int64_t i) {
     thread_local std::vector<T> V, M;
-    V.resize(std::max<size_t>(V.size(), kPoints * g.TB * g.CV));
-    M.resize(std::max<size_t>(M.size(), kPoints * g.TB * g.KV));
+    V.resize(std::max<size_t>(V.size(), kPoints * g.VS));
+    M.resize(std::max<size_t>(M.size(), kPoints * g.MS));
     const int64_t t0 = i / slices * g.TB, k0 = i % slices * slice_k;
     const int64_t k1 = std::min(g.K, k0 + slice_k);
     if (k0 < k1) run_tiles(g, e, xd, ud, t0, std::min(g.TB, g.tiles - t0), k0, k1, V.data(), M.data(), od);

@@ -26,7 +26,7 @@ using namespace winograd_tiles;
 template <typename T, typename V>
 PD_WINO_INLINE void transform_grads(const WinoGeom& g, const T* dy, int64_t t0, int64_t nt, T* Z) {
   constexpr int L = lanes_of<V>;
-  const int64_t point_stride = g.TB * g.KV;
+  const int64_t point_stride = g.MS;
   for (int64_t tl = 0; tl < nt; ++tl) {
     const int64_t t = t0 + tl, n = t / (g.TH * g.TW), oy0 = t / g.TW % g.TH * kOut, ox0 = t % g.TW * kOut;
     const bool whole = oy0 + kOut <= g.OH && ox0 + kOut <= g.OW;
@@ -71,8 +71,8 @@ PD_WINO_INLINE void grad_weight_part(const WinoGeom& g, const T* x, const T* dy,
     if (g.K % lanes_of<W> == 0) transform_grads<T, W>(g, dy, b0, nt, Z);
     else transform_grads<T, Vec<T>>(g, dy, b0, nt, Z);
     for (int p = 0; p < kPoints; ++p) {
-      const T* Vp = V + p * g.TB * g.CV;
-      const T* Zp = Z + p * g.TB * g.KV;
+      const T* Vp = V + p * g.VS;
+      const T* Zp = Z + p * g.MS;
       T* dUp = dU + p * g.CV * g.KV;
       for (int64_t c0 = 0; c0 < g.C; c0 += R) accumulate_rows<T, R, W>(g, nt, Vp + c0, Zp, dUp + c0 * g.KV);
     }
@@ -109,6 +109,7 @@ void winograd_conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, c
   g.CV = g.C, g.KV = g.K;  // whole vectors (winograd_grad_weight.h)
   const int64_t point_bytes = g.CV * g.KV * int64_t{sizeof(float)};
   g.TB = tiles_per_block(g.tiles, (g.CV + g.KV) * int64_t{sizeof(float)}, kPoints * point_bytes, 1);
+  g.VS = point_stride<float>(g.TB, g.CV), g.MS = point_stride<float>(g.TB, g.KV);
   // Parts of whole blocks, at most 8 and at most 32 MiB of partial sums.
   const int64_t blocks = (g.tiles + g.TB - 1) / g.TB;
   const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(8, (32 << 20) / (kPoints * point_bytes)), 1, blocks);
@@ -119,8 +120,8 @@ void winograd_conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, c
   const float* gd = grad.data<float>();
   cpu::parallel_for(parts, part_tiles * kPoints * g.C * g.K, [&](int64_t part) {
     thread_local std::vector<float> V, Z;
-    V.resize(std::max<size_t>(V.size(), kPoints * g.TB * g.CV));
-    Z.resize(std::max<size_t>(Z.size(), kPoints * g.TB * g.KV));
+    V.resize(std::max<size_t>(V.size(), kPoints * g.VS));
+    Z.resize(std::max<size_t>(Z.size(), kPoints * g.MS));
     const int64_t t0 = part * part_tiles, t1 = std::min(g.tiles, t0 + part_tiles);
     if (t0 < t1) run_part(g, xd, gd, t0, t1, V.data(), Z.data(), dU.data() + part * kPoints * g.CV * g.KV);
   });

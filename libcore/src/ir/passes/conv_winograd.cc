@@ -2,18 +2,16 @@
 // multiplications, and the filter transform (winograd_weight) runs here, once, instead of on every call.
 // conv2d and fused_conv2d (keeping its residual and activation) are both taken, and blocked_conv2d on
 // channel blocks (made by channel_blocking) becomes a winograd_conv2d on blocks where its images have
-// enough output tiles. On AVX-512 that is 16 (14x14 and up): on a 7x7 image at 128 channels the 2.4 MB
-// transformed weight is read for 4 tiles an image, and at batch 1 that cost more than oneDNN's direct
-// convolution (the residual example on host C: 68 against 51 us), though at batch 64 it won (1.74
-// against 2.26 ms); the batch is not known here, and batch 1 is the latency case. On AVX2, where oneDNN's
-// direct kernel runs at half the FMA peak, Winograd wins there at every batch (host A, 7x7 x 128
-// channels, pd-bench: 0.07 against 0.23 ms at batch 1, 3.2 against 10.3-10.9 at batch 64), so 4 tiles
-// are enough. On AVX-512 the transformed weight must also be read over enough tiles: 36 Cin Cout floats
-// per tile of the batch at most kMaxWeightBytesPerTile (256 KiB), the batch being the hint (1 unless
-// pd-infer was told another). ResNet-18's 14x14 maps at 256 channels (9.4 MB over 16 tiles) ran 843 us
-// as Winograd against 582 us direct at batch 1 (AMD Zen 5, 2 threads), but the model ran 54.2 ms
-// direct against 50.9 with Winograd at batch 8; the layers that win at batch 1 have at most 48 KiB a
-// tile (28x28 at 128 channels: 318 against 517 us).
+// enough output tiles: at least 4 (7x7 maps and up). Every call reads the whole transformed weight (36
+// Cin Cout floats) for its tiles, and where that is too large to stay in the cache for so few tiles the
+// point products wait on it: so the weight must be read over enough tiles of the batch (at most
+// kMaxWeightBytesPerTile, 256 KiB, a tile; the batch being the hint, 1 unless pd-infer was told
+// another), or be at most kCachedWeightBytes (4 MiB) in all. ResNet-18's 14x14 maps at 256 channels
+// (9.4 MB over 16 tiles) run 785 us as Winograd against 550 us direct at batch 1 and its 7x7 maps at 512
+// channels 1250 against 790 (AMD Zen 5, AVX-512, 2 threads); with the AVX2 code on the same host the
+// model ran 17.4 ms with them on Winograd against 12.5 without. The residual example's 7x7 maps at 128
+// channels (2.4 MB over 4 tiles) take 34 against 60 us on one thread (AVX-512) and 0.07 against 0.23 ms
+// at batch 1 on host A (Zen 3, AVX2, where oneDNN's direct kernel runs at half the FMA peak).
 //
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
@@ -30,16 +28,12 @@ namespace pd::ir::passes {
 namespace {
 
 constexpr int64_t kMinChannels = 16;
+constexpr int64_t kMinTiles = 4;  // output tiles an image at least (blocked convolutions): 7x7 maps and up
 constexpr int64_t kMaxWeightBytesPerTile = int64_t{256} << 10;
+constexpr int64_t kCachedWeightBytes = int64_t{4} << 20;
 
-struct TileRule {
-  int64_t min_tiles = 4;             // output tiles an image at least (blocked convolutions)
-  int64_t max_weight_bytes = 0;      // transformed weight bytes a tile at most (0: no limit)
-  int64_t batch = 1;                 // images a call (the batch hint)
-};
-
-// Whether the pass takes op i (see the preconditions above).
-bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
+// Whether the pass takes op i (see the preconditions above), at `batch` images a call.
+bool winograd_fits(const Program& p, int32_t i, int64_t batch) {
   const Operation& op = p.ops()[i];
   const bool blocked = op.type == "blocked_conv2d";
   if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
@@ -56,8 +50,9 @@ bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
     const Shape& out = p.value(op.results[0]).type.shape;
     if (x.size() != 5 || ws[0] % x[4] != 0 || ws[1] % x[4] != 0) return false;  // whole blocks, no padding lanes
     const int64_t tiles = ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
-    if (tiles < rule.min_tiles) return false;
-    if (rule.max_weight_bytes > 0 && 36 * ws[0] * ws[1] * 4 > rule.max_weight_bytes * tiles * rule.batch) return false;
+    if (tiles < kMinTiles) return false;
+    const int64_t weight_bytes = 36 * ws[0] * ws[1] * 4;
+    if (weight_bytes > kCachedWeightBytes && weight_bytes > kMaxWeightBytesPerTile * tiles * batch) return false;
   }
   return true;
 }
@@ -71,11 +66,8 @@ class ConvWinograd final : public Pass {
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d", "blocked_conv2d"}; }
 
-  void set_target(const Target& t) override {
-    rule_ = t.has_isa(CpuIsa::avx512) ? TileRule{16, kMaxWeightBytesPerTile, rule_.batch} : TileRule{4, 0, rule_.batch};
-  }
-  void set_batch_hint(int64_t batch) override { rule_.batch = std::max<int64_t>(batch, 1); }
-  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, rule_); }
+  void set_batch_hint(int64_t batch) override { batch_ = std::max<int64_t>(batch, 1); }
+  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, batch_); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation conv = p.ops()[i];
@@ -100,7 +92,7 @@ class ConvWinograd final : public Pass {
   }
 
  private:
-  TileRule rule_;
+  int64_t batch_ = 1;  // images a call (the batch hint)
 };
 
 }  // namespace
