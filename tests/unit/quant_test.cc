@@ -306,51 +306,6 @@ TEST_CASE("int8 direct convolution: exact sums for 7-bit and 8-bit weights, pool
   }
 }
 
-// quantized_conv2d's 3x3 stride-1 convolutions on whole vectors of channels, which AVX2 CPUs without VNNI
-// run as integer Winograd (quantized_winograd.cc; the unit:int8_without_vnni run takes that path on any
-// AVX2 machine): exact against a plain sum with all 8 bits of the weights (no halving), on the default
-// backend. 32 input channels at the extremes keep every sum within f32's exact integers; 1024 (the most
-// it takes) make the largest sums its int32 arithmetic must carry.
-TEST_CASE("int8 3x3 convolutions: exact sums on 8-bit weights on every path", "[quant][int8_isa]") {
-  bool has_onednn = false;
-  for (const auto& k : pd::registry::registered_kernels("quantized_conv2d")) has_onednn |= k.backend == pd::Backend::onednn;
-  if (has_onednn && !pd::cpu_has_vnni() && !pd::cpu_has_avx2_fma()) {
-    WARN("oneDNN without AVX2 or VNNI halves 8-bit weights: skipped");
-    return;
-  }
-  const int64_t N = 2, H = 7, W = 9, CO = 16;
-  for (const int64_t C : {32, 1024}) {
-    const uint8_t zp = 2;
-    std::vector<uint8_t> xv(static_cast<size_t>(N * H * W * C));
-    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<uint8_t>(C == 1024 ? 255 : i % 13 == 0 ? 0 : 243 + i % 13);
-    std::vector<int8_t> wv(static_cast<size_t>(CO * C * 9));
-    for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<int8_t>(C == 1024 || i % 3 == 0 ? -128 : 127 - static_cast<int>(i % 5));
-    std::vector<float> wsv(CO);
-    for (int64_t o = 0; o < CO; ++o) wsv[o] = std::ldexp(1.0f, -static_cast<int>(o % 4));  // exact products in f32
-    std::vector<float> want(static_cast<size_t>(N * H * W * CO));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oh = 0; oh < H; ++oh)
-        for (int64_t ow = 0; ow < W; ++ow)
-          for (int64_t o = 0; o < CO; ++o) {
-            int64_t sum = 0;
-            for (int64_t ky = 0; ky < 3; ++ky)
-              for (int64_t kx = 0; kx < 3; ++kx) {
-                const int64_t h = oh + ky - 1, v = ow + kx - 1;
-                if (h < 0 || h >= H || v < 0 || v >= W) continue;
-                for (int64_t c = 0; c < C; ++c)
-                  sum += (xv[static_cast<size_t>(((n * H + h) * W + v) * C + c)] - zp) * wv[static_cast<size_t>((o * C + c) * 9 + ky * 3 + kx)];
-              }
-            want[static_cast<size_t>(((n * H + oh) * W + ow) * CO + o)] = static_cast<float>(0.5 * wsv[o] * static_cast<double>(sum));
-          }
-    INFO(C << " input channels, int8 path " << pd::int8_path_name());
-    const Tensor x = Tensor::from_vector<uint8_t>(xv, {N, H, W, C}), w = Tensor::from_vector<int8_t>(wv, {CO, C, 3, 3});
-    const Tensor got = pd::ops::quantized_conv2d(x, Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(zp), w,
-                                                 Tensor::from_vector<float>(wsv, {CO}), {}, {}, {}, {}, {}, {}, {1, 1}, {1, 1}, {1, 1}, 1,
-                                                 "none", 0.0, /*channels_last=*/true);
-    CHECK(pd::test::max_abs_diff(got, Tensor::from_vector<float>(want, {N, H, W, CO})) == 0.0f);
-  }
-}
-
 // The statistics cache: what is stored comes back bit for bit under its key; another key, a damaged
 // file and inconsistent statistics are refused with a reason, never used.
 TEST_CASE("stats cache: observers round-trip under their key, damage is refused", "[quant]") {

@@ -4,8 +4,7 @@
 // (quantized_common.h). An int8 residual of an int8 result is copied into the destination as it is and
 // read back by the sum post-op with its own scale and zero point, so a residual block stays in int8 from
 // end to end. Shapes oneDNN serves badly go to the direct kernels (cpu/ref/quantized_direct.h): few input
-// channels to the direct convolution, a 1x1 convolution into few pixels to the direct linear kernel,
-// and on AVX2 without VNNI the 3x3 stride-1 convolutions to integer Winograd (quantized_winograd.cc).
+// channels to the direct convolution, a 1x1 convolution into few pixels to the direct linear kernel.
 #include <algorithm>
 #include <cstring>
 
@@ -371,10 +370,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   if (pointwise_as_linear(ctx, op, seven_bit) ||
       reference::quantized_conv2d_direct(ctx, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
                                          out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
-                                         out_dtype, out) ||
-      reference::quantized_conv2d_winograd(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
-                                           residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups,
-                                           activation, alpha, channels_last, out_dtype, out))
+                                         out_dtype, out))
     return;
   bool on_reference = false;
   guarded("quantized_conv2d", [&] {

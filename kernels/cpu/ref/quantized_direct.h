@@ -33,17 +33,6 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
                                      const std::vector<int64_t>& pool_kernel_size, const std::vector<int64_t>& pool_stride,
                                      const std::vector<int64_t>& pool_padding, Tensor& out);
 
-// quantized_winograd.cc: 3x3 stride-1 convolutions of whole vectors of channels (C_in, C_out multiples of
-// 16, C_in at most 1024; NHWC) by Winograd's F(2x2, 3x3) in exact integer arithmetic, on AVX2 CPUs
-// without VNNI only (there it needs 2.25x fewer multiplies than a direct int8 convolution). Its sums are
-// the convolution's exact ones on all 8 bits of the weights; the residual may be f32 or int8.
-bool quantized_conv2d_winograd(const KernelContext& ctx, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
-                               const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
-                               const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
-                               const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                               const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
-                               bool channels_last, DType out_dtype, Tensor& out);
-
 bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
                              const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,

@@ -179,9 +179,19 @@ PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
   return _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
 }
 
-// The real values y of 8 output channels (scaled, with bias and residual) through the activation and,
-// for an int8 output, requantization, into out[at...], `n` <= 8 of them. Always inlined, as avx2_store.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_finish(const Epilogue& e, __m256 y, int64_t n, void* out, int64_t at) {
+// 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
+// values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
+// Always inlined: its callers keep up to 10 accumulators in registers, and a call (every vector register
+// is the caller's to save) spilled them all at each store.
+PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
+                                                                    const float* residual, void* out, int64_t at) {
+  const int64_t n = std::min<int64_t>(lanes, 8);
+  __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
+  if (residual) {
+    alignas(32) float r[8] = {};
+    std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
+    y = _mm256_add_ps(y, _mm256_load_ps(r));
+  }
   y = avx2_activate(e, y);
   if (e.out_dtype == DType::f32) {
     if (n == 8) return _mm256_storeu_ps(static_cast<float*>(out) + at, y);
@@ -196,22 +206,6 @@ PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_finish(const Epil
   alignas(16) char t[16];
   _mm_store_si128(reinterpret_cast<__m128i*>(t), bytes);
   std::memcpy(dst, t, static_cast<size_t>(n));
-}
-
-// 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
-// values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
-// Always inlined: its callers keep up to 10 accumulators in registers, and a call (every vector register
-// is the caller's to save) spilled them all at each store.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
-                                                                    const float* residual, void* out, int64_t at) {
-  const int64_t n = std::min<int64_t>(lanes, 8);
-  __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
-  if (residual) {
-    alignas(32) float r[8] = {};
-    std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
-    y = _mm256_add_ps(y, _mm256_load_ps(r));
-  }
-  avx2_finish(e, y, n, out, at);
 }
 
 // avx2_store for the sums of the u8 paths, from which the zero point's offsets still come off.

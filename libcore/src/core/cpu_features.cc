@@ -64,8 +64,7 @@ bool cpu_has_vnni() {
 
 const char* int8_path_name() {
   return cpu_has_vnni() ? "vnni (u8 x s8 products summed exactly)"
-                        : "no VNNI (u8 activations meet 7-bit weights so that vpmaddubsw cannot saturate; 3x3 "
-                          "convolutions of whole 16-channel vectors run as exact integer Winograd on 8-bit weights)";
+                        : "no VNNI (u8 activations meet 7-bit weights so that vpmaddubsw cannot saturate)";
 }
 
 }  // namespace pd
