@@ -3,15 +3,18 @@
 // conv2d and fused_conv2d (keeping its residual and activation) are both taken, and blocked_conv2d on
 // channel blocks (made by channel_blocking) becomes a winograd_conv2d on blocks where its images have
 // enough output tiles: at least 4 (7x7 maps and up). Every call reads the whole transformed weight (36
-// Cin Cout floats) for its tiles, and where that is too large to stay in the cache for so few tiles the
-// point products wait on it: so the weight must be read over enough tiles of the batch (at most
-// kMaxWeightBytesPerTile, 256 KiB, a tile; the batch being the hint, 1 unless pd-infer was told
-// another), or be at most kCachedWeightBytes (4 MiB) in all. ResNet-18's 14x14 maps at 256 channels
-// (9.4 MB over 16 tiles) run 785 us as Winograd against 550 us direct at batch 1 and its 7x7 maps at 512
-// channels 1250 against 790 (AMD Zen 5, AVX-512, 2 threads); with the AVX2 code on the same host the
-// model ran 17.4 ms with them on Winograd against 12.5 without. The residual example's 7x7 maps at 128
-// channels (2.4 MB over 4 tiles) take 34 against 60 us on one thread (AVX-512) and 0.07 against 0.23 ms
-// at batch 1 on host A (Zen 3, AVX2, where oneDNN's direct kernel runs at half the FMA peak).
+// Cin Cout floats) for its tiles, and on AVX-512, where oneDNN's direct kernel runs near the FMA peak,
+// the point products wait on that weight where it is too large to stay in the cache for so few tiles:
+// there it must be read over enough tiles of the batch (at most kMaxWeightBytesPerTile, 256 KiB, a tile;
+// the batch being the hint, 1 unless pd-infer was told another), or be at most kCachedWeightBytes (4 MiB)
+// in all. ResNet-18's 14x14 maps at 256 channels (9.4 MB over 16 tiles) run 785 us as Winograd against
+// 550 us direct at batch 1 and its 7x7 maps at 512 channels 1250 against 790 (AMD Zen 5, 2 threads); the
+// residual example's 7x7 maps at 128 channels (2.4 MB over 4 tiles) 34 against 60 us on one thread. On
+// AVX2-only targets oneDNN's direct kernel runs at half the FMA peak and Winograd wins at every size
+// measured there (host A, Zen 3, 7x7 x 128 channels: 0.07 against 0.23 ms at batch 1, 3.2 against
+// 10.3-10.9 at batch 64), so they take no weight bound. (The Zen 5 host running its AVX2 code is no
+// stand-in: there oneDNN's AVX2 kernel is fast and ResNet-18 ran 17.4 ms with the large weights on
+// Winograd against 12.5 without.)
 //
 // Preconditions: a 3x3 kernel, stride 1, dilation 1, groups 1; the weight (and the bias, if any) is a
 // param, float; at least kMinChannels input and output channels, because with fewer the transforms cost
@@ -32,8 +35,13 @@ constexpr int64_t kMinTiles = 4;  // output tiles an image at least (blocked con
 constexpr int64_t kMaxWeightBytesPerTile = int64_t{256} << 10;
 constexpr int64_t kCachedWeightBytes = int64_t{4} << 20;
 
-// Whether the pass takes op i (see the preconditions above), at `batch` images a call.
-bool winograd_fits(const Program& p, int32_t i, int64_t batch) {
+struct TileRule {
+  bool bound_weight = false;  // the AVX-512 bound on transformed weight bytes a tile (above)
+  int64_t batch = 1;          // images a call (the batch hint)
+};
+
+// Whether the pass takes op i (see the preconditions above).
+bool winograd_fits(const Program& p, int32_t i, const TileRule& rule) {
   const Operation& op = p.ops()[i];
   const bool blocked = op.type == "blocked_conv2d";
   if (attr_ints(op, "stride") != std::vector<int64_t>{1, 1} || attr_ints(op, "dilation") != std::vector<int64_t>{1, 1} ||
@@ -52,7 +60,8 @@ bool winograd_fits(const Program& p, int32_t i, int64_t batch) {
     const int64_t tiles = ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
     if (tiles < kMinTiles) return false;
     const int64_t weight_bytes = 36 * ws[0] * ws[1] * 4;
-    if (weight_bytes > kCachedWeightBytes && weight_bytes > kMaxWeightBytesPerTile * tiles * batch) return false;
+    if (rule.bound_weight && weight_bytes > kCachedWeightBytes && weight_bytes > kMaxWeightBytesPerTile * tiles * rule.batch)
+      return false;
   }
   return true;
 }
@@ -66,8 +75,9 @@ class ConvWinograd final : public Pass {
   std::string doc() const override { return "3x3 stride-1 conv2d / fused_conv2d -> winograd_conv2d (weights transformed once)"; }
   std::vector<std::string> targets() const override { return {"conv2d", "fused_conv2d", "blocked_conv2d"}; }
 
-  void set_batch_hint(int64_t batch) override { batch_ = std::max<int64_t>(batch, 1); }
-  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, batch_); }
+  void set_target(const Target& t) override { rule_.bound_weight = t.has_isa(CpuIsa::avx512); }
+  void set_batch_hint(int64_t batch) override { rule_.batch = std::max<int64_t>(batch, 1); }
+  bool match(const Program& p, int32_t i) const override { return winograd_fits(p, i, rule_); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const Operation conv = p.ops()[i];
@@ -92,7 +102,7 @@ class ConvWinograd final : public Pass {
   }
 
  private:
-  int64_t batch_ = 1;  // images a call (the batch hint)
+  TileRule rule_;
 };
 
 }  // namespace
