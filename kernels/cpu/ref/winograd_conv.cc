@@ -36,9 +36,9 @@ struct Epilogue {
 // has no switch in it and everything inlines into the AVX2 entry point.
 namespace act {
 // Each applies to one value and, lane by lane unless it has a faster form, to a vector.
-template <typename T, typename F>
-PD_WINO_INLINE Vec<T> lanes(const F& f, Vec<T> v) {
-  for (int i = 0; i < kLanes<T>; ++i) v[i] = f(v[i]);
+template <typename F, typename V>
+PD_WINO_INLINE V lanes(const F& f, V v) {
+  for (int i = 0; i < lanes_of<V>; ++i) v[i] = f(v[i]);
   return v;
 }
 // Activation A with the formula of its op (elementwise_ops.h); relu, the common case, on whole vectors.
@@ -46,10 +46,24 @@ template <typename T, Activation A>
 struct Of {
   T alpha;
   PD_WINO_INLINE T operator()(T v) const { return activate<A>(v, alpha); }
-  PD_WINO_INLINE Vec<T> vec(Vec<T> v) const {
+  template <typename V>
+  PD_WINO_INLINE V vec(V v) const {
     if constexpr (A == Activation::none) return v;
-    else if constexpr (A == Activation::relu) return ((v > T(0)) | (v != v)) ? v : Vec<T>{};  // NaN stays
-    else return lanes<T>(*this, v);
+    else if constexpr (sizeof(V) > sizeof(Vec<T>)) {
+      // In two halves: GCC 12 turns a compare of 64-byte vectors (without AVX512DQ to widen its mask)
+      // into a compare and a branch per lane, which doubled the AVX-512 kernel's time with relu. The
+      // halves are shuffles (register moves), not a round trip through memory, whose two stores and one
+      // load cannot be forwarded.
+      if constexpr (lanes_of<V> == 16) {
+        const Vec<T> lo = vec(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)),
+                     hi = vec(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      } else {
+        const Vec<T> lo = vec(__builtin_shufflevector(v, v, 0, 1, 2, 3)), hi = vec(__builtin_shufflevector(v, v, 4, 5, 6, 7));
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+      }
+    } else if constexpr (A == Activation::relu) return ((v > T(0)) | (v != v)) ? v : V{};  // NaN stays
+    else return lanes(*this, v);
   }
 };
 }  // namespace act
@@ -122,17 +136,17 @@ PD_WINO_INLINE void scatter_full_tile(const WinoGeom& g, const Epilogue<T>& e, c
   }
 }
 
-// Writes the 4x4 tile o (channel vectors) of channels [k, k + lanes) at (oy0, ox0) of image n into a
-// channel-blocked output, rows x cols of it (fewer at the image's edge), with residual and activation.
-template <typename T, typename Act>
+// Writes the 4x4 tile o (channel vectors of type V) of channels [k, k + lanes) at (oy0, ox0) of image n
+// into a channel-blocked output, rows x cols of it (fewer at the image's edge), with residual and activation.
+template <typename T, typename Act, typename V>
 PD_WINO_INLINE void scatter_blocked_tile(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t n, int64_t k,
-                                         int64_t oy0, int64_t ox0, int64_t rows, int64_t cols, const Vec<T>* o, T* out) {
+                                         int64_t oy0, int64_t ox0, int64_t rows, int64_t cols, const V* o, T* out) {
   const int64_t base = ((n * (g.K / g.BK) + k / g.BK) * g.OH * g.OW) * g.BK + k % g.BK;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t q = 0; q < cols; ++q) {
       const int64_t at = base + ((oy0 + r) * g.OW + ox0 + q) * g.BK;
-      Vec<T> v = o[r * kOut + q];
-      if (e.residual) v += load(e.residual + at);
+      V v = o[r * kOut + q];
+      if (e.residual) v += load<T, V>(e.residual + at);
       store(out + at, act.vec(v));
     }
 }
@@ -151,17 +165,29 @@ PD_WINO_INLINE void prefetch_blocked_tile(const WinoGeom& g, const T* residual, 
   }
 }
 
-// Phase 3: the 4x4 output tiles of channels [k0, k1), with bias, residual and activation.
-template <typename T, typename Act>
+// Phase 3: the 4x4 output tiles of channels [k0, k1), with bias, residual and activation. Channel blocks
+// of whole W vectors (AVX-512's blocks of 16) go a W vector at a time: half the transform's instructions.
+template <typename T, typename Act, typename W>
 PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, const Act& act, int64_t t0, int64_t nt,
                                       int64_t k0, int64_t k1, const T* M, T* out) {
-  constexpr int L = kLanes<T>;
+  constexpr int L = kLanes<T>, LW = lanes_of<W>;
   const int64_t point_stride = g.MS;
+  const bool wide = LW > L && g.BK > 0 && g.BK % LW == 0;  // then k0, k1 are whole blocks too
   for (int64_t tl = 0; tl < nt; ++tl) {
     const int64_t t = t0 + tl, n = t / (g.TH * g.TW), ty = t / g.TW % g.TH, tx = t % g.TW;
     const int64_t oy0 = ty * kOut, ox0 = tx * kOut;
     const int64_t rows = std::min<int64_t>(kOut, g.OH - oy0), cols = std::min<int64_t>(kOut, g.OW - ox0);
     if (e.residual && g.BK > 0 && tl + 1 < nt) prefetch_blocked_tile(g, e.residual, t + 1, k0, k1);
+    if constexpr (LW > L) {
+      if (wide) {
+        for (int64_t k = k0; k < k1; k += LW) {
+          W o[kOut * kOut];
+          output_transform<T, W>(M + tl * g.KV + k, point_stride, load<T, W>(e.bias + k), o);
+          scatter_blocked_tile(g, e, act, n, k, oy0, ox0, rows, cols, o, out);
+        }
+        continue;
+      }
+    }
     for (int64_t k = k0; k < k1; k += L) {
       alignas(32) T o[kOut * kOut][L];
       output_transform<T>(M + tl * g.KV + k, point_stride, load(e.bias + k), reinterpret_cast<Vec<T>*>(o));
@@ -190,10 +216,10 @@ PD_WINO_INLINE void transform_outputs(const WinoGeom& g, const Epilogue<T>& e, c
 template <typename T, typename Act, typename W>
 PD_WINO_INLINE void run_block(const WinoGeom& g, const Epilogue<T>& e, const T* x, const T* U, int64_t t0, int64_t nt,
                               int64_t k0, int64_t k1, T* V, T* M, T* out) {
-  transform_inputs(g, x, t0, nt, V);
+  transform_inputs<T, W>(g, x, t0, nt, V);
   multiply_points<T, W>(g, U, nt, k0, k1, V, M);
   const Act act{e.alpha};
-  transform_outputs(g, e, act, t0, nt, k0, k1, M, out);
+  transform_outputs<T, Act, W>(g, e, act, t0, nt, k0, k1, M, out);
 }
 
 // The same code three times, chosen at run time: for AVX-512 (the point products on 64-byte vectors,

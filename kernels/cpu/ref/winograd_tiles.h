@@ -123,18 +123,32 @@ PD_WINO_INLINE void gather_patch(const WinoGeom& g, const T* x, int64_t n, int64
   __builtin_memcpy(d, e, sizeof e);
 }
 
-// The 6x6 patch at (iy0, ix0) of channels [c0, c0 + lanes) of image n of a channel-blocked x: each pixel's
-// channel vector is contiguous there (a block holds a whole number of vectors), so no transposes.
-template <typename T>
-PD_WINO_INLINE void gather_blocked(const WinoGeom& g, const T* x, int64_t n, int64_t c0, int64_t iy0, int64_t ix0, Vec<T>* d) {
+// The 6x6 patch at (iy0, ix0) of channels [c0, c0 + lanes) of image n of a channel-blocked x, as vectors
+// of type V: each pixel's channel vector is contiguous there (a block holds a whole number of vectors),
+// so no transposes.
+template <typename T, typename V = Vec<T>>
+PD_WINO_INLINE void gather_blocked(const WinoGeom& g, const T* x, int64_t n, int64_t c0, int64_t iy0, int64_t ix0, V* d) {
   const T* base = x + ((n * (g.C / g.B) + c0 / g.B) * g.H * g.W) * g.B + c0 % g.B;
   for (int r = 0; r < kIn; ++r) {
     const int64_t y = iy0 + r;
     for (int q = 0; q < kIn; ++q) {
       const int64_t xx = ix0 + q;
-      d[r * kIn + q] = y >= 0 && y < g.H && xx >= 0 && xx < g.W ? load(base + (y * g.W + xx) * g.B) : Vec<T>{};
+      d[r * kIn + q] = y >= 0 && y < g.H && xx >= 0 && xx < g.W ? load<T, V>(base + (y * g.W + xx) * g.B) : V{};
     }
   }
+}
+
+// The patches of the tiles [tl, tl + run) of one row of tiles (its first at column tx, image n) of a
+// channel-blocked x, transformed into V a vector of type V at a time.
+template <typename T, typename V>
+PD_WINO_INLINE void transform_blocked_row(const WinoGeom& g, const T* x, int64_t n, int64_t iy0, int64_t tx, int64_t tl,
+                                          int64_t run, T* out) {
+  for (int64_t c0 = 0; c0 < g.C; c0 += lanes_of<V>)
+    for (int64_t j = 0; j < run; ++j) {
+      V d[kPoints];
+      gather_blocked<T, V>(g, x, n, c0, iy0, (tx + j) * kOut - g.pw, d);
+      input_transform<T, V>(d, kIn, out + (tl + j) * g.CV + c0, g.VS);
+    }
 }
 
 // Rows iy0 .. iy0 + 5, columns [xs, xe) of float channels [c0, c0 + 8) of image n as channel vectors,
@@ -167,8 +181,8 @@ PD_WINO_INLINE void gather_strip(const WinoGeom& g, const float* x, int64_t n, i
 }
 
 // Phase 1: the input patches of tiles [t0, t0 + nt) into V (36 points VS apart, each [TB][CV]), a row of
-// tiles at a time.
-template <typename T>
+// tiles at a time. Channel blocks of whole W vectors (AVX-512's blocks of 16) go a W vector at a time.
+template <typename T, typename W = Vec<T>>
 PD_WINO_INLINE void transform_inputs(const WinoGeom& g, const T* x, int64_t t0, int64_t nt, T* V) {
   constexpr int L = kLanes<T>;
   const int64_t point_stride = g.VS;
@@ -178,12 +192,8 @@ PD_WINO_INLINE void transform_inputs(const WinoGeom& g, const T* x, int64_t t0, 
     const int64_t iy0 = ty * kOut - g.ph;
     int64_t c0 = 0;
     if (g.B > 0) {
-      for (; c0 < g.C; c0 += L)
-        for (int64_t j = 0; j < run; ++j) {
-          Vec<T> d[kPoints];
-          gather_blocked(g, x, n, c0, iy0, (tx + j) * kOut - g.pw, d);
-          input_transform<T>(d, kIn, V + (tl + j) * g.CV + c0, point_stride);
-        }
+      if (lanes_of<W> > L && g.B % lanes_of<W> == 0) transform_blocked_row<T, W>(g, x, n, iy0, tx, tl, run, V);
+      else transform_blocked_row<T, Vec<T>>(g, x, n, iy0, tx, tl, run, V);
       tl += run;
       continue;
     }
