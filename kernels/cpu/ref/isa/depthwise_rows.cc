@@ -62,10 +62,10 @@ void edge(const DepthwiseConv& c, const float* const rows[K], int64_t ox, const 
 
 // A row of a small map through tiles of Q outputs over a copy of its K input rows with the padding
 // written in as zeros, so that no output takes the per-tap checks of `edge` or loads its window alone.
-// For 5x5 windows at stride 1 on maps at most a tile wide (7x7, 14x14), where the windows of most outputs
-// reach past an edge (MnasNet's ran at 2.1-2.4x onnxruntime's time); with 3x3 windows, stride 2 or
-// wider maps the row copies cost more than they save. A last tile past the row's end is computed into a
-// scratch row and its real outputs copied.
+// For stride 1 on maps at most a tile wide (7x7, 14x14), where the windows of many outputs reach past
+// an edge and no whole tile fits between the edges (MnasNet's 5x5 layers there ran at 2.1-2.4x
+// onnxruntime's time; 3x3 ones gain 6-10%); at stride 2 or on wider maps the row copies cost more than
+// they save. A last tile past the row's end is computed into a scratch row and its real outputs copied.
 template <class S, int K, int STRIDE, Activation A>
 void padded_row(const DepthwiseConv& c, const float* const rows[K], const float* w, typename S::V bias, float* out) {
   constexpr int L = S::L, Q = 8;
@@ -109,7 +109,7 @@ void row(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
   const float* w = c.w + b * K * K * L;
   const typename S::V bias = c.bias ? S::load(c.bias + b * L) : S::zero();
   float* out = c.out + ((n * c.cb + b) * c.oh + oy) * c.ow * L;
-  if (K == 5 && STRIDE == 1 && c.ow <= P) return padded_row<S, K, STRIDE, A>(c, rows, w, bias, out);
+  if (STRIDE == 1 && c.ow <= P) return padded_row<S, K, STRIDE, A>(c, rows, w, bias, out);
   // Outputs [lo, hi) have their whole window inside the columns.
   const int64_t lo = (c.pad_w + STRIDE - 1) / STRIDE;
   const int64_t hi = c.w_in - K + c.pad_w < 0 ? 0 : std::min(c.ow, (c.w_in - K + c.pad_w) / STRIDE + 1);
