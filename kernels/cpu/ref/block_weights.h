@@ -67,4 +67,22 @@ inline const float* padded_bias(const Tensor& bias, int64_t lanes, BlockWeights&
   return out.data();
 }
 
+// A call's weight in output lanes (output_lane_weights) and its bias padded to whole blocks
+// (padded_bias), held for as long as the kernel reads them.
+class BlockOperands {
+ public:
+  BlockOperands(const KernelContext& ctx, const Tensor& weight, const Tensor& bias, int64_t block, int64_t out_blocks)
+      : w_(output_lane_weights(ctx, weight, block, local_, kept_).data()), bias_(padded_bias(bias, out_blocks * block, bias_lanes_)) {}
+  BlockOperands(const BlockOperands&) = delete;
+  BlockOperands& operator=(const BlockOperands&) = delete;
+  const float* w() const { return w_; }
+  const float* bias() const { return bias_; }  // null without a bias
+
+ private:
+  std::shared_ptr<void> kept_;          // the cached packed weight
+  BlockWeights local_, bias_lanes_;     // declared before the pointers into them
+  const float* w_;
+  const float* bias_;
+};
+
 }  // namespace pd::kernels::reference

@@ -17,15 +17,13 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (groups == 1 || groups != ws[0] || ws[1] != 1 || (k != 3 && k != 5) || ws[3] != k) return false;
   if (stride[0] != stride[1] || stride[0] < 1 || stride[0] > 2 || dilation != std::vector<int64_t>{1, 1}) return false;
   if (padding[0] < 0 || padding[0] > k / 2 || padding[1] < 0 || padding[1] > k / 2) return false;
-  std::shared_ptr<void> kept;
-  BlockWeights local, bias_lanes;
-  const BlockWeights& w = output_lane_weights(ctx, weight, block, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
+  const BlockOperands operands(ctx, weight, bias, block, os[1]);
   DepthwiseConv c;
   c.x = x.data<float>();
-  c.w = w.data();
-  c.bias = padded_bias(bias, os[1] * block, bias_lanes);
+  c.w = operands.w();
+  c.bias = operands.bias();
   c.out = out.data<float>();
   c.k = k, c.cb = xs[1], c.h = xs[2], c.w_in = xs[3], c.oh = os[2], c.ow = os[3];
   c.stride = stride[0], c.pad_h = padding[0], c.pad_w = padding[1], c.act = act;

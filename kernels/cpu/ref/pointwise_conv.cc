@@ -34,15 +34,13 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (ws[2] != 1 || ws[3] != 1 || stride != std::vector<int64_t>{1, 1} || padding != std::vector<int64_t>{0, 0}) return false;
   const int64_t map = out.shape()[2] * out.shape()[3];
   if (ws[1] > (map >= kLargeMap ? kMaxPointwiseInputsLargeMap : kMaxPointwiseInputs)) return false;
-  std::shared_ptr<void> kept;
-  BlockWeights local, bias_lanes;
-  const BlockWeights& w = output_lane_weights(ctx, weight, block, local, kept);
   const Shape& xs = x.shape();
   const Shape& os = out.shape();
+  const BlockOperands operands(ctx, weight, bias, block, os[1]);
   PointwiseConv c;
   c.x = x.data<float>();
-  c.w = w.data();
-  c.bias = padded_bias(bias, os[1] * block, bias_lanes);
+  c.w = operands.w();
+  c.bias = operands.bias();
   c.residual = residual.defined() ? residual.data<float>() : nullptr;
   c.out = out.data<float>();
   c.cin = ws[1], c.cib = xs[1], c.cbo = os[1], c.hw = os[2] * os[3], c.act = act;
