@@ -36,8 +36,8 @@ std::string sample_cpp(const OpDef& op, const Sample& s, const char* list) {
   for (const auto& [name, value] : s.attrs_cpp) attrs.push_back(fmt::format("{{\"{}\", {}}}", name, attr_value_cpp(*op.arg(name), value)));
   std::string err;
   for (char ch : s.error) err += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
-  return fmt::format("  s.{}.push_back({{{{{}}}, {{{}}}, \"{}\", {}}});\n", list, fmt::join(ins, ", "), fmt::join(attrs, ", "),
-                     err, s.pos.line);
+  return fmt::format("  s.{}.push_back({{{{{}}}, {{{}}}, \"{}\", {}, {}}});\n", list, fmt::join(ins, ", "), fmt::join(attrs, ", "),
+                     err, s.pos.line, s.gradcheck ? "true" : "false");
 }
 
 std::string ref_lambda(const OpDef& op) {

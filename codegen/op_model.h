@@ -53,6 +53,7 @@ struct Sample {
   std::map<std::string, SampleInput> inputs;
   std::map<std::string, std::string> attrs_cpp;  // attr -> C++ AttrValue expression
   std::string error;                              // bad-input samples: substring the message must contain
+  bool gradcheck = true;                          // false: no finite-difference check of this sample
   Pos pos;
 };
 

@@ -38,6 +38,11 @@ Sample parse_sample(const OpDef& op, const YAML::Node& node, bool bad) {
       s.error = scalar(kv.second, "error");
       continue;
     }
+    if (key == "gradcheck") {
+      if (bad) fail(kv.first, "'gradcheck' is only allowed in samples, not 'bad' ones");
+      s.gradcheck = kv.second.as<bool>();
+      continue;
+    }
     if (key == "attrs") {
       for (const auto& av : kv.second) {
         std::string an = av.first.Scalar();

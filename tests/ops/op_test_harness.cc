@@ -29,6 +29,11 @@ Tensor random_tensor(const Shape& shape, DType dtype, double lo, double hi, std:
   return t;
 }
 
+// A sample's name in its sections: its line and its place in the list. Samples written on one line
+// (a flow list) share the line, and Catch2 runs a section name once per test case: named by line alone,
+// only the first sample of such a list ever ran.
+std::string sample_label(const Sample& s, size_t index) { return fmt::format("line {} #{}", s.yaml_line, index + 1); }
+
 // Inputs for a sample: values drawn in f64, then cast to `dtype` for the inputs that follow the dtype under test.
 BoxedInputs make_inputs(const Sample& s, DType dtype, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -376,8 +381,10 @@ void check_cuda_grads(const OpTestSpec& spec, const Sample& s, const AttrMap& at
 }  // namespace
 
 void run_cuda_op_tests(const OpTestSpec& spec) {
-  for (const Sample& s : spec.samples) {
-    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line);
+  for (size_t i = 0; i < spec.samples.size(); ++i) {
+    const Sample& s = spec.samples[i];
+    const std::string at = sample_label(s, i);
+    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line << " (" << at << ")");
     AttrMap attrs = with_seed(spec.op, s.attrs);
     // A sample that fixes every input's dtype (the int8 ops) runs once, where one of its dtypes has a
     // CUDA kernel; one whose first input has its own dtype (max_pool2d on u8) runs where that dtype has one.
@@ -389,20 +396,21 @@ void run_cuda_op_tests(const OpTestSpec& spec) {
     }
     if (all_typed) {
       if (typed_kernel)
-        SECTION(fmt::format("cuda forward in the sample's dtypes, line {}", s.yaml_line)) { check_cuda_forward(spec, s, attrs, DType::f32); }
+        SECTION("cuda forward in the sample's dtypes, " + at) { check_cuda_forward(spec, s, attrs, DType::f32); }
       continue;
     }
     if (!s.inputs.empty() && !s.inputs.front().dtype.empty() && !has_cuda_kernel(spec.op, dtype_from_name(s.inputs.front().dtype)))
       continue;
     for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
       if (!has_cuda_kernel(spec.op, dt)) continue;
-      SECTION(fmt::format("cuda {} forward, line {}", dtype_name(dt), s.yaml_line)) { check_cuda_forward(spec, s, attrs, dt); }
-      if (spec.gradcheck && (dt == DType::f32 || dt == DType::f64))
-        SECTION(fmt::format("cuda {} gradients, line {}", dtype_name(dt), s.yaml_line)) { check_cuda_grads(spec, s, attrs, dt); }
+      SECTION(fmt::format("cuda {} forward, {}", dtype_name(dt), at)) { check_cuda_forward(spec, s, attrs, dt); }
+      if (spec.gradcheck && s.gradcheck && (dt == DType::f32 || dt == DType::f64))
+        SECTION(fmt::format("cuda {} gradients, {}", dtype_name(dt), at)) { check_cuda_grads(spec, s, attrs, dt); }
     }
   }
-  for (const Sample& s : spec.bad) {
-    SECTION("cuda bad input, line " + std::to_string(s.yaml_line)) {
+  for (size_t i = 0; i < spec.bad.size(); ++i) {
+    const Sample& s = spec.bad[i];
+    SECTION("cuda bad input, " + sample_label(s, i)) {
       INFO("op " << spec.op << ", bad sample at ops.yaml:" << s.yaml_line);
       try {
         const DefaultPlaceGuard on_gpu(Place::cuda(0));
@@ -438,21 +446,24 @@ const NaiveRef* find_naive(const std::string& op) {
 }
 
 void run_op_tests(const OpTestSpec& spec) {
-  for (const Sample& s : spec.samples) {
-    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line);
+  for (size_t i = 0; i < spec.samples.size(); ++i) {
+    const Sample& s = spec.samples[i];
+    const std::string at = sample_label(s, i);
+    INFO("op " << spec.op << ", sample at ops.yaml:" << s.yaml_line << " (" << at << ")");
     AttrMap attrs = with_seed(spec.op, s.attrs);
-    SECTION("reference, line " + std::to_string(s.yaml_line)) { check_reference(spec, s, attrs); }
-    SECTION("f32 vs f64, line " + std::to_string(s.yaml_line)) { check_f32(spec, s, attrs); }
-    SECTION("backends, line " + std::to_string(s.yaml_line)) { check_backends(spec, s, attrs); }
-    if (spec.gradcheck)
-      SECTION("gradcheck, line " + std::to_string(s.yaml_line)) { gradcheck(spec, s, attrs, false); }
-    if (spec.twice_differentiable)
-      SECTION("gradgradcheck, line " + std::to_string(s.yaml_line)) { gradcheck(spec, s, attrs, true); }
+    SECTION("reference, " + at) { check_reference(spec, s, attrs); }
+    SECTION("f32 vs f64, " + at) { check_f32(spec, s, attrs); }
+    SECTION("backends, " + at) { check_backends(spec, s, attrs); }
+    if (spec.gradcheck && s.gradcheck)
+      SECTION("gradcheck, " + at) { gradcheck(spec, s, attrs, false); }
+    if (spec.twice_differentiable && s.gradcheck)
+      SECTION("gradgradcheck, " + at) { gradcheck(spec, s, attrs, true); }
     if (spec.has_fused_grad)
-      SECTION("fused grad, line " + std::to_string(s.yaml_line)) { check_fused(spec, s, attrs); }
+      SECTION("fused grad, " + at) { check_fused(spec, s, attrs); }
   }
-  for (const Sample& s : spec.bad) {
-    SECTION("bad input, line " + std::to_string(s.yaml_line)) {
+  for (size_t i = 0; i < spec.bad.size(); ++i) {
+    const Sample& s = spec.bad[i];
+    SECTION("bad input, " + sample_label(s, i)) {
       INFO("op " << spec.op << ", bad sample at ops.yaml:" << s.yaml_line);
       try {
         call(spec.op, make_inputs(s, DType::f32, 42), with_seed(spec.op, s.attrs));

@@ -27,6 +27,7 @@ struct Sample {
   AttrMap attrs;
   std::string error;
   int yaml_line;
+  bool gradcheck = true;  // false: the sample's gradients are not checked by finite differences (ops.yaml says why)
 };
 
 using ScalarRef = double (*)(const double*, const AttrMap&);

@@ -133,3 +133,18 @@ TEST_CASE("integer ops wrap around at the type's range; float to integer casts s
   CHECK(ops::clip(Tensor::from_vector<int32_t>({kMin, 5}, {2}), -inf, 4.5).to_vector<int32_t>() ==
         std::vector<int32_t>{kMin, 4});
 }
+
+TEST_CASE("embedding gives padding_idx's row no gradient and sums repeated ids", "[ops]") {
+  Tensor w = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
+  const Tensor ids = Tensor::from_vector<int64_t>({1, 0, 1, 2, 0}, {5});
+  const Tensor out = ops::embedding(ids, w, /*padding_idx=*/1);
+  CHECK(out.to_vector<double>() == std::vector<double>{3, 4, 1, 2, 3, 4, 5, 6, 1, 2});  // the padding row is still read
+  const Tensor g = pd::grad({ops::sum(ops::mul(out, Tensor::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2})))}, {w})[0];
+  CHECK(g.to_vector<double>() == std::vector<double>{3 + 9, 4 + 10, 0, 0, 7, 8});
+}
+
+TEST_CASE("integer division by zero is an error naming the op, not a trap", "[ops]") {
+  const Tensor x = Tensor::from_vector<int64_t>({7, -7, 8}, {3}), y = Tensor::from_vector<int64_t>({2, 0, 3}, {3});
+  CHECK_THROWS_WITH(ops::div(x, y), Catch::Contains("div: integer division by zero") && Catch::Contains("flat index 1"));
+  CHECK(ops::div(x, Tensor::from_vector<int64_t>({2, 2, -3}, {3})).to_vector<int64_t>() == std::vector<int64_t>{3, -3, -2});
+}

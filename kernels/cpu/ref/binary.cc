@@ -1,4 +1,5 @@
 // Elementwise arithmetic with NumPy broadcasting: add sub mul div pow remainder maximum minimum.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -34,8 +35,12 @@ void mul(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out
 template <typename T>
 void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   if constexpr (std::is_integral_v<T>) {
+    // Checked before the loop: an exception cannot leave its vectorised (omp simd) body.
+    const T* yd = y.data<T>();
+    const int64_t zero = std::find(yd, yd + y.numel(), T(0)) - yd;
+    PD_CHECK(zero == y.numel(), ErrorCode::kInvalidArgument, "div: integer division by zero (y {} is 0 at flat index {})",
+             shape_str(y.shape()), zero);
     binary_map<T>(x, y, out, [](T a, T b) -> T {
-      PD_CHECK(b != T(0), ErrorCode::kInvalidArgument, "div: integer division by zero (dividing {})", a);
       // x / -1 is -x, wrapping on the lowest value (x86's idiv traps on INT_MIN / -1).
       if constexpr (std::is_signed_v<T>)
         if (b == T(-1)) return wrapping(T(0), a, std::minus<>());
