@@ -2,6 +2,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 
+#include "cpu/common/widest.h"
+#include "cpu/ref/small_linear.h"
 #include "kernels.h"
 #include "pd/core/thread_pool.h"
 #include "pd/kernels/matmul_geometry.h"
@@ -88,6 +90,18 @@ void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   ConstMap<T> X(x.data<T>(), rows, in_f);
   ConstMap<T> W(weight.data<T>(), out_f, in_f);
   MutMap<T> Y(out.data<T>(), rows, out_f);
+  const auto gemv = cpu::widest<void (*)(const Gemv&, int64_t, int64_t)>(nullptr, gemv_rows_avx2, gemv_rows_avx512);
+  if constexpr (std::is_same_v<T, float>) {
+    if (rows == 1 && gemv != nullptr) {
+      const Gemv g{x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr, out.data<float>(), in_f};
+      const int64_t blocks = (out_f + kGemvColumns - 1) / kGemvColumns;
+      const auto block = [&](int64_t b) { gemv(g, b * kGemvColumns, std::min(out_f, (b + 1) * kGemvColumns)); };
+      if (out_f * in_f >= kParallelGemvMacs) parallel_items(blocks, block);
+      else
+        for (int64_t b = 0; b < blocks; ++b) block(b);
+      return;
+    }
+  }
   if (rows == 1 && out_f * in_f >= kParallelGemvMacs) {
     // A large matrix-vector product (a classifier's [1280] x [1000, 1280] at batch 1: 5 MB of weight, 64
     // us on one thread, 155 in MobileNetV2 where the maps had pushed the weight out of cache) is bound by

@@ -38,7 +38,18 @@ bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
 bool linear_epilogue_runs(Activation act);
 void linear_epilogue(const Tensor& residual, Activation act, Tensor& out);
 
-// The vector forms (isa/linear_rows.cc).
+// A linear of one row: out[N] = w[N, K] x[K] + bias[N] (bias may be null).
+struct Gemv {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  int64_t K = 0;
+};
+
+// The vector forms (isa/linear_rows.cc). gemv_rows computes outputs [n0, n1).
+void gemv_rows_avx2(const Gemv& g, int64_t n0, int64_t n1);
+void gemv_rows_avx512(const Gemv& g, int64_t n0, int64_t n1);
 void small_linear_avx2(const SmallLinear& c);
 void small_linear_avx512(const SmallLinear& c);
 void linear_epilogue_avx2(const SmallLinear& c, int64_t r0, int64_t r1);

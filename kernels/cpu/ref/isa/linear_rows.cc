@@ -1,5 +1,6 @@
 // small_linear's kernel and linear_epilogue (small_linear.h) compiled for one instruction set: the GEMM
-// of small_gemm.h, then bias, residual and activation over each block of rows while it is in L1. The
+// of small_gemm.h, then bias, residual and activation over each block of rows while it is in L1; and
+// the matrix-vector product of a linear of one row. The
 // build compiles this file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
 #include <cmath>
 #include <cstdint>
@@ -72,8 +73,41 @@ void dispatch_epilogue(const SmallLinear& c, int64_t r0, int64_t r1) {
   }
 }
 
+// out[n] = w[n, :] . x + bias[n] for n in [n0, n1): four rows of the weight a step, so that four streams
+// of it are in flight (the product is bound by reading the weight), each row's sum in the same order
+// whatever the range it falls in.
+template <class S>
+void gemv(const Gemv& g, int64_t n0, int64_t n1) {
+  using V = typename S::V;
+  const int64_t K = g.K, whole = K - K % S::L;
+  const auto finish = [&](int64_t n, V acc) {
+    float sum = S::reduce_add(acc);
+    for (int64_t k = whole; k < K; ++k) sum += g.w[n * K + k] * g.x[k];
+    g.out[n] = g.bias ? sum + g.bias[n] : sum;
+  };
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float* w = g.w + n * K;
+    V a0 = S::zero(), a1 = S::zero(), a2 = S::zero(), a3 = S::zero();
+    for (int64_t k = 0; k < whole; k += S::L) {
+      const V x = S::load(g.x + k);
+      a0 = S::fmadd(S::load(w + k), x, a0);
+      a1 = S::fmadd(S::load(w + K + k), x, a1);
+      a2 = S::fmadd(S::load(w + 2 * K + k), x, a2);
+      a3 = S::fmadd(S::load(w + 3 * K + k), x, a3);
+    }
+    finish(n, a0), finish(n + 1, a1), finish(n + 2, a2), finish(n + 3, a3);
+  }
+  for (; n < n1; ++n) {
+    V a = S::zero();
+    for (int64_t k = 0; k < whole; k += S::L) a = S::fmadd(S::load(g.w + n * K + k), S::load(g.x + k), a);
+    finish(n, a);
+  }
+}
+
 }  // namespace
 
+void PD_ISA_FN(gemv_rows)(const Gemv& g, int64_t n0, int64_t n1) { gemv<simd::PD_ISA>(g, n0, n1); }
 void PD_ISA_FN(small_linear)(const SmallLinear& c) { dispatch<simd::PD_ISA>(c); }
 void PD_ISA_FN(linear_epilogue)(const SmallLinear& c, int64_t r0, int64_t r1) { dispatch_epilogue<simd::PD_ISA>(c, r0, r1); }
 
@@ -83,6 +117,7 @@ PD_TARGET_POP
 #else  // not x86-64: small_linear declines before calling these
 
 namespace pd::kernels::reference {
+void PD_ISA_FN(gemv_rows)(const Gemv&, int64_t, int64_t) {}
 void PD_ISA_FN(small_linear)(const SmallLinear&) {}
 void PD_ISA_FN(linear_epilogue)(const SmallLinear&, int64_t, int64_t) {}
 }  // namespace pd::kernels::reference
