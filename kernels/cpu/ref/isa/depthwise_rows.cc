@@ -2,6 +2,7 @@
 // file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/ref/depthwise_conv.h"
@@ -119,14 +120,19 @@ void row(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
   const auto at = [&](int64_t o) {
     for (int ky = 0; ky < K; ++ky) moved[ky] = rows[ky] ? rows[ky] + (o * STRIDE - c.pad_w) * L : nullptr;
   };
-  for (; ox + P <= hi; ox += P) {
-    at(ox);
-    tile<S, K, P, STRIDE, A>(moved, w, bias, out + ox * L);
-  }
-  for (; ox < hi; ++ox) {
-    at(ox);
-    tile<S, K, 1, STRIDE, A>(moved, w, bias, out + ox * L);
-  }
+  // Tiles of P, then of 8, 4, 2 and 1 for the rest: on small maps (14 columns at stride 2) and past the
+  // last whole tile, a window a tile reloaded all K x K weight vectors for its K x K multiply-adds.
+  const auto tiles = [&]<int Q>(std::integral_constant<int, Q>) {
+    for (; ox + Q <= hi; ox += Q) {
+      at(ox);
+      tile<S, K, Q, STRIDE, A>(moved, w, bias, out + ox * L);
+    }
+  };
+  tiles(std::integral_constant<int, P>{});
+  if constexpr (P > 8) tiles(std::integral_constant<int, 8>{});
+  tiles(std::integral_constant<int, 4>{});
+  tiles(std::integral_constant<int, 2>{});
+  tiles(std::integral_constant<int, 1>{});
   for (; ox < c.ow; ++ox) edge<S, K, A>(c, rows, ox, w, bias, out + ox * L);
 }
 
