@@ -61,39 +61,45 @@ void edge(const DepthwiseConv& c, const float* const rows[K], int64_t ox, const 
   S::store(out, activate_vector<S, A>(acc));
 }
 
-// A row of a small map through tiles of Q outputs over a copy of its K input rows with the padding
+// A block of a small map through tiles of Q outputs over a copy of its input rows with the padding
 // written in as zeros, so that no output takes the per-tap checks of `edge` or loads its window alone.
-// For stride 1 on maps at most a tile wide (7x7, 14x14), where the windows of many outputs reach past
-// an edge and no whole tile fits between the edges (MnasNet's 5x5 layers there ran at 2.1-2.4x
-// onnxruntime's time; 3x3 ones gain 6-10%); at stride 2 or on wider maps the row copies cost more than
-// they save. A last tile past the row's end is computed into a scratch row and its real outputs copied.
+// For maps at most a tile wide (7x7, 14x14), where the windows of many outputs reach past an edge and no
+// whole tile fits between the edges (MnasNet's 5x5 layers there ran at 2.1-2.4x onnxruntime's time).
+// The whole plane is copied once, each padded row then read by the K output rows whose windows hold it
+// (a copy of the K rows for every output row cost as much as the multiply-adds on 7x7 maps). A last
+// tile past the row's end is computed into a scratch row and its real outputs copied.
 template <class S, int K, int STRIDE, Activation A>
-void padded_row(const DepthwiseConv& c, const float* const rows[K], const float* w, typename S::V bias, float* out) {
+void padded_plane(const DepthwiseConv& c, int64_t n, int64_t b) {
   constexpr int L = S::L, Q = 8;
   const int64_t tiles = (c.ow + Q - 1) / Q;
   const int64_t width = std::max((tiles * Q - 1) * STRIDE + K, c.pad_w + c.w_in) * L;  // floats a padded row
   thread_local std::vector<float> buffer;
-  buffer.resize(static_cast<size_t>(K * width + Q * L));
-  const float* padded[K];
-  for (int ky = 0; ky < K; ++ky) {
-    padded[ky] = nullptr;
-    if (rows[ky] == nullptr) continue;
-    float* dst = buffer.data() + ky * width;
+  buffer.resize(static_cast<size_t>(c.h * width + Q * L));
+  const float* image = c.x + (n * c.cb + b) * c.h * c.w_in * L;
+  for (int64_t iy = 0; iy < c.h; ++iy) {
+    float* dst = buffer.data() + iy * width;
     std::fill(dst, dst + c.pad_w * L, 0.0f);
-    std::copy(rows[ky], rows[ky] + c.w_in * L, dst + c.pad_w * L);
+    std::copy(image + iy * c.w_in * L, image + (iy + 1) * c.w_in * L, dst + c.pad_w * L);
     std::fill(dst + (c.pad_w + c.w_in) * L, dst + width, 0.0f);
-    padded[ky] = dst;
   }
-  float* scratch = buffer.data() + K * width;
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t ox = t * Q, n = std::min<int64_t>(Q, c.ow - ox);
-    const float* at[K];
-    for (int ky = 0; ky < K; ++ky) at[ky] = padded[ky] ? padded[ky] + ox * STRIDE * L : nullptr;
-    if (n == Q) {
-      tile<S, K, Q, STRIDE, A>(at, w, bias, out + ox * L);
-    } else {
-      tile<S, K, Q, STRIDE, A>(at, w, bias, scratch);
-      std::copy(scratch, scratch + n * L, out + ox * L);
+  float* scratch = buffer.data() + c.h * width;
+  const float* w = c.w + b * K * K * L;
+  const typename S::V bias = c.bias ? S::load(c.bias + b * L) : S::zero();
+  for (int64_t oy = 0; oy < c.oh; ++oy) {
+    float* out = c.out + ((n * c.cb + b) * c.oh + oy) * c.ow * L;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t ox = t * Q, count = std::min<int64_t>(Q, c.ow - ox);
+      const float* at[K];
+      for (int ky = 0; ky < K; ++ky) {
+        const int64_t iy = oy * STRIDE - c.pad_h + ky;
+        at[ky] = iy >= 0 && iy < c.h ? buffer.data() + iy * width + ox * STRIDE * L : nullptr;
+      }
+      if (count == Q) {
+        tile<S, K, Q, STRIDE, A>(at, w, bias, out + ox * L);
+      } else {
+        tile<S, K, Q, STRIDE, A>(at, w, bias, scratch);
+        std::copy(scratch, scratch + count * L, out + ox * L);
+      }
     }
   }
 }
@@ -110,7 +116,6 @@ void row(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
   const float* w = c.w + b * K * K * L;
   const typename S::V bias = c.bias ? S::load(c.bias + b * L) : S::zero();
   float* out = c.out + ((n * c.cb + b) * c.oh + oy) * c.ow * L;
-  if (STRIDE == 1 && c.ow <= P) return padded_row<S, K, STRIDE, A>(c, rows, w, bias, out);
   // Outputs [lo, hi) have their whole window inside the columns.
   const int64_t lo = (c.pad_w + STRIDE - 1) / STRIDE;
   const int64_t hi = c.w_in - K + c.pad_w < 0 ? 0 : std::min(c.ow, (c.w_in - K + c.pad_w) / STRIDE + 1);
@@ -136,18 +141,24 @@ void row(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
   for (; ox < c.ow; ++ox) edge<S, K, A>(c, rows, ox, w, bias, out + ox * L);
 }
 
-template <class S, int K, int STRIDE>
-void by_activation(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
-  dispatch_vector_activation(c.act, [&](auto a) { row<S, K, STRIDE, decltype(a)::value>(c, n, b, oy); });
+// f<K, STRIDE, A>() for the call's window, stride and activation.
+template <typename F>
+void by_shape(const DepthwiseConv& c, F&& f) {
+  dispatch_vector_activation(c.act, [&](auto a) {
+    constexpr Activation A = decltype(a)::value;
+    if (c.k == 5) return c.stride == 2 ? f.template operator()<5, 2, A>() : f.template operator()<5, 1, A>();
+    return c.stride == 2 ? f.template operator()<3, 2, A>() : f.template operator()<3, 1, A>();
+  });
 }
 
 }  // namespace
 
 void PD_ISA_FN(depthwise_row)(const DepthwiseConv& c, int64_t n, int64_t b, int64_t oy) {
-  using S = simd::PD_ISA;
-  if (c.k == 5) return c.stride == 2 ? by_activation<S, 5, 2>(c, n, b, oy) : by_activation<S, 5, 1>(c, n, b, oy);
-  if (c.stride == 2) return by_activation<S, 3, 2>(c, n, b, oy);
-  by_activation<S, 3, 1>(c, n, b, oy);
+  by_shape(c, [&]<int K, int STRIDE, Activation A>() { row<simd::PD_ISA, K, STRIDE, A>(c, n, b, oy); });
+}
+
+void PD_ISA_FN(depthwise_plane)(const DepthwiseConv& c, int64_t n, int64_t b) {
+  by_shape(c, [&]<int K, int STRIDE, Activation A>() { padded_plane<simd::PD_ISA, K, STRIDE, A>(c, n, b); });
 }
 
 }  // namespace pd::kernels::reference
@@ -158,5 +169,6 @@ PD_TARGET_POP
 
 namespace pd::kernels::reference {
 void PD_ISA_FN(depthwise_row)(const DepthwiseConv&, int64_t, int64_t, int64_t) {}
+void PD_ISA_FN(depthwise_plane)(const DepthwiseConv&, int64_t, int64_t) {}
 }  // namespace pd::kernels::reference
 #endif
