@@ -12,6 +12,7 @@
 #include "cpu/onednn/post_ops.h"
 #include "cpu/ref/depthwise_conv.h"
 #include "cpu/ref/pointwise_conv.h"
+#include "cpu/ref/stem_conv.h"
 #include "kernels.h"
 #include "pd/core/thread_pool.h"
 
@@ -260,7 +261,8 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   const std::optional<tag> blocked = block_tag(block);
   if (out.numel() == 0) return;
   if (reference::pointwise_conv(ctx, x, weight, bias, residual, stride, padding, groups, act, block, out) ||
-      reference::depthwise_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
+      reference::depthwise_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
+      reference::stem_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
     return;
   if (!blocked)
     return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, groups,
