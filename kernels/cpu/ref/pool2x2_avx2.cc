@@ -22,7 +22,8 @@ namespace {
 
 // max_pool2d's max: NaN wins and sticks.
 inline __m256 nan_max(__m256 m, __m256 v) {
-  return _mm256_blendv_ps(m, v, _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+  // vmaxps gives its second operand unless the first is greater: m when either is NaN, m on ties.
+  return _mm256_blendv_ps(_mm256_max_ps(v, m), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
 // All ones where v is the max m (a NaN max matches a NaN).
@@ -107,6 +108,20 @@ void max_into_avx2(float* acc, const float* row, int64_t n) {
   for (; w < n; ++w) acc[w] = cpu::nan_max(acc[w], row[w]);
 }
 
+void max_rows_avx2(const float* const* rows, int64_t count, int64_t n, float* out) {
+  int64_t w = 0;
+  for (; w + 8 <= n; w += 8) {
+    __m256 m = _mm256_loadu_ps(rows[0] + w);
+    for (int64_t r = 1; r < count; ++r) m = nan_max(m, _mm256_loadu_ps(rows[r] + w));
+    _mm256_storeu_ps(out + w, m);
+  }
+  for (; w < n; ++w) {
+    float m = rows[0][w];
+    for (int64_t r = 1; r < count; ++r) m = cpu::nan_max(m, rows[r][w]);
+    out[w] = m;
+  }
+}
+
 void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out) {
   for (int64_t ow = 0; ow < oW; ow += 8) {
     __m256 even, odd, next, unused;
@@ -170,6 +185,7 @@ namespace pd::kernels::reference {
 void max_pool2x2_plane_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pool2x2_grad_plane_avx2(const float*, const float*, int64_t, int64_t, float*) {}
 void max_into_avx2(float*, const float*, int64_t) {}
+void max_rows_avx2(const float* const*, int64_t, int64_t, float*) {}
 void max_columns_stride2_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pixels_avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*) {}
 }  // namespace pd::kernels::reference

@@ -16,6 +16,8 @@ void max_pool2x2_grad_plane_avx2(const float* plane, const float* grad, int64_t 
 
 // pool.cc's row-buffer steps. acc[w] = max(acc[w], row[w]) for w < n, NaN winning.
 void max_into_avx2(float* acc, const float* row, int64_t n);
+// out[w] = the max of rows[0..count)[w] for w < n (count >= 1), NaN winning.
+void max_rows_avx2(const float* const* rows, int64_t count, int64_t n, float* out);
 // out[ow] = the max of row[2 ow .. 2 ow + kw) for ow < oW, kw 2 or 3: row is read up to 16 values past
 // 2 oW + kw (which the caller fills with -inf).
 void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out);

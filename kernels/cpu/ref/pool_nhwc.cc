@@ -74,8 +74,8 @@ void pool2x2_bytes(const T* x, int64_t H, int64_t W, int64_t C, int64_t oH, int6
 }
 
 // f32 with C a multiple of 8 on AVX2 (channel_blocking pools ResNet's stem output here, blocks of 16
-// channels): per output row, the window's input rows maxed as whole runs into a row of pixels padded
-// with -inf, then each output pixel the max of its kw pixels, 8 channels at a time.
+// channels): per output row, the window's input rows maxed in one pass into a row of pixels padded with
+// -inf, then each output pixel the max of its kw pixels, 8 channels at a time.
 void max_pool_rows_avx2(const float* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t oH, int64_t oW, int64_t kh,
                         int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, float* out) {
   const int64_t width = std::max(W + 2 * pw, (oW - 1) * sw + kw);  // in pixels
@@ -83,8 +83,13 @@ void max_pool_rows_avx2(const float* x, int64_t N, int64_t H, int64_t W, int64_t
     const int64_t n = row / oH, oh = row % oH;
     const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
     thread_local std::vector<float> buf;
-    buf.assign(static_cast<size_t>(width * C), cpu::max_identity<float>());
-    for (int64_t h = h0; h < h1; ++h) max_into_avx2(buf.data() + pw * C, x + (n * H + h) * W * C, W * C);
+    buf.resize(static_cast<size_t>(width * C));
+    std::fill(buf.begin(), buf.begin() + pw * C, cpu::max_identity<float>());
+    std::fill(buf.begin() + (pw + W) * C, buf.end(), cpu::max_identity<float>());
+    const float* rows[16];
+    int64_t count = 0;
+    for (int64_t h = h0; h < h1; ++h) rows[count++] = x + (n * H + h) * W * C;
+    max_rows_avx2(rows, count, W * C, buf.data() + pw * C);
     max_pixels_avx2(buf.data(), C, kw, sw, oW, out + row * oW * C);
   });
 }
@@ -110,7 +115,7 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
       return pool2x2_bytes(xd, H, W, C, oH, oW, N, od);
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (C % 8 == 0 && cpu_has_avx2_fma() && out.numel() > 0)
+    if (C % 8 == 0 && cpu_has_avx2_fma() && out.numel() > 0 && kh <= 16)
       return max_pool_rows_avx2(xd, N, H, W, C, oH, oW, kh, kw, sh, sw, ph, pw, od);
   }
   // One task per output row of one image; padding taps are skipped (they count as the lowest value,
