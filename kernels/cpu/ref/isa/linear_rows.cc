@@ -1,7 +1,7 @@
 // small_linear's kernel and linear_epilogue (small_linear.h) compiled for one instruction set: the GEMM
 // of small_gemm.h, then bias, residual and activation over each block of rows while it is in L1; and
-// the matrix-vector product of a linear of one row. The
-// build compiles this file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
+// the matrix-vector product of a linear of one row. The build compiles this file once per set
+// (pd_add_isa_variants, libcore/CMakeLists.txt).
 #include <cmath>
 #include <cstdint>
 
