@@ -1196,6 +1196,51 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       check_same_outputs(r, rq, 1e-4);
     }
   }
+  SECTION("a channel shuffle of a concat and slices of it gather channel blocks (ShuffleNet's unit)") {
+    // Two units of h + h channels. Each unit concatenates its input's first half with its branch's
+    // result, shuffles the 2h channels in 2 groups and splits them again; the second shuffle is read whole
+    // (a stride-2 unit's two branches, or the network's last conv). h = 20: halves that are not whole
+    // blocks; h = 16: whole blocks, whose concat must not be converted apart from its shuffle.
+    for (int64_t h : {20, 16}) {
+      INFO("halves of " << h << " channels");
+      Program p;
+      auto x = p.add_input("x", {DType::f32, {-1, 16, 6, 7}});
+      auto conv = [&](ValueId in, int64_t ci, int64_t co, int64_t seed) {
+        return p.add_op("relu", {{p.add_op("conv2d", {{in}, {p.add_param(p.unique_name("w"), rnd({co, ci, 1, 1}, seed, -0.3, 0.3))},
+                                                      {p.add_param(p.unique_name("b"), rnd({co}, seed + 1))}},
+                                           {})[0]}})[0];
+      };
+      const auto shuffle = [&](ValueId a, ValueId b) {
+        auto joined = p.add_op("concat", {{a, b}}, {{"axis", int64_t{1}}})[0];
+        auto groups = p.add_op("reshape", {{joined}}, {{"shape", std::vector<int64_t>{-1, 2, h, 6, 7}}})[0];
+        auto swapped = p.add_op("transpose", {{groups}}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}})[0];
+        return p.add_op("reshape", {{swapped}}, {{"shape", std::vector<int64_t>{-1, 2 * h, 6, 7}}})[0];
+      };
+      const auto half = [&](ValueId v, int64_t start) {
+        return p.add_op("slice", {{v}}, {{"axes", std::vector<int64_t>{1}}, {"starts", std::vector<int64_t>{start}},
+                                         {"ends", std::vector<int64_t>{start + h}}})[0];
+      };
+      auto first = shuffle(conv(x, 16, h, 1), conv(conv(x, 16, h, 3), h, h, 5));
+      auto second = shuffle(half(first, 0), conv(half(first, h), h, h, 7));
+      p.mark_output(conv(second, 2 * h, 16, 9), "out");
+      Program q = blocked_for(p, wide);
+      CHECK(count_ops(q, "gather_channel_blocks") == 3);  // the first shuffle's two halves, the second whole
+      CHECK(count_ops(q, "blocked_conv2d") == 5);
+      for (const char* gone : {"concat", "reshape", "transpose", "slice"}) {
+        INFO(gone);
+        CHECK(count_ops(q, gone) == 0);
+      }
+      CHECK(count_ops(q, "to_channel_blocks") == 1);    // the input only
+      CHECK(count_ops(q, "from_channel_blocks") == 1);  // the output only
+      check_same_outputs(p, q, 1e-4);
+      // A shuffle that is also a graph output keeps its plain form for it.
+      p.mark_output(second, "shuffled");
+      Program r = blocked_for(p, wide);
+      CHECK(count_ops(r, "gather_channel_blocks") == 3);
+      CHECK(count_ops(r, "from_channel_blocks") == 2);
+      check_same_outputs(p, r, 1e-4);
+    }
+  }
   SECTION("grouped convolutions join when each group's channels are whole blocks") {
     // conv 16 -> 32, a 3x3 conv in `groups` groups, conv 32 -> 16: RegNet's and ResNeXt's bottleneck.
     const auto grouped_chain = [&](int64_t groups) {

@@ -1,7 +1,10 @@
 // Shape rules of the channel-blocked layout (to_channel_blocks, from_channel_blocks, blocked_conv2d,
-// scale_channel_blocks, global_avg_pool_nhwc, which takes NHWC as well):
+// scale_channel_blocks, gather_channel_blocks, global_avg_pool_nhwc, which takes NHWC as well):
 // [N, C, H, W] held as [N, ceil(C / block), H, W, block], the layout oneDNN's convolutions compute in.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 
 #include "pd/core/error.h"
 #include "pd/ops/shape_rules.h"
@@ -67,6 +70,31 @@ Shape scale_channel_blocks(const char* op, In x, In scale) {
            shape_str(f), f[0], x.name, shape_str(s), s[0]);
   from_channel_blocks(op, x, f[1]);  // the channels fall in the last block
   return s;
+}
+
+Shape gather_channel_blocks(const char* op, InList xs, const std::vector<int64_t>& channels, const std::vector<int64_t>& index) {
+  PD_CHECK(!xs.ts.empty() && channels.size() == xs.ts.size(), ErrorCode::kInvalidArgument,
+           "{}: argument 'channels' must give the channels of each of the {} tensors of '{}', but has {} values", op, xs.ts.size(),
+           xs.name, channels.size());
+  PD_CHECK(!index.empty(), ErrorCode::kInvalidArgument, "{}: argument 'index' must name at least one channel", op);
+  const Shape& first = xs.ts[0].shape();
+  int64_t total = 0;
+  for (size_t i = 0; i < xs.ts.size(); ++i) {
+    const std::string name = fmt::format("{}[{}]", xs.name, i);
+    const In x{name.c_str(), xs.ts[i]};
+    check_blocked(op, x);
+    const Shape& s = xs.ts[i].shape();
+    PD_CHECK(s[0] == first[0] && s[2] == first[2] && s[3] == first[3] && s[4] == first[4], ErrorCode::kShape,
+             "{}: argument '{}' {} must have the images, rows, columns and block of '{}[0]' {}", op, name, shape_str(s), xs.name,
+             shape_str(first));
+    from_channel_blocks(op, x, channels[i]);  // the channels fall in the last block
+    total += channels[i];
+  }
+  for (size_t j = 0; j < index.size(); ++j)
+    PD_CHECK(index[j] >= 0 && index[j] < total, ErrorCode::kInvalidArgument,
+             "{}: argument 'index'[{}] = {} must name one of the inputs' {} channels, i.e. be in [0, {})", op, j, index[j], total, total);
+  const auto out = static_cast<int64_t>(index.size());
+  return {first[0], (out + first[4] - 1) / first[4], first[2], first[3], first[4]};
 }
 
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,

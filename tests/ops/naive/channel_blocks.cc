@@ -60,3 +60,24 @@ PD_NAIVE_REF(global_avg_pool_nhwc) {
     }
   return {make(out, {N, C, 1, 1})};
 }
+
+// gather_channel_blocks: the inputs' real channels joined in order on plain tensors, output channel j
+// channel index[j] of them, blocked again.
+PD_NAIVE_REF(gather_channel_blocks) {
+  const Ints channels = get<Ints>(attrs, "channels", {});
+  const Ints index = get<Ints>(attrs, "index", {});
+  const int64_t b = in[0][0].shape()[4];
+  std::vector<Reals> plain;
+  for (size_t k = 0; k < in[0].size(); ++k) plain.push_back(vals(plain_of(in[0][k], channels[k])));
+  const Ints s = in[0][0].shape();
+  const int64_t N = s[0], HW = s[2] * s[3], C = static_cast<int64_t>(index.size());
+  Reals out(static_cast<size_t>(N * C * HW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < C; ++j) {
+      int64_t c = index[static_cast<size_t>(j)], k = 0;
+      while (c >= channels[static_cast<size_t>(k)]) c -= channels[static_cast<size_t>(k++)];
+      for (int64_t p = 0; p < HW; ++p)
+        out[static_cast<size_t>((n * C + j) * HW + p)] = plain[static_cast<size_t>(k)][static_cast<size_t>((n * channels[static_cast<size_t>(k)] + c) * HW + p)];
+    }
+  return {blocks_of(make(out, {N, C, s[2], s[3]}), b)};
+}

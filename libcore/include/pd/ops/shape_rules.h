@@ -87,6 +87,9 @@ Shape from_channel_blocks(const char* op, In x, int64_t channels);
 Shape global_avg_pool_nhwc(const char* op, In x, int64_t channels);
 // scale_channel_blocks: x [N, CB, H, W, block], scale [N or 1, C, 1, 1] with C in the last block -> x's shape.
 Shape scale_channel_blocks(const char* op, In x, In scale);
+// gather_channel_blocks: xs [N, CB_i, H, W, block] holding channels[i] channels each (in their last
+// block), index[j] in [0, sum of channels) -> [N, ceil(len(index) / block), H, W, block].
+Shape gather_channel_blocks(const char* op, InList xs, const std::vector<int64_t>& channels, const std::vector<int64_t>& index);
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block, int64_t groups);
 // fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the

@@ -26,9 +26,15 @@
 //   first block) joins the chain too: each [H, W, b] block of an image is an NHWC image of b channels, so
 //   max_pool2d_nhwc pools the blocks [N, C / b, H, W, b] as they are. Without it the stem was a lone
 //   plain convolution (on OpenMP's team at batch 1) and the pool's output was reordered into blocks.
+//   A channel shuffle of a concat of converted results (ShuffleNet's: concat, reshape [N, g, C / g, H, W],
+//   transpose [0, 2, 1, 3, 4], reshape [N, C, H, W]), read whole or by slices of its channels, becomes one
+//   gather_channel_blocks of the concat's inputs' blocks per read: plain, every unit paid a reorder out
+//   of the blocks, the concat, the shuffle's copy and a reorder back in (21% of ShuffleNetV2's time at
+//   batch 1, with channel halves of 58 that are not whole blocks).
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "passes.h"
 
@@ -61,7 +67,8 @@ class ChannelBlocking final : public Pass {
   void rewrite(Program&, int32_t, PassStats&) const override {}
 
   void run(Program& p, PassStats& stats) const override {
-    const std::vector<int32_t> convs = converted(p);
+    std::map<ValueId, Shuffle> shuffles;
+    const std::vector<int32_t> convs = converted(p, shuffles);
     if (convs.empty()) return;
     // Ops shift as conversions insert theirs: each conv is found again by its result.
     std::vector<ValueId> results;
@@ -70,7 +77,8 @@ class ChannelBlocking final : public Pass {
     for (ValueId r : results) {
       const int32_t i = p.value(r).producer;
       const std::string& type = p.ops()[i].type;
-      if (type == "max_pool2d") convert_pool(p, i, blocked, stats);
+      if (auto it = shuffles.find(r); it != shuffles.end()) convert_shuffle(p, i, it->second, blocked, stats);
+      else if (type == "max_pool2d") convert_pool(p, i, blocked, stats);
       else if (type == "mul") convert_scale(p, i, blocked, stats);
       else if (type == "concat") convert_concat(p, i, blocked, stats);
       else convert(p, i, blocked, stats);
@@ -83,6 +91,12 @@ class ChannelBlocking final : public Pass {
 
  private:
   int64_t block_ = 16;
+
+  // A read of a channel shuffle: the concat it shuffles and, for each channel read, the concat's channel.
+  struct Shuffle {
+    ValueId concat;
+    std::vector<int64_t> index;
+  };
 
   bool candidate(const Program& p, int32_t i) const {
     const Operation& op = p.ops()[i];
@@ -135,9 +149,63 @@ class ChannelBlocking final : public Pass {
     return axis == 1 || axis == -3;
   }
 
-  // The candidates (convolutions; max pools, channel scales and concats of candidates' results) in
-  // chains of two or more convolutions, in program order.
-  std::vector<int32_t> converted(const Program& p) const {
+  // The shuffle op i reads: i is the shuffle's last reshape, or a slice of its channels (axis 1, step 1).
+  static std::optional<Shuffle> shuffle_of(const Program& p, int32_t i) {
+    const auto producer = [&](ValueId v, const char* type) -> const Operation* {
+      if (v == kNoValue || p.value(v).kind != ValueKind::OpResult) return nullptr;
+      const Operation& op = p.ops()[p.value(v).producer];
+      return op.type == type ? &op : nullptr;
+    };
+    const Operation& op = p.ops()[i];
+    int64_t start = 0, end = -1;
+    const Operation* last = &op;
+    if (op.type == "slice") {
+      const std::vector<int64_t> axes = attr_ints(op, "axes"), steps = attr_ints(op, "steps");
+      if (axes.size() != 1 || (axes[0] != 1 && axes[0] != -3) || !(steps.empty() || steps == std::vector<int64_t>{1})) return std::nullopt;
+      start = attr_ints(op, "starts")[0], end = attr_ints(op, "ends")[0];
+      last = producer(op.inputs[0][0], "reshape");
+    } else if (op.type != "reshape") {
+      return std::nullopt;
+    }
+    const Operation* transpose = last ? producer(last->inputs[0][0], "transpose") : nullptr;
+    const Operation* split = transpose ? producer(transpose->inputs[0][0], "reshape") : nullptr;
+    const Operation* concat = split ? producer(split->inputs[0][0], "concat") : nullptr;
+    if (!concat || attr_ints(*transpose, "perm") != std::vector<int64_t>{0, 2, 1, 3, 4}) return std::nullopt;
+    const int64_t axis = attr_int(*concat, "axis");
+    const Shape& joined = p.value(concat->results[0]).type.shape;
+    const Shape& groups = p.value(split->results[0]).type.shape;
+    if ((axis != 1 && axis != -3) || joined.size() != 4 || p.value(concat->results[0]).type.dtype != DType::f32 || groups.size() != 5 ||
+        p.value(last->results[0]).type.shape != joined)
+      return std::nullopt;
+    const int64_t C = joined[1], g = groups[1];
+    if (C <= 0 || g <= 0 || groups[1] * groups[2] != C || groups[0] != joined[0] || groups[3] != joined[2] || groups[4] != joined[3])
+      return std::nullopt;
+    for (ValueId v : concat->inputs[0])
+      if (p.value(v).type.shape.size() != 4 || p.value(v).type.shape[1] <= 0) return std::nullopt;
+    // Channel c of the shuffle is channel (c % g) * (C / g) + c / g of the concat.
+    const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + C : v, int64_t{0}, C); };
+    start = clamp(start), end = op.type == "slice" ? clamp(end) : C;
+    if (start >= end) return std::nullopt;
+    Shuffle s{concat->results[0], {}};
+    for (int64_t c = start; c < end; ++c) s.index.push_back((c % g) * (C / g) + c / g);
+    return s;
+  }
+
+  // Whether concat op i is the source of a channel shuffle (whose reads gather from its inputs, the concat
+  // itself left to be swept): a concat of whole blocks (ShuffleNet's 232 + 232 channels on AVX2's 8 lanes)
+  // is not converted as a concat then.
+  static bool shuffled(const Program& p, int32_t i) {
+    for (int32_t split : p.users(p.ops()[i].results[0]))
+      for (int32_t transpose : p.users(p.ops()[split].results[0]))
+        for (int32_t last : p.users(p.ops()[transpose].results[0]))
+          if (shuffle_of(p, last)) return true;
+    return false;
+  }
+
+  // The candidates (convolutions; max pools, channel scales, concats and channel shuffles of candidates'
+  // results) in chains of two or more convolutions, in program order; `shuffles` gets the shuffles' reads
+  // by their results.
+  std::vector<int32_t> converted(const Program& p, std::map<ValueId, Shuffle>& shuffles) const {
     const auto& ops = p.ops();
     std::vector<bool> cand(ops.size()), conv(ops.size());
     const auto producer_of = [&](ValueId v) {
@@ -150,14 +218,16 @@ class ChannelBlocking final : public Pass {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
       const int scale = scale_map_slot(p, k);
-      const bool concat = !conv[i] && concat_candidate(p, k);
+      const bool concat = !conv[i] && concat_candidate(p, k) && !shuffled(p, k);
+      const std::optional<Shuffle> shuffle = conv[i] || concat ? std::nullopt : shuffle_of(p, k);
       if (conv[i]) joins[i] = {input_of(p, k, 0), input_of(p, k, 3)};
       else if (concat) joins[i] = ops[i].inputs[0];
+      else if (shuffle) joins[i] = ops[p.value(shuffle->concat).producer].inputs[0];
       else joins[i] = {input_of(p, k, scale >= 0 ? static_cast<size_t>(scale) : 0)};
       // Producers come first, so their cand[] are final.
       const auto blocked = [&](ValueId v) { return producer_of(v) >= 0 && cand[producer_of(v)]; };
       if (conv[i]) cand[i] = true;
-      else if (concat) cand[i] = std::all_of(joins[i].begin(), joins[i].end(), blocked);
+      else if (concat || shuffle) cand[i] = std::all_of(joins[i].begin(), joins[i].end(), blocked);
       else cand[i] = (pool_candidate(p, k) || scale >= 0) && blocked(joins[i][0]);
     }
     Chains chains(ops.size());
@@ -173,8 +243,19 @@ class ChannelBlocking final : public Pass {
     for (size_t i = 0; i < ops.size(); ++i)
       if (conv[i]) ++size[chains.root(static_cast<int32_t>(i))];
     std::vector<int32_t> out;
-    for (size_t i = 0; i < ops.size(); ++i)
-      if (cand[i] && size[chains.root(static_cast<int32_t>(i))] >= 2) out.push_back(static_cast<int32_t>(i));
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const auto k = static_cast<int32_t>(i);
+      if (!cand[i] || size[chains.root(k)] < 2) continue;
+      out.push_back(k);
+      // A shuffle's last reshape read only by slices of it is not converted itself: the slices are.
+      if (std::optional<Shuffle> shuffle = conv[i] ? std::nullopt : shuffle_of(p, k)) {
+        const std::vector<int32_t> readers = p.users(ops[i].results[0]);
+        const bool sliced = ops[i].type == "reshape" && !p.is_output(ops[i].results[0]) && !readers.empty() &&
+                            std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return shuffle_of(p, r).has_value(); });
+        if (sliced) out.pop_back();
+        else shuffles[ops[i].results[0]] = *shuffle;
+      }
+    }
     return out;
   }
 
@@ -228,6 +309,20 @@ class ChannelBlocking final : public Pass {
     for (ValueId v : concat.inputs[0]) parts.push_back(blocked_input(p, v, false, blocked, i));
     replace(p, i, p.insert_op(i, "concat", {parts}, {{"axis", int64_t{1}}})[0], p.value(concat.results[0]).type.shape[1], blocked,
             stats);
+  }
+
+  // A read of a channel shuffle (its last reshape, or a slice) -> gather_channel_blocks of the shuffled
+  // concat's inputs' blocks.
+  void convert_shuffle(Program& p, int32_t i, const Shuffle& s, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+    const std::vector<ValueId> inputs = p.ops()[p.value(s.concat).producer].inputs[0];  // a copy: inserting ops moves them
+    std::vector<ValueId> parts;
+    std::vector<int64_t> channels;
+    for (ValueId v : inputs) {
+      channels.push_back(p.value(v).type.shape[1]);
+      parts.push_back(blocked_input(p, v, false, blocked, i));
+    }
+    const ValueId out = p.insert_op(i, "gather_channel_blocks", {parts}, {{"channels", channels}, {"index", s.index}})[0];
+    replace(p, i, out, static_cast<int64_t>(s.index.size()), blocked, stats);
   }
 
   // The op now at i + 1 (its replacement `out`, just inserted at i, computes it in blocks) is read as

@@ -1,0 +1,73 @@
+// gather_channel_blocks (ops.yaml): channels gathered from channel blocks into channel blocks. Each
+// output block is made, pixel by pixel, from the few input vectors its lanes come from (ShuffleNet's
+// shuffle: two or four), a permute of each into its lanes on AVX2 / AVX-512, lane by lane otherwise.
+#include "cpu/ref/channel_gather.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "cpu/common/parallel.h"
+#include "cpu/common/widest.h"
+#include "kernels.h"
+
+namespace pd::kernels::reference {
+
+GatherPlan gather_plan(const std::vector<int64_t>& channels, const std::vector<int64_t>& index, int64_t L) {
+  GatherPlan plan;
+  plan.L = L;
+  std::vector<int64_t> first(channels.size() + 1, 0);  // the inputs' first channel in the joined order
+  for (size_t k = 0; k < channels.size(); ++k) first[k + 1] = first[k] + channels[k];
+  const auto out_blocks = static_cast<int64_t>((index.size() + static_cast<size_t>(L) - 1) / static_cast<size_t>(L));
+  plan.sources.resize(static_cast<size_t>(out_blocks));
+  for (int64_t ob = 0; ob < out_blocks; ++ob) {
+    std::map<std::pair<int64_t, int64_t>, GatherSource> by_vector;
+    for (int64_t l = 0; l < L && ob * L + l < static_cast<int64_t>(index.size()); ++l) {
+      const int64_t c = index[static_cast<size_t>(ob * L + l)];
+      const auto k = static_cast<int64_t>(std::upper_bound(first.begin(), first.end(), c) - first.begin()) - 1;
+      const int64_t within = c - first[static_cast<size_t>(k)];
+      GatherSource& s = by_vector[{k, within / L}];
+      s.input = k, s.block = within / L;
+      s.lanes |= uint64_t{1} << l;
+      s.idx[l] = static_cast<int32_t>(within % L);
+    }
+    for (auto& [key, s] : by_vector) plan.sources[static_cast<size_t>(ob)].push_back(s);
+  }
+  return plan;
+}
+
+template <typename T>
+void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& xs, const std::vector<int64_t>& channels,
+                           const std::vector<int64_t>& index, Tensor& out) {
+  const Shape& o = out.shape();
+  const int64_t N = o[0], OB = o[1], HW = o[2] * o[3], L = o[4];
+  if (out.numel() == 0) return;
+  const GatherPlan plan = gather_plan(channels, index, L);
+  using Block = void (*)(const std::vector<GatherSource>&, const float* const*, int64_t, float*);
+  Block vector_block = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (L == 8) vector_block = cpu::widest<Block>(nullptr, gather_block_avx2, gather_block_avx2);
+    if (L == 16) vector_block = cpu::widest<Block>(nullptr, nullptr, gather_block_avx512);
+  }
+  cpu::parallel_for(N * OB, HW * L, [&](int64_t i) {
+    const int64_t n = i / OB, ob = i % OB;
+    std::vector<const T*> in(xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) in[k] = xs[k].data<T>() + n * xs[k].shape()[1] * HW * L;
+    T* dst = out.data<T>() + i * HW * L;
+    const std::vector<GatherSource>& sources = plan.sources[static_cast<size_t>(ob)];
+    if constexpr (std::is_same_v<T, float>) {
+      if (vector_block != nullptr) return vector_block(sources, in.data(), HW, dst);
+    }
+    std::fill(dst, dst + HW * L, T(0));
+    for (const GatherSource& s : sources) {
+      const T* src = in[static_cast<size_t>(s.input)] + s.block * HW * L;
+      for (int64_t p = 0; p < HW; ++p)
+        for (int64_t l = 0; l < L; ++l)
+          if ((s.lanes >> l) & 1) dst[p * L + l] = src[p * L + s.idx[l]];
+    }
+  });
+}
+
+}  // namespace pd::kernels::reference
+
+PD_INSTANTIATE_KERNELS(gather_channel_blocks, reference, float, double)

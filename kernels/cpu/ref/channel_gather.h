@@ -1,0 +1,34 @@
+// gather_channel_blocks' plan: for each output block, the input vectors its lanes come from, as the
+// vector kernels read them (one permute of a source vector into the lanes it supplies, per pixel).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pd::kernels::reference {
+
+constexpr int kMaxGatherLanes = 64;  // channel_block_shape_rules.cc's largest block
+
+// One source vector of an output block: block `block` of input `input`, whose lane idx[l] goes to output
+// lane l for each l set in `lanes` (bit l).
+struct GatherSource {
+  int64_t input = 0, block = 0;
+  uint64_t lanes = 0;
+  int32_t idx[kMaxGatherLanes] = {};
+};
+
+// sources[ob]: the sources of output block ob (lanes no source sets stay zero).
+struct GatherPlan {
+  int64_t L = 0;
+  std::vector<std::vector<GatherSource>> sources;
+};
+
+// channels[k]: input k's channels; index: output channel -> channel of the inputs taken in order.
+GatherPlan gather_plan(const std::vector<int64_t>& channels, const std::vector<int64_t>& index, int64_t L);
+
+// One output block of one image over its HW pixels, f32 on whole vectors (isa/channel_gather_rows.cc:
+// the AVX2 form for blocks of 8, the AVX-512 one for blocks of 16); `in[k]` points at the image's first
+// block of input k, `out` at the output block.
+void gather_block_avx2(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
+void gather_block_avx512(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
+
+}  // namespace pd::kernels::reference
