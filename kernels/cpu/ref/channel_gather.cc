@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "cpu/common/parallel.h"
@@ -36,13 +37,34 @@ GatherPlan gather_plan(const std::vector<int64_t>& channels, const std::vector<i
   return plan;
 }
 
+namespace {
+
+// A plan kept in the op's memo slot with what it was made from (an op's attributes do not change, but
+// the slot may be shared with another call when there is no executor).
+struct KeptPlan {
+  std::vector<int64_t> channels, index;
+  GatherPlan plan;
+};
+
+const GatherPlan& plan_for(const KernelContext& ctx, const std::vector<int64_t>& channels, const std::vector<int64_t>& index,
+                           int64_t L, GatherPlan& local) {
+  if (!ctx.memo) return local = gather_plan(channels, index, L);
+  KeptPlan* kept = ctx.memo->get<KeptPlan>();
+  if (!kept || kept->plan.L != L || kept->channels != channels || kept->index != index)
+    kept = &ctx.memo->set(std::make_shared<KeptPlan>(KeptPlan{channels, index, gather_plan(channels, index, L)}));
+  return kept->plan;
+}
+
+}  // namespace
+
 template <typename T>
 void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& xs, const std::vector<int64_t>& channels,
                            const std::vector<int64_t>& index, Tensor& out) {
   const Shape& o = out.shape();
   const int64_t N = o[0], OB = o[1], HW = o[2] * o[3], L = o[4];
   if (out.numel() == 0) return;
-  const GatherPlan plan = gather_plan(channels, index, L);
+  GatherPlan local;
+  const GatherPlan& plan = plan_for(ctx, channels, index, L, local);
   using Block = void (*)(const std::vector<GatherSource>&, const float* const*, int64_t, float*);
   Block vector_block = nullptr;
   if constexpr (std::is_same_v<T, float>) {
@@ -51,7 +73,8 @@ void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& 
   }
   cpu::parallel_for(N * OB, HW * L, [&](int64_t i) {
     const int64_t n = i / OB, ob = i % OB;
-    std::vector<const T*> in(xs.size());
+    thread_local std::vector<const T*> in;
+    in.resize(xs.size());
     for (size_t k = 0; k < xs.size(); ++k) in[k] = xs[k].data<T>() + n * xs[k].shape()[1] * HW * L;
     T* dst = out.data<T>() + i * HW * L;
     const std::vector<GatherSource>& sources = plan.sources[static_cast<size_t>(ob)];
