@@ -1241,7 +1241,7 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       check_same_outputs(p, r, 1e-4);
     }
   }
-  SECTION("grouped convolutions join when each group's channels are whole blocks") {
+  SECTION("grouped convolutions join when each group's channels are whole blocks, or two groups of 8 a block of 16") {
     // conv 16 -> 32, a 3x3 conv in `groups` groups, conv 32 -> 16: RegNet's and ResNeXt's bottleneck.
     const auto grouped_chain = [&](int64_t groups) {
       Program p;
@@ -1257,8 +1257,21 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
     for (int64_t groups : {2, 4}) {  // 16 or 8 channels a group
       Program p = grouped_chain(groups);
       Program q = blocked_for(p, wide);
-      const bool whole = (32 / groups) % block == 0;
-      CHECK(count_ops(q, "blocked_conv2d") == (whole ? 3 : 0));
+      const bool whole = (32 / groups) % block == 0, halves = block == 16 && 32 / groups == 8;  // grouped_conv's kernel
+      CHECK(count_ops(q, "blocked_conv2d") == (whole || halves ? 3 : 0));
+      check_same_outputs(p, q, 1e-4);
+    }
+    // Groups of 8 with a residual: grouped_conv's kernel does not take it, and it stays plain.
+    if (block == 16) {
+      Program p;
+      auto x = p.add_input("x", {DType::f32, {-1, 32, 5, 5}});
+      auto a = p.add_op("conv2d", {{x}, {p.add_param("w1", rnd({32, 32, 1, 1}, 1))}, {}}, {})[0];
+      auto b = p.add_op("conv2d", {{a}, {p.add_param("w2", rnd({32, 8, 3, 3}, 2))}, {}},
+                        {{"padding", std::vector<int64_t>{1, 1}}, {"groups", int64_t{4}}})[0];
+      p.mark_output(p.add_op("conv2d", {{p.add_op("add", {{b}, {a}})[0]}, {p.add_param("w3", rnd({16, 32, 1, 1}, 3))}, {}}, {})[0], "out");
+      Program q = blocked_for(p, wide);
+      for (const auto& op : q.ops())
+        if (op.type == "blocked_conv2d") CHECK(attr_int(op, "groups") == 1);
       check_same_outputs(p, q, 1e-4);
     }
   }

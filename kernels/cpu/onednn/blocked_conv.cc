@@ -11,6 +11,8 @@
 #include "cpu/onednn/kept_args.h"
 #include "cpu/onednn/post_ops.h"
 #include "cpu/ref/depthwise_conv.h"
+#include "cpu/ref/grouped_conv.h"
+#include "pd/kernels/grouped_conv_rule.h"
 #include "cpu/ref/pointwise_conv.h"
 #include "cpu/ref/stem_conv.h"
 #include "kernels.h"
@@ -262,8 +264,12 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (out.numel() == 0) return;
   if (reference::pointwise_conv(ctx, x, weight, bias, residual, stride, padding, groups, act, block, out) ||
       reference::depthwise_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
-      reference::stem_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
+      reference::stem_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
+      reference::grouped_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
     return;
+  // Groups of 8 in blocks of 16 that grouped_conv declined (no AVX-512): oneDNN has no such layout.
+  if (block == 2 * kGroupWidth && grouped8_fits(weight.shape()[1] * groups, weight.shape()[0], groups, weight.shape()[2], weight.shape()[3]))
+    return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, groups, out);
   if (!blocked)
     return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, groups,
                                         out);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pd/core/error.h"
+#include "pd/kernels/grouped_conv_rule.h"
 #include "pd/ops/shape_rules.h"
 
 namespace pd::infer {
@@ -118,13 +119,14 @@ Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, cons
              op, weight.name, shape_str(ws), cin, ws[1], groups, (cin + block - 1) / block, block, x.name, shape_str(s), s[1]);
     nchw = {s[0], cin, s[2], s[3]};
   }
-  // Groups: 1, depthwise (groups = C_in = C_out), or groups of whole blocks (RegNet's 8 channels a
-  // group in blocks of 8).
+  // Groups: 1, depthwise (groups = C_in = C_out), groups of whole blocks (RegNet's 8 channels a group in
+  // blocks of 8), or two groups of 8 a block of 16 (the same on AVX-512: grouped_conv_rule.h).
   const bool depthwise = groups == nchw[1] && ws[0] == groups && ws[1] == 1;
   const bool whole = groups > 1 && ws[1] % block == 0 && ws[0] % groups == 0 && (ws[0] / groups) % block == 0;
-  PD_CHECK(groups == 1 || depthwise || whole, ErrorCode::kInvalidArgument,
-           "{}: groups = {} must be 1, depthwise (the input channels {}, with weight [C, 1, kH, kW]) or groups of whole "
-           "blocks of {} channels in and out, but the weight is {}", op, groups, nchw[1], block, shape_str(ws));
+  const bool halves = block == 2 * kernels::kGroupWidth && kernels::grouped8_fits(ws[1] * groups, ws[0], groups, ws[2], ws[3]);
+  PD_CHECK(groups == 1 || depthwise || whole || halves, ErrorCode::kInvalidArgument,
+           "{}: groups = {} must be 1, depthwise (the input channels {}, with weight [C, 1, kH, kW]), groups of whole "
+           "blocks of {} channels in and out, or groups of 8 in blocks of 16, but the weight is {}", op, groups, nchw[1], block, shape_str(ws));
   const Shape plain = conv2d_nchw(op, x.name, nchw, weight, bias, stride, padding, dilation, groups);
   // C_out need not fill the last block: its lanes past C_out are zero.
   const Shape out = {plain[0], (plain[1] + block - 1) / block, plain[2], plain[3], block};

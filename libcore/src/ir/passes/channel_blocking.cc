@@ -37,6 +37,7 @@
 #include <optional>
 
 #include "passes.h"
+#include "pd/kernels/grouped_conv_rule.h"
 
 namespace pd::ir::passes {
 namespace {
@@ -108,10 +109,26 @@ class ChannelBlocking final : public Pass {
     if (groups == 1) return true;
     if (x.shape[1] != cin) return false;
     // Depthwise (MobileNet's), or groups whose channels are whole blocks in and out (RegNet's and
-    // ResNeXt's groups of 8 on AVX2). Groups of 8 on AVX-512 stay plain: oneDNN runs them in blocks of 8,
-    // and a chain in blocks of 8 there lost more elsewhere than it saved (RegNetY-400MF 4.3 -> 4.9 ms;
-    // on AVX2, 6.4 -> 5.3).
-    return (groups == cout && w.shape[1] == 1) || (w.shape[1] % block_ == 0 && cout % groups == 0 && (cout / groups) % block_ == 0);
+    // ResNeXt's groups of 8 on AVX2). Groups of 8 on AVX-512 only where grouped_conv's kernel takes them,
+    // two groups a block of 16: oneDNN runs them in blocks of 8, and a chain in blocks of 8 there lost
+    // more elsewhere than it saved (RegNetY-400MF 4.3 -> 4.9 ms; on AVX2, 6.4 -> 5.3).
+    if (groups == cout && w.shape[1] == 1) return true;
+    if (w.shape[1] % block_ == 0 && cout % groups == 0 && (cout / groups) % block_ == 0) return true;
+    return block_ == 16 && grouped8_taken(p, i);
+  }
+
+  // A grouped convolution grouped_conv's kernel takes (cpu/ref/grouped_conv.h): 8 channels a group in and
+  // out, stride 1 or 2, padding within the window, no dilation or residual, a vector activation.
+  static bool grouped8_taken(const Program& p, int32_t i) {
+    const Operation& op = p.ops()[i];
+    const Shape& w = p.value(op.inputs[1][0]).type.shape;
+    const int64_t groups = attr_int(op, "groups");
+    const std::vector<int64_t> stride = attr_ints(op, "stride"), padding = attr_ints(op, "padding"), dilation = attr_ints(op, "dilation");
+    const std::string act = op.type == "fused_conv2d" ? attr_string(op, "activation") : "none";
+    const bool vector_act = act == "none" || act == "relu" || act == "relu6" || act == "silu" || act == "hardswish";
+    return kernels::grouped8_fits(w[1] * groups, w[0], groups, w[2], w[3]) && input_of(p, i, 3) == kNoValue && vector_act &&
+           stride.size() == 2 && stride[0] == stride[1] && stride[0] >= 1 && stride[0] <= 2 && dilation == std::vector<int64_t>{1, 1} &&
+           padding.size() == 2 && padding[0] >= 0 && padding[0] <= w[2] / 2 && padding[1] >= 0 && padding[1] <= w[2] / 2;
   }
 
   // A max_pool2d on f32 NCHW (the padding lanes pool zeros into zeros).
