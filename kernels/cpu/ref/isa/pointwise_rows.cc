@@ -2,6 +2,7 @@
 // file once per set (pd_add_isa_variants, libcore/CMakeLists.txt).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/ref/pointwise_conv.h"
 
@@ -76,8 +77,14 @@ void rows(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) 
   for (int64_t ci0 = 0; ci0 < c.cin; ci0 += span) {
     const int64_t ci1 = std::min(c.cin, ci0 + span);
     int64_t p = p0;
-    for (; p + P <= p1; p += P) tile<S, P, NB, A>(c, x + p * L, w, bias, res ? res + p * L : nullptr, out + p * L, ci0, ci1);
-    for (; p < p1; ++p) tile<S, 1, NB, A>(c, x + p * L, w, bias, res ? res + p * L : nullptr, out + p * L, ci0, ci1);
+    // Tiles of P, then of 4 and 1 for the rest (a 14x14 map's last 4 pixels: one tile, not four that
+    // each load every weight vector for two multiply-adds).
+    const auto tiles = [&]<int Q>(std::integral_constant<int, Q>) {
+      for (; p + Q <= p1; p += Q) tile<S, Q, NB, A>(c, x + p * L, w, bias, res ? res + p * L : nullptr, out + p * L, ci0, ci1);
+    };
+    tiles(std::integral_constant<int, P>{});
+    tiles(std::integral_constant<int, 4>{});
+    tiles(std::integral_constant<int, 1>{});
   }
 }
 
