@@ -92,15 +92,17 @@ void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   ConstMap<T> W(weight.data<T>(), out_f, in_f);
   MutMap<T> Y(out.data<T>(), rows, out_f);
   if constexpr (std::is_same_v<T, float>) {
-    // One row of f32 on AVX2 / AVX-512: the vector GEMV (isa/linear_rows.cc), across threads by blocks of
-    // outputs when large; Eigen's row-major GEMV below read MobileNetV2's classifier in the model at 54-68
-    // us on 2 threads against its 32-36.
+    // Up to 8 rows of f32 on AVX2 / AVX-512: the vector GEMV (isa/linear_rows.cc), each weight row read
+    // once for every row, across threads by blocks of outputs when large. Eigen's row-major GEMV below
+    // read MobileNetV2's classifier in the model at 54-68 us on 2 threads against its 32-36; at batch 8
+    // oneDNN's matmul took 418 us there, woken on OpenMP's team.
     const auto gemv = cpu::widest<void (*)(const Gemv&, int64_t, int64_t)>(nullptr, gemv_rows_avx2, gemv_rows_avx512);
-    if (rows == 1 && gemv != nullptr) {
-      const Gemv g{x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr, out.data<float>(), in_f};
+    if (rows >= 1 && rows <= kGemvMostRows && gemv != nullptr) {
+      const Gemv g{x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr, out.data<float>(), in_f,
+                   rows, out_f};
       const int64_t blocks = (out_f + kGemvColumns - 1) / kGemvColumns;
       const auto block = [&](int64_t b) { gemv(g, b * kGemvColumns, std::min(out_f, (b + 1) * kGemvColumns)); };
-      if (out_f * in_f >= kParallelGemvMacs) parallel_items(blocks, block);
+      if (rows * out_f * in_f >= kParallelGemvMacs) parallel_items(blocks, block);
       else
         for (int64_t b = 0; b < blocks; ++b) block(b);
       return;

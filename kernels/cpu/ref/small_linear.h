@@ -38,16 +38,19 @@ bool small_linear(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
 bool linear_epilogue_runs(Activation act);
 void linear_epilogue(const Tensor& residual, Activation act, Tensor& out);
 
-// A linear of one row: out[N] = w[N, K] x[K] + bias[N] (bias may be null).
+// A linear of a few rows: out[M, N] = x[M, K] w[N, K]^T + bias[N] (bias may be null), M at most
+// kGemvMostRows.
+constexpr int64_t kGemvMostRows = 8;
 struct Gemv {
   const float* x = nullptr;
   const float* w = nullptr;
   const float* bias = nullptr;
   float* out = nullptr;
-  int64_t K = 0;
+  int64_t K = 0, M = 1, N = 0;
 };
 
-// The vector forms (isa/linear_rows.cc). gemv_rows computes outputs [n0, n1).
+// The vector forms (isa/linear_rows.cc). gemv_rows computes outputs [n0, n1) of every row, reading each
+// weight row once.
 void gemv_rows_avx2(const Gemv& g, int64_t n0, int64_t n1);
 void gemv_rows_avx512(const Gemv& g, int64_t n0, int64_t n1);
 void small_linear_avx2(const SmallLinear& c);

@@ -105,9 +105,60 @@ void gemv(const Gemv& g, int64_t n0, int64_t n1) {
   }
 }
 
+// M rows of x against R weight rows a step (AVX-512: 2, AVX2: 1, so that the M x R sums, the R weight
+// vectors and an x vector fit the registers): each weight row is read once for all M rows.
+template <class S, int M>
+void few_rows(const Gemv& g, int64_t n0, int64_t n1) {
+  using V = typename S::V;
+  constexpr int R = S::L == 16 ? 2 : 1;
+  const int64_t K = g.K, whole = K - K % S::L;
+  const auto finish = [&](int64_t m, int64_t n, V acc) {
+    float sum = S::reduce_add(acc);
+    for (int64_t k = whole; k < K; ++k) sum += g.w[n * K + k] * g.x[m * K + k];
+    g.out[m * g.N + n] = g.bias ? sum + g.bias[n] : sum;
+  };
+  const auto step = [&]<int Q>(int64_t n) {
+    V acc[M][Q];
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m)
+#pragma GCC unroll 2
+      for (int r = 0; r < Q; ++r) acc[m][r] = S::zero();
+    for (int64_t k = 0; k < whole; k += S::L) {
+      V w[Q];
+#pragma GCC unroll 2
+      for (int r = 0; r < Q; ++r) w[r] = S::load(g.w + (n + r) * K + k);
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        const V x = S::load(g.x + m * K + k);
+#pragma GCC unroll 2
+        for (int r = 0; r < Q; ++r) acc[m][r] = S::fmadd(w[r], x, acc[m][r]);
+      }
+    }
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < Q; ++r) finish(m, n + r, acc[m][r]);
+  };
+  int64_t n = n0;
+  for (; n + R <= n1; n += R) step.template operator()<R>(n);
+  for (; n < n1; ++n) step.template operator()<1>(n);
+}
+
+template <class S>
+void gemv_dispatch(const Gemv& g, int64_t n0, int64_t n1) {
+  switch (g.M) {
+    case 1: return gemv<S>(g, n0, n1);
+    case 2: return few_rows<S, 2>(g, n0, n1);
+    case 3: return few_rows<S, 3>(g, n0, n1);
+    case 4: return few_rows<S, 4>(g, n0, n1);
+    case 5: return few_rows<S, 5>(g, n0, n1);
+    case 6: return few_rows<S, 6>(g, n0, n1);
+    case 7: return few_rows<S, 7>(g, n0, n1);
+    default: return few_rows<S, 8>(g, n0, n1);
+  }
+}
+
 }  // namespace
 
-void PD_ISA_FN(gemv_rows)(const Gemv& g, int64_t n0, int64_t n1) { gemv<simd::PD_ISA>(g, n0, n1); }
+void PD_ISA_FN(gemv_rows)(const Gemv& g, int64_t n0, int64_t n1) { gemv_dispatch<simd::PD_ISA>(g, n0, n1); }
 void PD_ISA_FN(small_linear)(const SmallLinear& c) { dispatch<simd::PD_ISA>(c); }
 void PD_ISA_FN(linear_epilogue)(const SmallLinear& c, int64_t r0, int64_t r1) { dispatch_epilogue<simd::PD_ISA>(c, r0, r1); }
 
