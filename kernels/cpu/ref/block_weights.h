@@ -35,27 +35,36 @@ inline void pack_output_lanes(const Tensor& weight, int64_t L, BlockWeights& w) 
     for (int64_t r = 0; r < per; ++r) w[static_cast<size_t>(((co / L) * per + r) * L + co % L)] = src[co * per + r];
 }
 
-// The weight in output lanes (pack_output_lanes), kept in ctx.packed when it is a constant there, else
-// packed into `local`; `kept` holds the cached copy for as long as the caller uses it.
-inline const BlockWeights& output_lane_weights(const KernelContext& ctx, const Tensor& weight, int64_t block, BlockWeights& local,
-                                               std::shared_ptr<void>& kept) {
+// The weight as `pack(weight, out)` lays it out (`layout` names that layout in the cache key), kept in
+// ctx.packed when it is a constant there, else packed into `local`; `kept` holds the cached copy for as
+// long as the caller uses it.
+template <typename Pack>
+const BlockWeights& packed_block_weights(const KernelContext& ctx, const Tensor& weight, const char* layout, int64_t block,
+                                         Pack pack, BlockWeights& local, std::shared_ptr<void>& kept) {
   if (ctx.packed != nullptr) {
-    PackedKey key("output_lanes");
+    PackedKey key(layout);
     key.add(weight.shape());
     key.add(block);
     if (key.add_constant(*ctx.packed, weight)) {
       kept = ctx.packed->find(key.str());
       if (!kept) {
         auto made = std::make_shared<BlockWeights>();
-        pack_output_lanes(weight, block, *made);
+        pack(weight, *made);
         ctx.packed->store(key.str(), made);
         kept = made;
       }
       return *static_cast<const BlockWeights*>(kept.get());
     }
   }
-  pack_output_lanes(weight, block, local);
+  pack(weight, local);
   return local;
+}
+
+// The weight in output lanes (pack_output_lanes), cached as packed_block_weights says.
+inline const BlockWeights& output_lane_weights(const KernelContext& ctx, const Tensor& weight, int64_t block, BlockWeights& local,
+                                               std::shared_ptr<void>& kept) {
+  return packed_block_weights(
+      ctx, weight, "output_lanes", block, [&](const Tensor& w, BlockWeights& out) { pack_output_lanes(w, block, out); }, local, kept);
 }
 
 // The bias [C] zero-padded to `lanes` (whole blocks), or null without one.

@@ -120,22 +120,7 @@ bool grouped_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weigh
   const Shape& os = out.shape();
   BlockWeights local, bias_lanes;
   std::shared_ptr<void> kept;
-  const BlockWeights* packed = &local;
-  if (ctx.packed != nullptr) {
-    PackedKey key("grouped8");
-    key.add(ws);
-    if (key.add_constant(*ctx.packed, weight)) {
-      kept = ctx.packed->find(key.str());
-      if (!kept) {
-        auto made = std::make_shared<BlockWeights>();
-        pack_grouped(weight, *made);
-        ctx.packed->store(key.str(), made);
-        kept = made;
-      }
-      packed = static_cast<const BlockWeights*>(kept.get());
-    }
-  }
-  if (packed == &local) pack_grouped(weight, local);
+  const BlockWeights* packed = &packed_block_weights(ctx, weight, "grouped8", L, pack_grouped, local, kept);
   GroupedConv c;
   c.x = x.data<float>();
   c.w = packed->data();

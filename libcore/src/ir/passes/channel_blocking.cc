@@ -231,12 +231,14 @@ class ChannelBlocking final : public Pass {
     // The inputs through which an op joins its producers' chains: a conv's x and residual, a pool's x, a
     // scale's map, a concat's every input (each must be a candidate's: the others are the op's own).
     std::vector<std::vector<ValueId>> joins(ops.size());
+    std::vector<std::optional<Shuffle>> shuffle_at(ops.size());  // each op's shuffle_of, found once
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
       const int scale = scale_map_slot(p, k);
       const bool concat = !conv[i] && concat_candidate(p, k) && !shuffled(p, k);
-      const std::optional<Shuffle> shuffle = conv[i] || concat ? std::nullopt : shuffle_of(p, k);
+      if (!conv[i] && !concat) shuffle_at[i] = shuffle_of(p, k);
+      const std::optional<Shuffle>& shuffle = shuffle_at[i];
       if (conv[i]) joins[i] = {input_of(p, k, 0), input_of(p, k, 3)};
       else if (concat) joins[i] = ops[i].inputs[0];
       else if (shuffle) joins[i] = ops[p.value(shuffle->concat).producer].inputs[0];
@@ -265,10 +267,10 @@ class ChannelBlocking final : public Pass {
       if (!cand[i] || size[chains.root(k)] < 2) continue;
       out.push_back(k);
       // A shuffle's last reshape read only by slices of it is not converted itself: the slices are.
-      if (std::optional<Shuffle> shuffle = conv[i] ? std::nullopt : shuffle_of(p, k)) {
+      if (const std::optional<Shuffle>& shuffle = shuffle_at[i]) {
         const std::vector<int32_t> readers = p.users(ops[i].results[0]);
         const bool sliced = ops[i].type == "reshape" && !p.is_output(ops[i].results[0]) && !readers.empty() &&
-                            std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return shuffle_of(p, r).has_value(); });
+                            std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return shuffle_at[static_cast<size_t>(r)].has_value(); });
         if (sliced) out.pop_back();
         else shuffles[ops[i].results[0]] = *shuffle;
       }
