@@ -210,7 +210,7 @@ std::string conv_call_key(const KernelContext& ctx, const ConvOp& op) {
 
 // The ConvCall of this call: kept in ctx.packed when conv_call_key names one (`kept`), else built for
 // this call.
-std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op, bool& kept) {
+std::shared_ptr<const ConvCall> packed_conv_call(const KernelContext& ctx, const ConvOp& op, bool& kept) {
   const std::string key = conv_call_key(ctx, op);
   kept = !key.empty();
   if (key.empty()) return make_conv_call(ctx, op);
@@ -218,6 +218,25 @@ std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp
   std::shared_ptr<ConvCall> made = make_conv_call(ctx, op);
   ctx.packed->store(key, made);
   return made;
+}
+
+// packed_conv_call's, kept in the op's memo slot as well: its key (a string of the constants' identities
+// and the attributes) took 0.5 us to build and find, 3 us of the residual example's 70 at batch 1 (host
+// B, 2 threads). An op's attributes never change; what else its calls may differ in is the variant.
+std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op, bool& kept) {
+  const int64_t variant = ((static_cast<int64_t>(op.x.dtype()) * 64 + (op.residual.defined() ? static_cast<int64_t>(op.residual.dtype()) : 63)) * 64 +
+                           static_cast<int64_t>(op.out_dtype)) * 1024 + ctx.threads;
+  bool made = false, made_kept = false;
+  std::shared_ptr<const ConvCall> call = memoized<ConvCall>(
+      ctx, "quantized_conv2d", variant, op.x.shape(),
+      {&op.x_scale, &op.x_zero_point, &op.weight, &op.weight_scale, &op.bias, &op.residual_scale, &op.residual_zero_point,
+       &op.out_scale, &op.out_zero_point},
+      [&] {
+        made = true;
+        return packed_conv_call(ctx, op, made_kept);
+      });
+  kept = made ? made_kept : true;  // the memo keeps only calls of constants, which ctx.packed keeps too
+  return call;
 }
 
 // An int8 residual of an f32 result dequantized into `to` (the f32 sum adds real values); across threads
@@ -321,9 +340,9 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
 
 // A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:
 // 49 to 196 pixels) is the product of the pixels' channel rows with the [C_out, C_in] weight. The direct
-// int8 linear kernel does it in a few us, where the convolution primitive's fixed cost is about 17 (both
-// host kinds, 2 threads: the 0.4 M multiply-adds of the residual example's projections). A stride gathers
-// the pixels it reads first. False: not such a call (or the linear kernel declined it).
+// int8 linear kernel does it in a few us, reading the pixels where they lie at any stride, where the
+// convolution primitive's fixed cost is about 17 (both host kinds, 2 threads: the 0.4 M multiply-adds of
+// the residual example's projections). False: not such a call (or the linear kernel declined it).
 constexpr int64_t kPointwiseMostRows = 256;  // the direct linear kernel's bound on rows
 
 bool pointwise_as_linear(const KernelContext& ctx, const ConvOp& op, bool seven_bit) {
@@ -333,20 +352,10 @@ bool pointwise_as_linear(const KernelContext& ctx, const ConvOp& op, bool seven_
   if (!op.channels_last || ws[2] != 1 || ws[3] != 1 || op.groups != 1 || op.residual.defined() || !ones(op.dilation) ||
       op.padding.size() != 2 || op.padding[0] != 0 || op.padding[1] != 0 || C < 16 || rows > kPointwiseMostRows)
     return false;  // fewer channels: the direct convolution kernels' case
-  Tensor pixels = op.x;
-  if (!ones(op.stride)) {
-    pixels = Tensor::empty({rows, C}, op.x.dtype());  // 1-byte values: the pixels' rows of C bytes
-    const auto* from = static_cast<const uint8_t*>(op.x.raw_data());
-    auto* to = static_cast<uint8_t*>(pixels.raw_data());
-    const int64_t H = xs[1], W = xs[2], OH = ys[1], OW = ys[2];
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t n = r / (OH * OW), oh = r / OW % OH, ow = r % OW;
-      std::memcpy(to + r * C, from + ((n * H + oh * op.stride[0]) * W + ow * op.stride[1]) * C, static_cast<size_t>(C));
-    }
-  }
   const Tensor matrix = op.weight.as_strided({ws[0], ws[1]}, {ws[1], 1}, op.weight.offset());
-  return reference::quantized_linear_direct(ctx, seven_bit, pixels, op.x_scale, op.x_zero_point, matrix, op.weight_scale, op.bias,
-                                            op.out_scale, op.out_zero_point, op.activation, op.alpha, op.out_dtype, op.out);
+  return reference::quantized_pointwise_direct(ctx, seven_bit, op.x, op.stride[0], op.stride[1], op.x_scale, op.x_zero_point, matrix,
+                                               op.weight_scale, op.bias, op.out_scale, op.out_zero_point, op.activation, op.alpha,
+                                               op.out_dtype, op.out);
 }
 
 }  // namespace

@@ -38,4 +38,12 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
                              const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
                              Tensor& out);
 
+// quantized_linear_direct on the pixels of an NHWC map x [N, H, W, C] at strides (stride_h, stride_w):
+// a 1x1 convolution without padding, weight [C_out, C] and result [N, OH, OW, C_out]. u8 pixels of whole
+// groups of 4 channels are read where they lie (no gathered copy).
+bool quantized_pointwise_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, int64_t stride_h, int64_t stride_w,
+                                const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale,
+                                const Tensor& bias, const Tensor& out_scale, const Tensor& out_zero_point, const std::string& activation,
+                                double alpha, DType out_dtype, Tensor& out);
+
 }  // namespace pd::kernels::reference

@@ -108,10 +108,10 @@ std::shared_ptr<const LinearCall> linear_call(const KernelContext& ctx, Path pat
                               {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, find_or_make);
 }
 
-// R rows of x (u8, each padded with zeros to K4 * 4, `stride` bytes apart) against V blocks of 16
-// outputs from block b: R x V sums, each weight vector loaded once for the R rows.
+// R rows of x (u8, each with K4 * 4 readable bytes, zeros past K where K4 * 4 > K) against V blocks of
+// 16 outputs from block b: R x V sums, each weight vector loaded once for the R rows.
 template <int R, int V>
-PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* x, int64_t stride, int64_t b, void* out, int64_t row_at) {
+PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* const* x, int64_t b, void* out, int64_t row_at) {
   __m512i acc[R][V];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -124,7 +124,7 @@ PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* x, int6
     for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_si512(w + (v * c.K4 + k4) * kLanes * 4);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512i xv = _mm512_set1_epi32(load_u32(x + r * stride + 4 * k4));
+      const __m512i xv = _mm512_set1_epi32(load_u32(x[r] + 4 * k4));
 #pragma GCC unroll 16
       for (int v = 0; v < V; ++v) acc[r][v] = vnni_dot(acc[r][v], xv, wv[v]);
     }
@@ -138,15 +138,15 @@ PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* x, int6
     }
 }
 
-using VnniTileFn = void (*)(const LinearCall&, const uint8_t*, int64_t, int64_t, void*, int64_t);
+using VnniTileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
 template <int R>
 constexpr VnniTileFn kVnniTiles[] = {vnni_linear_tile<R, 1>, vnni_linear_tile<R, 2>, vnni_linear_tile<R, 3>, vnni_linear_tile<R, 4>};
 
 // `rows` (1-4) rows against `v` (1-4) blocks.
-PD_VNNI_TARGET void vnni_linear_rows(const LinearCall& c, const uint8_t* x, int64_t stride, int64_t rows, int64_t b, int64_t v, void* out,
+PD_VNNI_TARGET void vnni_linear_rows(const LinearCall& c, const uint8_t* const* x, int64_t rows, int64_t b, int64_t v, void* out,
                                      int64_t row_at) {
   static constexpr const VnniTileFn* kByRows[] = {kVnniTiles<1>, kVnniTiles<2>, kVnniTiles<3>, kVnniTiles<4>};
-  kByRows[rows - 1][v - 1](c, x, stride, b, out, row_at);
+  kByRows[rows - 1][v - 1](c, x, b, out, row_at);
 }
 
 // AVX2: one row of x (int16, minus its zero point, zero-padded to K2 pairs) against V blocks of 8
@@ -175,7 +175,7 @@ PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int6
 // AVX2 on u8: R rows of x (as vnni_linear_tile's) against block b of 16 outputs in VNNI's packing, as
 // two vectors of 8 outputs.
 template <int R>
-PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* x, int64_t stride, int64_t b, void* out, int64_t row_at) {
+PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* const* x, int64_t b, void* out, int64_t row_at) {
   __m256i acc[R][2];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -185,7 +185,7 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* x, i
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k4 * kLanes * 4 + 32));
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m256i xv = _mm256_set1_epi32(load_u32(x + r * stride + 4 * k4));
+      const __m256i xv = _mm256_set1_epi32(load_u32(x[r] + 4 * k4));
       acc[r][0] = avx2_dot_u8(acc[r][0], xv, w0);
       acc[r][1] = avx2_dot_u8(acc[r][1], xv, w1);
     }
@@ -199,21 +199,34 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* x, i
     }
 }
 
-using Avx2U8TileFn = void (*)(const LinearCall&, const uint8_t*, int64_t, int64_t, void*, int64_t);
+using Avx2U8TileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
 constexpr Avx2U8TileFn kAvx2U8Tiles[] = {avx2_u8_linear_tile<1>, avx2_u8_linear_tile<2>, avx2_u8_linear_tile<3>, avx2_u8_linear_tile<4>};
 
 using Avx2TileFn = void (*)(const LinearCall&, const int16_t*, int64_t, void*, int64_t);
 constexpr Avx2TileFn kAvx2Tiles[] = {avx2_linear_tile<1>, avx2_linear_tile<2>, avx2_linear_tile<3>, avx2_linear_tile<4>};
 
-}  // namespace
+// Where row m of the product starts in x: rows of K values one after the other (a linear's), or the
+// pixels of an NHWC map [N, H, W, K] read at strides (sh, sw), OH x OW of them an image (a 1x1
+// convolution's, quantized_pointwise_direct).
+struct RowSource {
+  const uint8_t* base;  // x's bytes (1-byte values)
+  int64_t K, H, W, OH, OW, sh, sw;
+  const uint8_t* row(int64_t m) const {
+    const int64_t n = m / (OH * OW), oh = m / OW % OH, ow = m % OW;
+    return base + ((n * H + oh * sh) * W + ow * sw) * K;
+  }
+};
 
-bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
-                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
-                             const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
-                             Tensor& out) {
+// The kernels on M rows of `src`. The VNNI and AVX2-on-u8 paths read u8 rows in place where K is whole
+// groups of 4 (a 1x1 convolution's strided pixels too: no gathered copy); s8 rows (read shifted by
+// 128) and rows of a ragged K go through a copy padded with zeros, as the AVX2 path's int16 rows do.
+bool linear_direct(const KernelContext& ctx, bool seven_bit, const RowSource& src, int64_t M, DType x_dtype, const Tensor& x,
+                   const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale,
+                   const Tensor& bias, const Tensor& out_scale, const Tensor& out_zero_point, const std::string& activation,
+                   double alpha, DType out_dtype, Tensor& out) {
   const Path path = int8_path();
   const Activation act = parse_activation("quantized_linear", activation);
-  const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
+  const int64_t O = weight.shape()[0], K = weight.shape()[1];
   const int64_t most_rows = O * K <= kTileMostWeightBytes ? kTileMostRows : kLinearRows;  // on u8
   if (path == Path::none || !vector_activation(act) || M == 0 || M > most_rows || K == 0) return false;
   const auto call = linear_call(ctx, path, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
@@ -221,30 +234,43 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
   const LinearCall& c = *call;
   if (c.path == Path::avx2 && M > kLinearRows) return false;
   void* o = out.raw_data();
-  const bool u8 = x.dtype() == DType::u8;
+  const bool u8 = x_dtype == DType::u8;
   if (c.path != Path::avx2) {
-    // The rows as u8 (s8 shifted: v ^ 0x80 = v + 128), padded with zeros to whole groups of 4.
+    // The rows as u8 (s8 shifted: v ^ 0x80 = v + 128), padded with zeros to whole groups of 4, where
+    // they cannot be read in place.
     thread_local std::vector<uint8_t> rows;
-    rows.assign(static_cast<size_t>(M * c.K4 * 4), 0);
-    const auto* xu = static_cast<const uint8_t*>(x.raw_data());
-    for (int64_t m = 0; m < M; ++m) {
-      uint8_t* row = rows.data() + m * c.K4 * 4;
-      if (u8) std::memcpy(row, xu + m * K, static_cast<size_t>(K));
-      else
-        for (int64_t k = 0; k < K; ++k) row[k] = xu[m * K + k] ^ 0x80;
+    const bool in_place = u8 && c.K4 * 4 == K;
+    const int64_t stride = c.K4 * 4;
+    if (!in_place) {
+      rows.assign(static_cast<size_t>(M * stride), 0);
+      for (int64_t m = 0; m < M; ++m) {
+        uint8_t* row = rows.data() + m * stride;
+        const uint8_t* from = src.row(m);
+        if (u8) std::memcpy(row, from, static_cast<size_t>(K));
+        else
+          for (int64_t k = 0; k < K; ++k) row[k] = from[k] ^ 0x80;
+      }
     }
-    const uint8_t* xr = rows.data();  // the thread_local is this thread's: the workers get the pointer
-    const int64_t tiles = (M + 3) / 4, stride = c.K4 * 4;
+    const uint8_t* copied = rows.data();  // the thread_local is this thread's: the workers get the pointer
+    // Tile t's rows: 4 from row 4 t.
+    const auto tile_rows = [&](int64_t m, int64_t count, const uint8_t** at) {
+      for (int64_t r = 0; r < count; ++r) at[r] = in_place ? src.row(m + r) : copied + (m + r) * stride;
+    };
+    const int64_t tiles = (M + 3) / 4;
     if (c.path == Path::vnni) {
       const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
       cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
-        const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce;
-        vnni_linear_rows(c, xr + m * stride, stride, std::min<int64_t>(4, M - m), b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
+        const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce, count = std::min<int64_t>(4, M - m);
+        const uint8_t* at[4];
+        tile_rows(m, count, at);
+        vnni_linear_rows(c, at, count, b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
       });
     } else {
       cpu::parallel_for(c.blocks * tiles, 4 * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
-        const int64_t m = t / c.blocks * 4, b = t % c.blocks;
-        kAvx2U8Tiles[std::min<int64_t>(4, M - m) - 1](c, xr + m * stride, stride, b, o, m * O);
+        const int64_t m = t / c.blocks * 4, b = t % c.blocks, count = std::min<int64_t>(4, M - m);
+        const uint8_t* at[4];
+        tile_rows(m, count, at);
+        kAvx2U8Tiles[count - 1](c, at, b, o, m * O);
       });
     }
   } else {
@@ -252,12 +278,14 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
     const int64_t stride = c.K2 * 2;
     wide.assign(static_cast<size_t>(M * stride), 0);
     const int32_t zp = c.zp;
-    const auto widen = [&]<typename Q>(const Q* src) {
-      for (int64_t m = 0; m < M; ++m)
-        std::transform(src + m * K, src + (m + 1) * K, wide.data() + m * stride, [zp](Q v) { return static_cast<int16_t>(v - zp); });
+    const auto widen = [&]<typename Q>(Q) {
+      for (int64_t m = 0; m < M; ++m) {
+        const Q* from = reinterpret_cast<const Q*>(src.row(m));
+        std::transform(from, from + K, wide.data() + m * stride, [zp](Q v) { return static_cast<int16_t>(v - zp); });
+      }
     };
-    if (u8) widen(x.data<uint8_t>());
-    else widen(x.data<int8_t>());
+    if (u8) widen(uint8_t{});
+    else widen(int8_t{});
     const int16_t* xw = wide.data();  // the thread_local is this thread's: the workers get the pointer
     const int64_t groups = (c.blocks8 + kBlocksAtOnce - 1) / kBlocksAtOnce;
     cpu::parallel_for(M * groups, kBlocksAtOnce * 8 * K / kProductsPerWork, [&](int64_t t) {
@@ -268,11 +296,38 @@ bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Ten
   return true;
 }
 
+}  // namespace
+
+bool quantized_linear_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
+                             const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
+                             const Tensor& out_zero_point, const std::string& activation, double alpha, DType out_dtype,
+                             Tensor& out) {
+  const int64_t O = weight.shape()[0], K = weight.shape()[1], M = O > 0 ? out.numel() / O : 0;
+  const RowSource rows{static_cast<const uint8_t*>(x.raw_data()), K, M, 1, M, 1, 1, 1};
+  return linear_direct(ctx, seven_bit, rows, M, x.dtype(), x, x_scale, x_zero_point, weight, weight_scale, bias, out_scale,
+                       out_zero_point, activation, alpha, out_dtype, out);
+}
+
+bool quantized_pointwise_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, int64_t stride_h, int64_t stride_w,
+                                const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight, const Tensor& weight_scale,
+                                const Tensor& bias, const Tensor& out_scale, const Tensor& out_zero_point, const std::string& activation,
+                                double alpha, DType out_dtype, Tensor& out) {
+  const Shape &xs = x.shape(), &ys = out.shape();
+  const RowSource pixels{static_cast<const uint8_t*>(x.raw_data()), xs[3], xs[1], xs[2], ys[1], ys[2], stride_h, stride_w};
+  return linear_direct(ctx, seven_bit, pixels, ys[0] * ys[1] * ys[2], x.dtype(), x, x_scale, x_zero_point, weight, weight_scale, bias,
+                       out_scale, out_zero_point, activation, alpha, out_dtype, out);
+}
+
 
 #else  // not x86-64: the reference loops and oneDNN take every call
 
 bool quantized_linear_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                              const Tensor&, const Tensor&, const Tensor&, const std::string&, double, DType, Tensor&) {
+  return false;
+}
+
+bool quantized_pointwise_direct(const KernelContext&, bool, const Tensor&, int64_t, int64_t, const Tensor&, const Tensor&, const Tensor&,
+                                const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::string&, double, DType, Tensor&) {
   return false;
 }
 
