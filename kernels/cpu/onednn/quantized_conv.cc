@@ -243,15 +243,13 @@ std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp
 // when it is large enough to pay for the fork (at batch 1 it is a few thousand values).
 void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
   const int64_t n = residual.numel(), block = 16384;
-  const float scale = p.residual_scale, zero_point = static_cast<float>(p.residual_zero_point);
-  const auto widen = [&](const auto* from) {  // one loop per dtype, so that it vectorises
-    cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
-      for (int64_t i = b * block, end = std::min(n, (b + 1) * block); i < end; ++i)
-        to[i] = (static_cast<float>(from[i]) - zero_point) * scale;
-    });
-  };
-  if (residual.dtype() == DType::u8) widen(residual.data<uint8_t>());
-  else widen(residual.data<int8_t>());
+  cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
+    const int64_t begin = b * block, count = std::min(n, begin + block) - begin;
+    if (residual.dtype() == DType::u8)
+      reference::dequantize_row(residual.data<uint8_t>() + begin, to + begin, count, p.residual_scale, p.residual_zero_point);
+    else
+      reference::dequantize_row(residual.data<int8_t>() + begin, to + begin, count, p.residual_scale, p.residual_zero_point);
+  });
 }
 
 // Whether a part's primitive writes the user's result itself and takes an f32 residual there as it is

@@ -20,6 +20,10 @@ void quantize_run_u8_avx2(const float* x, uint8_t* out, int64_t n, float s, floa
 void quantize_run_u8_avx512(const float* x, uint8_t* out, int64_t n, float s, float z);
 void quantize_run_i8_avx2(const float* x, int8_t* out, int64_t n, float s, float z);
 void quantize_run_i8_avx512(const float* x, int8_t* out, int64_t n, float s, float z);
+void dequantize_run_u8_avx2(const uint8_t* x, float* out, int64_t n, float s, int32_t z);
+void dequantize_run_u8_avx512(const uint8_t* x, float* out, int64_t n, float s, int32_t z);
+void dequantize_run_i8_avx2(const int8_t* x, float* out, int64_t n, float s, int32_t z);
+void dequantize_run_i8_avx512(const int8_t* x, float* out, int64_t n, float s, int32_t z);
 
 namespace {
 
@@ -77,14 +81,20 @@ void quantize_rows(const ChannelGeom& g, const T* x, const T* scale, const Q* zp
 }
 
 template <typename Q>
+using DequantizeFn = void (*)(const Q*, float*, int64_t, float, int32_t);
+
+template <typename Q>
+DequantizeFn<Q> dequantize_run_for() {
+  if constexpr (std::is_same_v<Q, uint8_t>) return cpu::widest<DequantizeFn<Q>>(dequantize_run<Q>, dequantize_run_u8_avx2, dequantize_run_u8_avx512);
+  else return cpu::widest<DequantizeFn<Q>>(dequantize_run<Q>, dequantize_run_i8_avx2, dequantize_run_i8_avx512);
+}
+
+template <typename Q>
 void dequantize_rows(const ChannelGeom& g, const Q* x, const float* scale, const Q* zp, float* out) {
+  static const DequantizeFn<Q> run = dequantize_run_for<Q>();
   cpu::parallel_for(g.outer * g.channels, g.inner, [&](int64_t row) {
     const int64_t c = row % g.channels;
-    const int32_t z = zp[c];
-    const float s = scale[c];
-    const Q* src = x + row * g.inner;
-    float* dst = out + row * g.inner;
-    for (int64_t i = 0; i < g.inner; ++i) dst[i] = static_cast<float>(static_cast<int32_t>(src[i]) - z) * s;
+    run(x + row * g.inner, out + row * g.inner, g.inner, scale[c], static_cast<int32_t>(zp[c]));
   });
 }
 
@@ -109,6 +119,16 @@ void quantize_planes_to_nhwc(const float* x, Q* out, int64_t N, int64_t C, int64
 
 void quantize_row_u8(const float* x, uint8_t* out, int64_t n, float scale, float zero_point) {
   static const RunFn<float, uint8_t> run = quantize_run_for<float, uint8_t>();
+  run(x, out, n, scale, zero_point);
+}
+
+void dequantize_row(const uint8_t* x, float* out, int64_t n, float scale, int32_t zero_point) {
+  static const DequantizeFn<uint8_t> run = dequantize_run_for<uint8_t>();
+  run(x, out, n, scale, zero_point);
+}
+
+void dequantize_row(const int8_t* x, float* out, int64_t n, float scale, int32_t zero_point) {
+  static const DequantizeFn<int8_t> run = dequantize_run_for<int8_t>();
   run(x, out, n, scale, zero_point);
 }
 

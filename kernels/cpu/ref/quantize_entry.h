@@ -14,4 +14,8 @@ Tensor quantize_to_nhwc(const char* op, const Tensor& x, const Tensor& scale, co
 // quantize rows as they read them. s8 with zero point z gives the same bytes as u8 with z + 128, less 128.
 void quantize_row_u8(const float* x, uint8_t* out, int64_t n, float scale, float zero_point);
 
+// n int8 values dequantized as dequantize_linear does, (x - zero_point) * scale (the widest loop this CPU has).
+void dequantize_row(const uint8_t* x, float* out, int64_t n, float scale, int32_t zero_point);
+void dequantize_row(const int8_t* x, float* out, int64_t n, float scale, int32_t zero_point);
+
 }  // namespace pd::kernels::reference

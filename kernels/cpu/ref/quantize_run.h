@@ -1,4 +1,4 @@
-// quantize_linear's loop over a run of values that share one scale and zero point. quantize.cc splits a
+// quantize_linear's loop over a run of values that share one scale and zero point (and dequantize_linear's). quantize.cc splits a
 // tensor into runs across threads; the float loop is compiled again for AVX2 and AVX-512
 // (isa/quantize_runs.cc) and taken when the CPU has them: the same operations in the same order, so
 // every form gives the same bits. Static, so that each including file keeps its own copy for its own
@@ -33,6 +33,13 @@ static void quantize_run(const T* __restrict x, Q* __restrict out, int64_t n, T 
     const T q = round_half_even(clamped) + z;
     out[i] = static_cast<Q>(static_cast<int32_t>(v != v ? z : q));  // through int32, which vectorises
   }
+}
+
+// out[i] = (x[i] - z) * s: dequantize_linear's loop, and an int8 residual widened for an f32 sum.
+template <typename Q>
+static void dequantize_run(const Q* __restrict x, float* __restrict out, int64_t n, float s, int32_t z) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int32_t>(x[i]) - z) * s;
 }
 
 }  // namespace pd::kernels::reference

@@ -129,13 +129,17 @@ PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uin
       }
     }
   }
+  const VnniConstants k = vnni_constants(e);
   #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
+  for (int v = 0; v < V; ++v) {
+    const int64_t o = o0 + 16 * v;
+    const VnniChannels ch = vnni_channels(e, o);
     #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) {
-      const int64_t o = o0 + 16 * v, at = (pixel + p) * s.CO;
-      vnni_store(e, acc[p][v], o, s.CO - o, residual ? residual + at : nullptr, out, at + o);
+    for (int p = 0; p < P; ++p) {
+      const int64_t at = (pixel + p) * s.CO + o;
+      vnni_store(k, ch, acc[p][v], s.CO - o, residual ? residual + at : nullptr, out, at);
     }
+  }
 }
 
 // Most pixels per block for V channel vectors: about 12 accumulators (of 32 registers).
@@ -188,10 +192,12 @@ PD_VNNI_TARGET void vnni_pool_pixels(const ConvShape& s, const Epilogue& e, cons
           acc[h][p] = vnni_dot(acc[h][p], _mm512_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
     }
   }
+  const VnniConstants k = vnni_constants(e);
+  const VnniChannels ch = vnni_channels(e, 0);
   #pragma GCC unroll 16
   for (int j = 0; j < J; ++j) {
     const __m512i m = _mm512_max_epi32(_mm512_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm512_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
-    vnni_store(e, m, 0, s.CO, nullptr, out, (pooled + j) * s.CO);
+    vnni_store(k, ch, m, s.CO, nullptr, out, (pooled + j) * s.CO);
   }
 }
 

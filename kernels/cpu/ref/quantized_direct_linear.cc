@@ -129,13 +129,14 @@ PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* const* 
       for (int v = 0; v < V; ++v) acc[r][v] = vnni_dot(acc[r][v], xv, wv[v]);
     }
   }
+  const VnniConstants k = vnni_constants(c.e);
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
+  for (int v = 0; v < V; ++v) {
+    const int64_t o = (b + v) * kLanes;
+    const VnniChannels ch = vnni_channels(c.e, o);
 #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) {
-      const int64_t o = (b + v) * kLanes;
-      vnni_store(c.e, acc[r][v], o, c.O - o, nullptr, out, row_at + r * c.O + o);
-    }
+    for (int r = 0; r < R; ++r) vnni_store(k, ch, acc[r][v], c.O - o, nullptr, out, row_at + r * c.O + o);
+  }
 }
 
 using VnniTileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
