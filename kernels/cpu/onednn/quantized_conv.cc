@@ -239,16 +239,17 @@ std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp
   return call;
 }
 
-// An int8 residual of an f32 result dequantized into `to` (the f32 sum adds real values); across threads
-// when it is large enough to pay for the fork (at batch 1 it is a few thousand values).
-void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
-  const int64_t n = residual.numel(), block = 16384;
-  cpu::parallel_for((n + block - 1) / block, block, [&](int64_t b) {
-    const int64_t begin = b * block, count = std::min(n, begin + block) - begin;
+// An int8 residual of an f32 result dequantized into `to` (the f32 sum adds real values): `count` values
+// from `at`. Across threads when it is large enough to pay for the fork (at batch 1 it is a few thousand
+// values, and each part widens its own rows).
+void widen_residual(const Tensor& residual, const Int8Params& p, int64_t at, int64_t count, float* to) {
+  const int64_t block = 16384;
+  cpu::parallel_for((count + block - 1) / block, block, [&](int64_t b) {
+    const int64_t begin = at + b * block, n = std::min(at + count, begin + block) - begin;
     if (residual.dtype() == DType::u8)
-      reference::dequantize_row(residual.data<uint8_t>() + begin, to + begin, count, p.residual_scale, p.residual_zero_point);
+      reference::dequantize_row(residual.data<uint8_t>() + begin, to + begin, n, p.residual_scale, p.residual_zero_point);
     else
-      reference::dequantize_row(residual.data<int8_t>() + begin, to + begin, count, p.residual_scale, p.residual_zero_point);
+      reference::dequantize_row(residual.data<int8_t>() + begin, to + begin, n, p.residual_scale, p.residual_zero_point);
   });
 }
 
@@ -256,7 +257,7 @@ void widen_residual(const Tensor& residual, const Int8Params& p, float* to) {
 // (no reorder of either).
 bool writes_in_place(const ConvCall::PartCall& b) { return !b.e->out.prim && !b.e->residual_in.prim; }
 
-// Whether every part writes in place: then a widened residual goes straight into the result, one pass.
+// Whether every part writes in place: then a widened residual goes straight into the result.
 bool residual_in_place(const ConvCall& c) { return std::all_of(c.parts.begin(), c.parts.end(), writes_in_place); }
 
 // A part's argument map: the call's zero points, weights and bias, and the source, destination and
@@ -273,7 +274,8 @@ ArgMap part_args(const ConvCall& c, const ConvCall::PartCall& b, const dnnl::mem
 }
 
 // The parts' maps kept in the op's memo slot (kept_args.h) for a call whose primitives read and write the
-// user's buffers as they are (no reorder around them: NHWC int8, the usual case); null otherwise.
+// user's buffers as they are (no reorder around them: NHWC int8, the usual case); null otherwise. Each
+// map's scratchpad is its own, made with it (an executor's op runs one call at a time).
 ArgMap* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const ConvCall>& call) {
   const auto plain = [](const ConvCall::PartCall& b) { return writes_in_place(b) && !b.e->in0.prim; };
   if (!std::all_of(call->parts.begin(), call->parts.end(), plain)) return nullptr;
@@ -281,59 +283,82 @@ ArgMap* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const Con
     std::vector<ArgMap> maps;
     for (const ConvCall::PartCall& b : call->parts)
       maps.push_back(part_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
-                               dnnl::memory(b.e->scratchpad, cpu_engine(), nullptr)));
+                               dnnl::memory(b.e->scratchpad, cpu_engine())));
     return maps;
   });
 }
 
-// `kept`: the parts' kept argument maps (kept_part_args), or null to make them for this call.
-void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
-  const Tensor src = int8_source(op.x);
-  Tensor res = op.residual;
-  if (c.p.widen_residual) {  // into the result itself where it can (then there is nothing left to copy)
-    res = residual_in_place(c) ? Tensor() : Tensor::empty(op.residual.shape(), DType::f32);
-    widen_residual(op.residual, c.p, res.defined() ? res.data<float>() : op.out.data<float>());
+// One run of a call's parts. A part's rows are contiguous in NHWC (several parts are NHWC; a single one
+// starts at 0, whatever the layout): its x, residual and result start at its first row of its first
+// image.
+struct ConvRun {
+  const ConvCall& c;
+  const ConvOp& op;
+  Tensor src;  // int8_source's
+  Tensor res;  // the residual as the primitives' sum reads it from the result; undefined: already there
+                // (or none)
+  bool widen_in_place = false;  // an int8 residual each part widens into its rows of the f32 result
+
+  int64_t out_at(const Part& p) const { return (p.n0 * c.out_rows + p.r0) * c.out_row; }
+  char* out_base(const Part& p) const { return static_cast<char*>(op.out.raw_data()) + out_at(p) * dtype_size(op.out_dtype); }
+  char* x_base(const Part& p) const {
+    return const_cast<char*>(static_cast<const char*>(src.raw_data())) + (p.n0 * c.x_rows + p.in0) * c.x_row * dtype_size(src.dtype());
   }
-  std::vector<ArgMap> made;                    // without kept maps
-  std::vector<std::shared_ptr<void>> scratch;  // the kept maps' scratchpads, for this call
-  for (size_t i = 0; i < c.parts.size(); ++i) {
-    const ConvCall::PartCall& b = c.parts[i];
+  int64_t part_values(const Part& p) const { return (p.n1 - p.n0) * (p.r1 - p.r0) * c.out_row; }
+
+  // The part's residual into `dst` (the primitive's destination), which its sum post-op reads.
+  void place_residual(const ConvCall::PartCall& b, dnnl::memory& dst) const {
+    if (widen_in_place) return widen_residual(op.residual, c.p, out_at(b.part), part_values(b.part), op.out.data<float>());
+    if (!res.defined()) return;
+    const char* r_base = static_cast<const char*>(res.raw_data()) + out_at(b.part) * dtype_size(res.dtype());
+    if (b.e->residual_in.prim) {
+      dnnl::memory r(b.residual, cpu_engine(), const_cast<char*>(r_base));
+      b.e->residual_in.prim->execute(cpu_stream(), r, dst);
+    } else {
+      copy_across_threads(out_base(b.part), r_base, static_cast<size_t>(part_values(b.part)) * dtype_size(res.dtype()));
+    }
+  }
+};
+
+// `kept`: the parts' kept argument maps (kept_part_args), or null to make them for this call. With kept
+// maps each part places its residual in its own rows and runs on the thread that reads them next.
+void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
+  ConvRun run{c, op, int8_source(op.x), op.residual};
+  if (c.p.widen_residual) {  // into the result itself where it can (then there is nothing left to copy)
+    run.widen_in_place = residual_in_place(c);
+    run.res = run.widen_in_place ? Tensor() : Tensor::empty(op.residual.shape(), DType::f32);
+    if (!run.widen_in_place) widen_residual(op.residual, c.p, 0, op.residual.numel(), run.res.data<float>());
+  }
+  if (kept) {
+    const auto part = [&](int64_t i) {
+      const ConvCall::PartCall& b = c.parts[static_cast<size_t>(i)];
+      ArgMap& args = kept[i];
+      dnnl::memory& dst = args.at(DNNL_ARG_DST);
+      dst.set_data_handle(run.out_base(b.part));
+      args.at(DNNL_ARG_SRC).set_data_handle(run.x_base(b.part));
+      run.place_residual(b, dst);
+      if (c.parts.size() == 1) b.e->prim.execute(cpu_stream(), args);  // made for the whole team
+      else run_primitive(b.e->prim, args);
+    };
+    if (c.parts.size() == 1) return part(0);
+    return parallel_items(static_cast<int64_t>(c.parts.size()), part);  // each primitive made for one thread
+  }
+  std::vector<ArgMap> made;
+  for (const ConvCall::PartCall& b : c.parts) {
     const ConvEntry& e = *b.e;
-    // A part's rows are contiguous in NHWC (several parts are NHWC; a single one starts at 0, whatever the
-    // layout): its x, residual and result start at its first row of its first image.
-    const int64_t out_at = (b.part.n0 * c.out_rows + b.part.r0) * c.out_row;
-    char* out_base = static_cast<char*>(op.out.raw_data()) + out_at * dtype_size(op.out_dtype);
-    char* x_base = const_cast<char*>(static_cast<const char*>(src.raw_data())) +
-                   (b.part.n0 * c.x_rows + b.part.in0) * c.x_row * dtype_size(src.dtype());
-    dnnl::memory user_dst = kept ? kept[i].at(DNNL_ARG_DST) : dnnl::memory(b.dst, cpu_engine(), out_base);
-    if (kept) user_dst.set_data_handle(out_base);
+    const dnnl::memory user_dst(b.dst, cpu_engine(), run.out_base(b.part));
     dnnl::memory dst = output_buffer(e.out, user_dst);
-    if (res.defined()) {
-      const size_t r_row = static_cast<size_t>(c.out_row) * dtype_size(res.dtype());
-      const char* r_base = static_cast<const char*>(res.raw_data()) + static_cast<size_t>(out_at / c.out_row) * r_row;
-      if (e.residual_in.prim) {
-        dnnl::memory r(b.residual, cpu_engine(), const_cast<char*>(r_base));
-        e.residual_in.prim->execute(cpu_stream(), r, dst);
-      } else {
-        copy_across_threads(out_base, r_base, static_cast<size_t>((b.part.n1 - b.part.n0) * (b.part.r1 - b.part.r0)) * r_row);
-      }
-    }
-    if (kept) {
-      kept[i].at(DNNL_ARG_SRC).set_data_handle(x_base);
-      scratch.push_back(point_scratchpad(kept[i], e.scratchpad));
-      continue;
-    }
-    made.push_back(part_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), x_base)), dst, scratch_memory(e.scratchpad)));
+    run.place_residual(b, dst);
+    made.push_back(part_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), run.x_base(b.part))), dst,
+                             scratch_memory(e.scratchpad)));
     if (e.out.prim) {  // a layout of the primitive's own: one part (conv_parts gives several only in NHWC)
       e.prim.execute(cpu_stream(), made.back());
       reorder_out(e.out, dst, user_dst);
       return;
     }
   }
-  ArgMap* args = kept ? kept : made.data();
-  if (c.parts.size() == 1) return c.parts[0].e->prim.execute(cpu_stream(), args[0]);
-  // The parts on the kernels' pool, each primitive made for one thread.
-  parallel_items(static_cast<int64_t>(c.parts.size()), [&](int64_t i) { run_primitive(c.parts[static_cast<size_t>(i)].e->prim, args[i]); });
+  if (c.parts.size() == 1) return c.parts[0].e->prim.execute(cpu_stream(), made[0]);
+  parallel_items(static_cast<int64_t>(c.parts.size()), [&](int64_t i) { run_primitive(c.parts[static_cast<size_t>(i)].e->prim, made[i]); });
 }
 
 // A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:

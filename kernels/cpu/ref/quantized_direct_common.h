@@ -290,7 +290,11 @@ PD_VNNI_TARGET __attribute__((always_inline)) inline void vnni_store(const VnniC
   const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, k.out_scale, y), k.out_rcp, q0);
   __m512 q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q1, q1, _CMP_ORD_Q), q0, q1);
   q = _mm512_min_ps(_mm512_max_ps(q, k.lo), k.hi);
-  _mm512_mask_cvtepi32_storeu_epi8(static_cast<char*>(out) + at, m, _mm512_add_epi32(_mm512_cvtps_epi32(q), k.out_zp));
+  // Narrowed in a register, then stored: vpmovdb with a memory operand is slow on AMD's cores.
+  const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(q), k.out_zp));
+  char* dst = static_cast<char*>(out) + at;
+  if (lanes >= 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
+  else _mm_mask_storeu_epi8(dst, m, bytes);
 }
 
 // 16 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real) through the
