@@ -64,20 +64,31 @@ void copy_across_threads(void* to, const void* from, size_t bytes) {
 //    3.1 ms quiet, 11.6 beside a 2-thread pd-train; in parts 3.1 and 6.6), while a part the pool's worker
 //    has not started is taken back by the caller. Smaller parts, up to 4 a thread, read the same loaded
 //    and up to 10% slower quiet.
+//  - A batch of 1 whose few rows do not split evenly (a 7x7 map's 3 / 4 on two threads: the thread with 4
+//    rows took 23 of the layer's 25 K cycles, the other 18) splits its output channels instead, each part
+//    all the rows of its channels, written dense and then put in place (channel_part).
 struct Part {
   int64_t n0, n1, r0, r1, in0, in1, pad_top;
+  int64_t o0 = 0, o1 = 0;  // output channels [o0, o1); o1 == 0: all of them
 };
 
+bool channel_part(const Part& p) { return p.o1 > 0; }
+
 std::vector<Part> conv_parts(const Shape& x, const Shape& w, const Shape& y, const std::vector<int64_t>& stride,
-                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool channels_last,
-                             int threads) {
-  const int64_t N = x[0], H = x[2], OH = y[2], KH = w[2];
+                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
+                             bool channels_last, int threads) {
+  const int64_t N = x[0], H = x[2], OH = y[2], KH = w[2], OC = w[0];
   const std::vector<Part> whole = {{0, N, 0, OH, 0, H, padding[0]}};
   if (!channels_last || threads < 2) return whole;
   std::vector<Part> parts;
   if (N > 1) {
     const int64_t per = (N + threads - 1) / threads;
     for (int64_t n0 = 0; n0 < N; n0 += per) parts.push_back({n0, std::min(N, n0 + per), 0, OH, 0, H, padding[0]});
+    return parts;
+  }
+  constexpr int64_t kChannelBlock = 16;  // oneDNN's int8 blocks of output channels on AVX-512
+  if (OH % threads != 0 && OH <= 4 * threads && groups == 1 && OC % (kChannelBlock * threads) == 0) {
+    for (int64_t t = 0; t < threads; ++t) parts.push_back({0, 1, 0, OH, 0, H, padding[0], OC * t / threads, OC * (t + 1) / threads});
     return parts;
   }
   if (OH < 2 * threads) return whole;
@@ -101,12 +112,16 @@ struct ConvCall {
   struct PartCall {
     Part part;
     std::shared_ptr<ConvEntry> e;
-    dnnl::memory::desc src, dst, residual;  // the user's layout (residual: an f32 one the primitive reorders)
+    dnnl::memory::desc src, dst, residual;  // the user's layout (residual: an f32 one the primitive reorders);
+                                            // a channel part's dst: its channels alone, dense
     dnnl::memory weights;
+    std::shared_ptr<const std::vector<float>> bias_values;  // a channel part's bias (else the call's)
+    dnnl::memory bias;                                       // over them
   };
   Int8Params p;
   bool reference = false;  // oneDNN has no exact form of the activation: the reference kernel runs
   std::vector<PartCall> parts;
+  int64_t out_channels = 0;
   int64_t x_row = 0, out_row = 0;     // elements per row of the input and of the result (C * W)
   int64_t x_rows = 0, out_rows = 0;  // rows per image of the input and of the result (H)
   bool has_bias = false;
@@ -137,6 +152,7 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
   const auto plain = [&](const dims& d, dt type) { return dnnl::memory::desc(d, type, op.channels_last ? tag::nhwc : tag::nchw); };
   const bool int8_sum = p.residual && p.residual_dtype != DType::f32;
   const Shape xs = nchw(op.x.shape()), ys = nchw(op.out.shape());
+  c.out_channels = ys[1];
   c.x_row = xs[1] * xs[3];
   c.out_row = ys[1] * ys[3];
   c.x_rows = xs[2];
@@ -144,15 +160,34 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
   // One primitive per part (conv_parts). Several run on the kernels' pool, so each is made for one thread
   // (oneDNN splits the work by the thread count it sees when the primitive is made); parts of the same
   // size share it.
-  const std::vector<Part> parts = conv_parts(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.channels_last, ctx.threads);
+  const std::vector<Part> parts =
+      conv_parts(xs, op.weight.shape(), ys, op.stride, op.padding, op.dilation, op.groups, op.channels_last, ctx.threads);
   const bool one_thread = parts.size() > 1;
   for (const Part& b : parts) {
-    const ConvGeometry g({b.n1 - b.n0, xs[1], b.in1 - b.in0, xs[3]}, op.weight.shape(), {b.n1 - b.n0, ys[1], b.r1 - b.r0, ys[3]},
+    // A channel part: its rows of the weight, its scales and biases.
+    const bool channels = channel_part(b);
+    const Shape& ws = op.weight.shape();
+    const int64_t oc = channels ? b.o1 - b.o0 : ws[0];
+    Int8Params own;
+    if (channels) {
+      own = p;
+      own.output_scales.assign(p.output_scales.begin() + b.o0, p.output_scales.begin() + b.o1);
+      if (!p.bias.empty()) own.bias.assign(p.bias.begin() + b.o0, p.bias.begin() + b.o1);
+      own.mix(&b.o0, sizeof b.o0);
+      own.mix(&b.o1, sizeof b.o1);
+    }
+    const Int8Params& pp = channels ? own : p;
+    const Tensor weight = channels ? op.weight.as_strided({oc, ws[1], ws[2], ws[3]}, {ws[1] * ws[2] * ws[3], ws[2] * ws[3], ws[3], 1},
+                                                          op.weight.offset() + b.o0 * ws[1] * ws[2] * ws[3])
+                                   : op.weight;
+    const auto part_attr = channels ? int8_attr(pp, 1 << 1, parse_activation("quantized_conv2d", op.activation), op.alpha, op.out_dtype)
+                                    : attr;
+    const ConvGeometry g({b.n1 - b.n0, xs[1], b.in1 - b.in0, xs[3]}, weight.shape(), {b.n1 - b.n0, oc, b.r1 - b.r0, ys[3]},
                          op.stride, {b.pad_top, op.padding[1]}, op.dilation, op.groups);
     const dnnl::memory::desc plain_wei(g.wei, dt::s8, op.groups > 1 ? tag::goihw : tag::oihw);
     const std::string key = fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{}:{:x}", g.key("quantized_conv2d", op.bias.defined()),
                                         static_cast<int>(src_dt), static_cast<int>(dst_dt), p.residual, op.activation,
-                                        op.alpha, p.x_zero_point != 0, p.out_zero_point != 0, op.channels_last, p.hash) +
+                                        op.alpha, p.x_zero_point != 0, p.out_zero_point != 0, op.channels_last, pp.hash) +
                             (one_thread ? ":t1" : "");
     OneThreadIf single(one_thread);
     auto e = cached<ConvEntry>(key, [&] {
@@ -166,16 +201,21 @@ std::shared_ptr<ConvCall> make_conv_call(const KernelContext& ctx, const ConvOp&
                                           any_wei, plain_desc(dims{g.dst[1]}), any_dst, g.strides, g.dilates, g.pad_l, g.pad_r)
                          : conv_fwd::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
                                           any_wei, any_dst, g.strides, g.dilates, g.pad_l, g.pad_r);
-      const conv_fwd::primitive_desc pd(d, *attr, cpu_engine());
+      const conv_fwd::primitive_desc pd(d, *part_attr, cpu_engine());
       return ConvEntry{conv_fwd(pd), OptionalReorder::make(plain(g.src, src_dt), pd.src_desc()),
                        OptionalReorder::make(plain_wei, pd.weights_desc()),
                        OptionalReorder::make(pd.dst_desc(), plain(g.dst, dst_dt)), pd.scratchpad_desc(),
                        p.residual && !int8_sum ? OptionalReorder::make(plain(g.dst, dt::f32), pd.dst_desc()) : OptionalReorder{}};
     });
     Tensor halved;
-    dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, op.weight, p, key, halved);
+    dnnl::memory weights = int8_weights(ctx, e->in1, plain_wei, weight, pp, key, halved);
     if (halved.defined()) c.keep.push_back(halved);
-    c.parts.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights});
+    c.parts.push_back({b, e, plain(g.src, src_dt), plain(g.dst, dst_dt), plain(g.dst, dt::f32), weights, nullptr, {}});
+    if (channels && op.bias.defined()) {
+      auto values = std::make_shared<const std::vector<float>>(own.bias);
+      c.parts.back().bias = dnnl::memory(plain_desc(dims{oc}), cpu_engine(), const_cast<float*>(values->data()));
+      c.parts.back().bias_values = std::move(values);
+    }
   }
   if (op.bias.defined()) {
     c.has_bias = true;
@@ -239,17 +279,20 @@ std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp
   return call;
 }
 
-// An int8 residual of an f32 result dequantized into `to` (the f32 sum adds real values): `count` values
-// from `at`. Across threads when it is large enough to pay for the fork (at batch 1 it is a few thousand
-// values, and each part widens its own rows).
+// `count` values of an int8 residual from `at` dequantized into `to` (an f32 result's sum adds real values).
+void dequantize_residual(const Tensor& residual, const Int8Params& p, int64_t at, int64_t count, float* to) {
+  if (residual.dtype() == DType::u8) reference::dequantize_row(residual.data<uint8_t>() + at, to, count, p.residual_scale, p.residual_zero_point);
+  else reference::dequantize_row(residual.data<int8_t>() + at, to, count, p.residual_scale, p.residual_zero_point);
+}
+
+// An int8 residual of an f32 result dequantized into `to`: `count` values from `at` (to[at...]). Across
+// threads when it is large enough to pay for the fork (at batch 1 it is a few thousand values, and each
+// part widens its own rows).
 void widen_residual(const Tensor& residual, const Int8Params& p, int64_t at, int64_t count, float* to) {
   const int64_t block = 16384;
   cpu::parallel_for((count + block - 1) / block, block, [&](int64_t b) {
-    const int64_t begin = at + b * block, n = std::min(at + count, begin + block) - begin;
-    if (residual.dtype() == DType::u8)
-      reference::dequantize_row(residual.data<uint8_t>() + begin, to + begin, n, p.residual_scale, p.residual_zero_point);
-    else
-      reference::dequantize_row(residual.data<int8_t>() + begin, to + begin, n, p.residual_scale, p.residual_zero_point);
+    const int64_t begin = at + b * block;
+    dequantize_residual(residual, p, begin, std::min(at + count, begin + block) - begin, to + begin);
   });
 }
 
@@ -269,7 +312,7 @@ ArgMap part_args(const ConvCall& c, const ConvCall::PartCall& b, const dnnl::mem
   args.emplace(DNNL_ARG_WEIGHTS, b.weights);
   args.emplace(DNNL_ARG_DST, dst);
   args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-  if (c.has_bias) args.emplace(DNNL_ARG_BIAS, c.bias);
+  if (c.has_bias) args.emplace(DNNL_ARG_BIAS, b.bias_values ? b.bias : c.bias);
   return args;
 }
 
@@ -282,7 +325,8 @@ ArgMap* kept_part_args(const KernelContext& ctx, const std::shared_ptr<const Con
   return kept_arg_maps(ctx, call, [&] {
     std::vector<ArgMap> maps;
     for (const ConvCall::PartCall& b : call->parts)
-      maps.push_back(part_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr), dnnl::memory(b.dst, cpu_engine(), nullptr),
+      maps.push_back(part_args(*call, b, dnnl::memory(b.src, cpu_engine(), nullptr),
+                               channel_part(b.part) ? dnnl::memory(b.dst, cpu_engine()) : dnnl::memory(b.dst, cpu_engine(), nullptr),
                                dnnl::memory(b.e->scratchpad, cpu_engine())));
     return maps;
   });
@@ -306,8 +350,36 @@ struct ConvRun {
   }
   int64_t part_values(const Part& p) const { return (p.n1 - p.n0) * (p.r1 - p.r0) * c.out_row; }
 
+  // A channel part's pixels, each its channels [o0, o1) of the result's.
+  int64_t part_pixels(const Part& p) const { return part_values(p) / c.out_channels; }
+
+  // A channel part's residual channels into its dense destination `to`, which its sum post-op reads.
+  void take_residual_channels(const Part& p, char* to) const {
+    const int64_t oc = p.o1 - p.o0, from = out_at(p) + p.o0;
+    if (widen_in_place) {
+      for (int64_t i = 0; i < part_pixels(p); ++i)
+        dequantize_residual(op.residual, c.p, from + i * c.out_channels, oc, reinterpret_cast<float*>(to) + i * oc);
+      return;
+    }
+    if (!res.defined()) return;
+    const size_t size = dtype_size(res.dtype());
+    const char* r = static_cast<const char*>(res.raw_data());
+    for (int64_t i = 0; i < part_pixels(p); ++i)
+      std::memcpy(to + i * oc * size, r + (from + i * c.out_channels) * size, static_cast<size_t>(oc) * size);
+  }
+
+  // A channel part's dense result `from` into its channels of the user's.
+  void put_channels(const Part& p, const char* from) const {
+    const int64_t oc = p.o1 - p.o0;
+    const size_t size = dtype_size(op.out_dtype);
+    char* out = static_cast<char*>(op.out.raw_data()) + (out_at(p) + p.o0) * size;
+    for (int64_t i = 0; i < part_pixels(p); ++i)
+      std::memcpy(out + i * c.out_channels * size, from + i * oc * size, static_cast<size_t>(oc) * size);
+  }
+
   // The part's residual into `dst` (the primitive's destination), which its sum post-op reads.
   void place_residual(const ConvCall::PartCall& b, dnnl::memory& dst) const {
+    if (channel_part(b.part)) return take_residual_channels(b.part, static_cast<char*>(dst.get_data_handle()));
     if (widen_in_place) return widen_residual(op.residual, c.p, out_at(b.part), part_values(b.part), op.out.data<float>());
     if (!res.defined()) return;
     const char* r_base = static_cast<const char*>(res.raw_data()) + out_at(b.part) * dtype_size(res.dtype());
@@ -334,11 +406,12 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
       const ConvCall::PartCall& b = c.parts[static_cast<size_t>(i)];
       ArgMap& args = kept[i];
       dnnl::memory& dst = args.at(DNNL_ARG_DST);
-      dst.set_data_handle(run.out_base(b.part));
+      if (!channel_part(b.part)) dst.set_data_handle(run.out_base(b.part));  // else its own buffer
       args.at(DNNL_ARG_SRC).set_data_handle(run.x_base(b.part));
       run.place_residual(b, dst);
       if (c.parts.size() == 1) b.e->prim.execute(cpu_stream(), args);  // made for the whole team
       else run_primitive(b.e->prim, args);
+      if (channel_part(b.part)) run.put_channels(b.part, static_cast<const char*>(dst.get_data_handle()));
     };
     if (c.parts.size() == 1) return part(0);
     return parallel_items(static_cast<int64_t>(c.parts.size()), part);  // each primitive made for one thread
@@ -346,7 +419,7 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
   std::vector<ArgMap> made;
   for (const ConvCall::PartCall& b : c.parts) {
     const ConvEntry& e = *b.e;
-    const dnnl::memory user_dst(b.dst, cpu_engine(), run.out_base(b.part));
+    const dnnl::memory user_dst = channel_part(b.part) ? dnnl::memory(b.dst, cpu_engine()) : dnnl::memory(b.dst, cpu_engine(), run.out_base(b.part));
     dnnl::memory dst = output_buffer(e.out, user_dst);
     run.place_residual(b, dst);
     made.push_back(part_args(c, b, reorder_in(e.in0, dnnl::memory(b.src, cpu_engine(), run.x_base(b.part))), dst,
@@ -358,7 +431,11 @@ void run_conv_call(const ConvCall& c, const ConvOp& op, ArgMap* kept) {
     }
   }
   if (c.parts.size() == 1) return c.parts[0].e->prim.execute(cpu_stream(), made[0]);
-  parallel_items(static_cast<int64_t>(c.parts.size()), [&](int64_t i) { run_primitive(c.parts[static_cast<size_t>(i)].e->prim, made[i]); });
+  parallel_items(static_cast<int64_t>(c.parts.size()), [&](int64_t i) {
+    const ConvCall::PartCall& b = c.parts[static_cast<size_t>(i)];
+    run_primitive(b.e->prim, made[i]);
+    if (channel_part(b.part)) run.put_channels(b.part, static_cast<const char*>(made[i].at(DNNL_ARG_DST).get_data_handle()));
+  });
 }
 
 // A 1x1 convolution of an NHWC map into few output pixels (a residual block's projection at batch 1:
