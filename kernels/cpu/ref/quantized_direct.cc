@@ -106,8 +106,8 @@ void fill_padded(const ConvShape& s, const T* x, Q pad, Map map, std::vector<Q>&
 // AVX-512 VNNI: P pixels x V blocks of 16 output channels. The loops over P and V are unrolled so that
 // the accumulators live in registers (GCC keeps an array it does not fully unroll in memory).
 template <int P, int V>
-PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o0,
-                                const float* residual, void* out, int64_t pixel) {
+PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, VnniEpilogueFn epilogue, const uint8_t* in, const int8_t* w,
+                                int64_t o0, const float* residual, void* out, int64_t pixel) {
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
   __m512i acc[P][V];
   #pragma GCC unroll 16
@@ -129,23 +129,19 @@ PD_VNNI_TARGET void vnni_pixels(const ConvShape& s, const Epilogue& e, const uin
       }
     }
   }
-  const VnniConstants k = vnni_constants(e);
+  alignas(64) __m512i sums[P * V];
   #pragma GCC unroll 16
-  for (int v = 0; v < V; ++v) {
-    const int64_t o = o0 + 16 * v;
-    const VnniChannels ch = vnni_channels(e, o);
+  for (int p = 0; p < P; ++p)
     #pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) {
-      const int64_t at = (pixel + p) * s.CO + o;
-      vnni_store(k, ch, acc[p][v], s.CO - o, residual ? residual + at : nullptr, out, at);
-    }
-  }
+    for (int v = 0; v < V; ++v) sums[p * V + v] = acc[p][v];
+  epilogue(e, {sums, P, V, o0, s.CO - o0, pixel * s.CO + o0, s.CO, out, residual});
 }
 
 // Most pixels per block for V channel vectors: about 12 accumulators (of 32 registers).
 constexpr int64_t vnni_most_pixels(int64_t V) { return V == 1 ? 12 : V == 2 ? 6 : V == 3 ? 4 : 3; }
 
-using VnniPixelsFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, const float*, void*, int64_t);
+using VnniPixelsFn = void (*)(const ConvShape&, const Epilogue&, VnniEpilogueFn, const uint8_t*, const int8_t*, int64_t, const float*,
+                              void*, int64_t);
 
 template <int V, int... P>
 constexpr VnniPixelsFn vnni_table[] = {vnni_pixels<P, V>...};
@@ -163,10 +159,11 @@ void vnni_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, con
                    int64_t n, int64_t oh) {
   const uint8_t* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
   const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  const VnniEpilogueFn epilogue = vnni_epilogue_for(e, residual != nullptr);
   for (int64_t o0 = 0; o0 < s.CO; o0 += 64) {
     const int64_t V = std::min<int64_t>(4, (s.CO - o0 + 15) / 16);
     balanced_blocks(s.OW, vnni_most_pixels(V), [&](int64_t ow, int64_t pixels) {
-      vnni_pixels_for(pixels, V)(s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+      vnni_pixels_for(pixels, V)(s, e, epilogue, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
     });
   }
 }
@@ -192,13 +189,11 @@ PD_VNNI_TARGET void vnni_pool_pixels(const ConvShape& s, const Epilogue& e, cons
           acc[h][p] = vnni_dot(acc[h][p], _mm512_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
     }
   }
-  const VnniConstants k = vnni_constants(e);
-  const VnniChannels ch = vnni_channels(e, 0);
+  alignas(64) __m512i sums[J];
   #pragma GCC unroll 16
-  for (int j = 0; j < J; ++j) {
-    const __m512i m = _mm512_max_epi32(_mm512_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm512_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
-    vnni_store(k, ch, m, s.CO, nullptr, out, (pooled + j) * s.CO);
-  }
+  for (int j = 0; j < J; ++j)
+    sums[j] = _mm512_max_epi32(_mm512_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm512_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+  vnni_epilogue_for(e, false)(e, {sums, J, 1, 0, s.CO, pooled * s.CO, s.CO, out, nullptr});
 }
 
 using VnniPoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, void*, int64_t);

@@ -78,6 +78,7 @@ struct Epilogue {
   float out_scale = 1.0f, lo = 0.0f, hi = 0.0f;  // y / out_scale is clamped to [lo, hi] (minus the zero point)
   float out_rcp = 1.0f;                            // 1 / out_scale, for the division's multiply-add form
   int32_t out_zp = 0;
+  bool finite = false;  // every y (without a residual) and y / out_scale is finite, whatever the sums
 };
 
 inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
@@ -100,6 +101,11 @@ inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale,
     const bool u8 = out_dtype == DType::u8;
     e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
   }
+  // |sum| < 2^32 (products of bytes, fewer than 2^15 of them); the activations grow nothing but by alpha.
+  double largest = 0;
+  for (int64_t c = 0; c < channels; ++c) largest = std::max(largest, 4294967296.0 * std::fabs(e.scale[c]) + std::fabs(e.bias[c]));
+  largest *= std::max(1.0, std::fabs(alpha)) * std::max(1.0, static_cast<double>(e.out_rcp));
+  e.finite = largest < 1e30;
   return e;
 }
 
@@ -237,71 +243,106 @@ PD_VNNI_TARGET inline __m512i vnni_requantize(const Epilogue& e, __m512 y) {
   return _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
 }
 
-// The epilogue's per-call values as vectors, made once per tile: the kernels store bytes through a void
-// pointer that may alias anything, so reading them from the Epilogue made the compiler reload every
-// field (and its vectors' data pointers) for each vector stored, about as many loads as the rest of the
-// epilogue's instructions (perf annotate on the residual example's stem).
+// The epilogue's per-call values as vectors.
 struct VnniConstants {
   __m512 out_scale, out_rcp, lo, hi, alpha;
   __m512i out_zp;
-  Activation act;
-  bool f32;  // the result is f32 (no requantization)
 };
 
 PD_VNNI_TARGET inline VnniConstants vnni_constants(const Epilogue& e) {
-  return {_mm512_set1_ps(e.out_scale), _mm512_set1_ps(e.out_rcp), _mm512_set1_ps(e.lo), _mm512_set1_ps(e.hi),
-          _mm512_set1_ps(e.alpha),     _mm512_set1_epi32(e.out_zp), e.act,               e.out_dtype == DType::f32};
+  return {_mm512_set1_ps(e.out_scale), _mm512_set1_ps(e.out_rcp), _mm512_set1_ps(e.lo),
+          _mm512_set1_ps(e.hi),        _mm512_set1_ps(e.alpha),   _mm512_set1_epi32(e.out_zp)};
 }
 
-// A block of 16 output channels' zero-point offsets, scales and biases (from channel o).
-struct VnniChannels {
-  __m512i offset;
-  __m512 scale, bias;
+// The activation A on 16 f32 values (alpha: leaky_relu's slope).
+template <Activation A>
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vnni_activate(__m512 alpha, __m512 y) {
+  const __m512 zero = _mm512_setzero_ps();
+  if constexpr (A == Activation::relu) return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
+  else if constexpr (A == Activation::leaky_relu) return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, alpha);
+  else if constexpr (A == Activation::relu6) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
+  else if constexpr (A == Activation::gelu) return vnni_gelu(y);
+  else return y;
+}
+
+// A tile of int32 sums as a kernel leaves them for the epilogue: `rows` rows (pixels, or a linear's
+// rows) of V blocks of 16 output channels from channel o0, acc[row * V + v].
+struct VnniTile {
+  const __m512i* acc;
+  int64_t rows, V;
+  int64_t o0, channels;  // the first channel and the channel count (the last block may be partial)
+  int64_t at;            // the first row's first channel in out (and in the residual, indexed alike)
+  int64_t row_stride;    // values from one row to the next in out
+  void* out;
+  const float* residual;  // f32, or null
 };
 
-PD_VNNI_TARGET inline VnniChannels vnni_channels(const Epilogue& e, int64_t o) {
-  return {_mm512_loadu_si512(e.offset.data() + o), _mm512_loadu_ps(e.scale.data() + o), _mm512_loadu_ps(e.bias.data() + o)};
-}
-
-// The activation on 16 f32 values (alpha: leaky_relu's slope).
-PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vnni_activate(Activation act, __m512 alpha, __m512 y) {
-  const __m512 zero = _mm512_setzero_ps();
-  switch (act) {
-    case Activation::relu: return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
-    case Activation::leaky_relu: return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, alpha);
-    case Activation::relu6: return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
-    case Activation::gelu: return vnni_gelu(y);
-    default: return y;
+// The epilogue over a tile in one loop per block: the kernels store their sums and call this, compiled
+// once per activation, output type, residual and `Finite` (vnni_epilogue_for), each loop branch-free.
+// Its vector operations bound a small convolution (the residual example's stem spends 3.4 of its 6 us
+// here: 9 products an output, then about 11 floating-point operations a vector). With Finite (e.finite
+// and no residual: y and the quotient cannot be NaN or infinite), the quotient's NaN select goes, and
+// relu / relu6 go into the clamp's bounds: y / s is monotonic in y and 0 / s = 0, so
+// max(0, y) / s = max(0, y / s) and min(6, y) / s = min(6 / s, y / s), all correctly rounded, bit for bit.
+template <Activation A, bool F32, bool Residual, bool Finite>
+PD_VNNI_TARGET void vnni_tile_epilogue(const Epilogue& e, const VnniTile& t) {
+  constexpr bool kInClamp = Finite && !Residual && !F32 && (A == Activation::relu || A == Activation::relu6);
+  VnniConstants k = vnni_constants(e);
+  if constexpr (kInClamp) {
+    k.lo = _mm512_set1_ps(std::max(e.lo, 0.0f));
+    if constexpr (A == Activation::relu6) k.hi = _mm512_set1_ps(std::min(e.hi, 6.0f / e.out_scale));
+  }
+  // The tile's fields in locals: the byte stores may alias anything, `t` included.
+  const __m512i* const acc = t.acc;
+  const int64_t rows = t.rows, V = t.V, row_stride = t.row_stride;
+  const float* const residual = t.residual;
+  for (int64_t v = 0; v < V; ++v) {
+    const int64_t o = t.o0 + 16 * v, lanes = std::min<int64_t>(16, t.o0 + t.channels - o);
+    const __mmask16 m = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+    const __m512i offset = _mm512_loadu_si512(e.offset.data() + o);
+    const __m512 scale = _mm512_loadu_ps(e.scale.data() + o), bias = _mm512_loadu_ps(e.bias.data() + o);
+    const int64_t at0 = t.at + 16 * v;
+    char* const out = static_cast<char*>(t.out);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = at0 + r * row_stride;
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r * V + v], offset)), scale, bias);
+      if constexpr (Residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual + at));
+      if constexpr (!kInClamp) y = vnni_activate<A>(k.alpha, y);
+      if constexpr (F32) {
+        _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + at, m, y);
+      } else {
+        // y / out_scale as vnni_divide, clamped and rounded as vnni_requantize, narrowed in a register
+        const __m512 q0 = _mm512_mul_ps(y, k.out_rcp);
+        const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, k.out_scale, y), k.out_rcp, q0);
+        const __m512 q1_or_q0 = (Finite && !Residual) ? q1 : _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q1, q1, _CMP_ORD_Q), q0, q1);
+        const __m512 q = _mm512_min_ps(_mm512_max_ps(q1_or_q0, k.lo), k.hi);
+        const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(q), k.out_zp));
+        if (lanes >= 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at), bytes);
+        else _mm_mask_storeu_epi8(out + at, m, bytes);
+      }
+    }
   }
 }
 
-// 16 output channels' int32 sums through the epilogue into out[at...], `lanes` of them real; residual
-// (f32, or null) points at the first channel's value.
-PD_VNNI_TARGET __attribute__((always_inline)) inline void vnni_store(const VnniConstants& k, const VnniChannels& ch, __m512i acc,
-                                                                    int64_t lanes, const float* residual, void* out, int64_t at) {
-  const __mmask16 m = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
-  const __m512i a = _mm512_sub_epi32(acc, ch.offset);
-  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), ch.scale, ch.bias);
-  if (residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual));
-  y = vnni_activate(k.act, k.alpha, y);
-  if (k.f32) return _mm512_mask_storeu_ps(static_cast<float*>(out) + at, m, y);
-  // y / out_scale as vnni_divide, then clamped and rounded as vnni_requantize
-  const __m512 q0 = _mm512_mul_ps(y, k.out_rcp);
-  const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, k.out_scale, y), k.out_rcp, q0);
-  __m512 q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q1, q1, _CMP_ORD_Q), q0, q1);
-  q = _mm512_min_ps(_mm512_max_ps(q, k.lo), k.hi);
-  // Narrowed in a register, then stored: vpmovdb with a memory operand is slow on AMD's cores.
-  const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(q), k.out_zp));
-  char* dst = static_cast<char*>(out) + at;
-  if (lanes >= 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
-  else _mm_mask_storeu_epi8(dst, m, bytes);
-}
+using VnniEpilogueFn = void (*)(const Epilogue&, const VnniTile&);
 
-// 16 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real) through the
-// epilogue into out[at...]; residual (f32, or null) is indexed by channel like the epilogue.
-PD_VNNI_TARGET inline void vnni_store(const Epilogue& e, __m512i acc, int64_t o, int64_t lanes, const float* residual,
-                                      void* out, int64_t at) {
-  vnni_store(vnni_constants(e), vnni_channels(e, o), acc, lanes, residual ? residual + o : nullptr, out, at);
+template <Activation A>
+constexpr VnniEpilogueFn kVnniEpilogues[] = {
+    vnni_tile_epilogue<A, false, false, false>, vnni_tile_epilogue<A, false, false, true>, vnni_tile_epilogue<A, false, true, false>,
+    vnni_tile_epilogue<A, false, true, true>,   vnni_tile_epilogue<A, true, false, false>, vnni_tile_epilogue<A, true, false, true>,
+    vnni_tile_epilogue<A, true, true, false>,   vnni_tile_epilogue<A, true, true, true>};
+
+// The epilogue of e's activation and output type, with or without a residual (vector_activation's
+// activations only).
+inline VnniEpilogueFn vnni_epilogue_for(const Epilogue& e, bool residual) {
+  const int form = (e.out_dtype == DType::f32) * 4 + residual * 2 + e.finite;
+  switch (e.act) {
+    case Activation::relu: return kVnniEpilogues<Activation::relu>[form];
+    case Activation::leaky_relu: return kVnniEpilogues<Activation::leaky_relu>[form];
+    case Activation::relu6: return kVnniEpilogues<Activation::relu6>[form];
+    case Activation::gelu: return kVnniEpilogues<Activation::gelu>[form];
+    default: return kVnniEpilogues<Activation::none>[form];
+  }
 }
 
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.

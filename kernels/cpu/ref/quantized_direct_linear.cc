@@ -48,6 +48,7 @@ struct LinearCall {
   std::vector<int8_t> w;     // VNNI, packed as above
   std::vector<int16_t> w16;  // AVX2, packed as above
   int32_t zp = 0;            // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
+  VnniEpilogueFn epilogue = nullptr;  // VNNI's, for e
 };
 
 LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
@@ -67,6 +68,7 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
       for (int64_t k = 0; k < c.K; ++k) c.w16[((o / 8 * c.K2 + k / 2) * 8 + o % 8) * 2 + k % 2] = weight_value(w[o * c.K + k], seven_bit);
     return c;
   }
+  c.epilogue = vnni_epilogue_for(c.e, /*residual=*/false);
   if (!u8) c.zp += 128;
   c.w.assign(static_cast<size_t>(c.blocks * c.K4 * kLanes * 4), 0);
   for (int64_t o = 0; o < c.O; ++o) {
@@ -129,14 +131,13 @@ PD_VNNI_TARGET void vnni_linear_tile(const LinearCall& c, const uint8_t* const* 
       for (int v = 0; v < V; ++v) acc[r][v] = vnni_dot(acc[r][v], xv, wv[v]);
     }
   }
-  const VnniConstants k = vnni_constants(c.e);
+  alignas(64) __m512i sums[R * V];
 #pragma GCC unroll 16
-  for (int v = 0; v < V; ++v) {
-    const int64_t o = (b + v) * kLanes;
-    const VnniChannels ch = vnni_channels(c.e, o);
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) vnni_store(k, ch, acc[r][v], c.O - o, nullptr, out, row_at + r * c.O + o);
-  }
+    for (int v = 0; v < V; ++v) sums[r * V + v] = acc[r][v];
+  const int64_t o0 = b * kLanes;
+  c.epilogue(c.e, {sums, R, V, o0, c.O - o0, row_at + o0, c.O, out, nullptr});
 }
 
 using VnniTileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
