@@ -13,8 +13,8 @@ namespace {
 
 // P pixels x V blocks of 8 output channels; In is uint8_t or int16_t.
 template <int P, int V, typename In, typename W>
-PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const In* in, const W* w, int64_t o0, const float* residual,
-                                void* out, int64_t pixel) {
+PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2EpilogueFn epilogue, const In* in, const W* w, int64_t o0,
+                                const float* residual, void* out, int64_t pixel) {
   constexpr bool u8 = std::is_same_v<In, uint8_t>;
   constexpr int64_t per = u8 ? 4 : 2;  // values a 32-bit lane
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
@@ -39,29 +39,26 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, const In*
       }
     }
   }
+  alignas(32) __m256i sums[P * V];
   #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
     #pragma GCC unroll 16
-    for (int v = 0; v < V; ++v) {
-      const int64_t o = o0 + 8 * v, at = (pixel + p) * s.CO;
-      if (o >= s.CO) continue;
-      const float* res = residual ? residual + at : nullptr;
-      if constexpr (u8) avx2_store_u8(e, acc[p][v], o, s.CO - o, res, out, at + o);
-      else avx2_store(e, acc[p][v], o, s.CO - o, res, out, at + o);
-    }
+    for (int v = 0; v < V; ++v) sums[p * V + v] = acc[p][v];
+  epilogue(e, {sums, P, V, o0, s.CO - o0, pixel * s.CO + o0, s.CO, out, residual, u8});
 }
 
 template <typename In, typename W>
 void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* in, const W* w, const float* residual, void* out, int64_t n,
                    int64_t oh) {
-  using PixelsFn = void (*)(const ConvShape&, const Epilogue&, const In*, const W*, int64_t, const float*, void*, int64_t);
+  using PixelsFn = void (*)(const ConvShape&, const Epilogue&, Avx2EpilogueFn, const In*, const W*, int64_t, const float*, void*, int64_t);
   static constexpr PixelsFn kPixels[] = {avx2_pixels<1, 2, In, W>, avx2_pixels<2, 2, In, W>, avx2_pixels<3, 2, In, W>,
                                          avx2_pixels<4, 2, In, W>, avx2_pixels<5, 2, In, W>};
   const In* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
   const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  const Avx2EpilogueFn epilogue = avx2_epilogue_for(e, residual != nullptr);
   for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
     balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
-      kPixels[pixels - 1](s, e, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
+      kPixels[pixels - 1](s, e, epilogue, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
     });
 }
 
@@ -86,12 +83,11 @@ PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, cons
           acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
     }
   }
+  alignas(32) __m256i sums[J];
   #pragma GCC unroll 16
-  for (int j = 0; j < J; ++j) {
-    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]),
-                                       _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
-    avx2_store_u8(e, m, o, s.CO - o, nullptr, out, (pooled + j) * s.CO + o);
-  }
+  for (int j = 0; j < J; ++j)
+    sums[j] = _mm256_max_epi32(_mm256_max_epi32(acc[0][2 * j], acc[0][2 * j + 1]), _mm256_max_epi32(acc[1][2 * j], acc[1][2 * j + 1]));
+  avx2_epilogue_for(e, false)(e, {sums, J, 1, o, s.CO - o, pooled * s.CO + o, s.CO, out, nullptr, true});
 }
 
 }  // namespace

@@ -185,40 +185,95 @@ PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
   return _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
 }
 
-// 8 output channels' int32 sums (lanes of acc, from channel o; `lanes` of them real, the AVX2 paths'
-// values already minus their zero point) through the epilogue into out[at...]; residual as vnni_store's.
-// Always inlined: its callers keep up to 10 accumulators in registers, and a call (every vector register
-// is the caller's to save) spilled them all at each store.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
-                                                                    const float* residual, void* out, int64_t at) {
-  const int64_t n = std::min<int64_t>(lanes, 8);
-  __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(e.scale.data() + o), _mm256_loadu_ps(e.bias.data() + o));
-  if (residual) {
-    alignas(32) float r[8] = {};
-    std::memcpy(r, residual + o, static_cast<size_t>(n) * sizeof(float));
-    y = _mm256_add_ps(y, _mm256_load_ps(r));
-  }
-  y = avx2_activate(e, y);
-  if (e.out_dtype == DType::f32) {
-    if (n == 8) return _mm256_storeu_ps(static_cast<float*>(out) + at, y);
-    alignas(32) float t[8];
-    _mm256_store_ps(t, y);
-    std::memcpy(static_cast<float*>(out) + at, t, static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
-  const __m128i bytes = avx2_low_bytes(avx2_requantize(e, y));  // in range after the clamp: u8 or i8 alike
-  char* dst = static_cast<char*>(out) + at;
-  if (n == 8) return _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), bytes);
-  alignas(16) char t[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(t), bytes);
-  std::memcpy(dst, t, static_cast<size_t>(n));
+// The activation A on 8 f32 values (alpha: leaky_relu's slope).
+template <Activation A>
+PD_AVX2_TARGET __attribute__((always_inline)) inline __m256 avx2_activate(__m256 alpha, __m256 y) {
+  const __m256 zero = _mm256_setzero_ps();
+  if constexpr (A == Activation::relu) return _mm256_max_ps(zero, y);
+  else if constexpr (A == Activation::leaky_relu) return _mm256_blendv_ps(y, _mm256_mul_ps(y, alpha), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
+  else if constexpr (A == Activation::relu6) return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y));
+  else if constexpr (A == Activation::gelu) return avx2_gelu(y);
+  else return y;
 }
 
-// avx2_store for the sums of the u8 paths, from which the zero point's offsets still come off.
-PD_AVX2_TARGET __attribute__((always_inline)) inline void avx2_store_u8(const Epilogue& e, __m256i acc, int64_t o, int64_t lanes,
-                                                                       const float* residual, void* out, int64_t at) {
-  avx2_store(e, _mm256_sub_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.offset.data() + o))), o, lanes,
-             residual, out, at);
+// A tile of int32 sums as the AVX2 kernels leave them for the epilogue, as VnniTile's with blocks of 8
+// channels; `offsets`: the u8 paths' sums, from which the zero point's offsets still come off (the
+// int16 path subtracted the zero point from its input).
+struct Avx2Tile {
+  const __m256i* acc;
+  int64_t rows, V;
+  int64_t o0, channels;
+  int64_t at, row_stride;
+  void* out;
+  const float* residual;
+  bool offsets;
+};
+
+// vnni_tile_epilogue's AVX2 form, the same operations in the same order on 8 lanes.
+template <Activation A, bool F32, bool Residual, bool Finite>
+PD_AVX2_TARGET void avx2_tile_epilogue(const Epilogue& e, const Avx2Tile& t) {
+  constexpr bool kInClamp = Finite && !Residual && !F32 && (A == Activation::relu || A == Activation::relu6);
+  const __m256 out_scale = _mm256_set1_ps(e.out_scale), out_rcp = _mm256_set1_ps(e.out_rcp), alpha = _mm256_set1_ps(e.alpha);
+  const __m256 lo = _mm256_set1_ps(kInClamp ? std::max(e.lo, 0.0f) : e.lo);
+  const __m256 hi = _mm256_set1_ps(kInClamp && A == Activation::relu6 ? std::min(e.hi, 6.0f / e.out_scale) : e.hi);
+  const __m256i out_zp = _mm256_set1_epi32(e.out_zp);
+  // The tile's fields in locals: the stores may alias anything, `t` included.
+  const __m256i* const acc = t.acc;
+  const int64_t rows = t.rows, V = t.V, row_stride = t.row_stride;
+  const float* const residual = t.residual;
+  char* const out = static_cast<char*>(t.out);
+  for (int64_t v = 0; v < V; ++v) {
+    const int64_t o = t.o0 + 8 * v, lanes = std::min<int64_t>(8, t.o0 + t.channels - o);
+    if (lanes <= 0) break;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(lanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i offset = t.offsets ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.offset.data() + o)) : _mm256_setzero_si256();
+    const __m256 scale = _mm256_loadu_ps(e.scale.data() + o), bias = _mm256_loadu_ps(e.bias.data() + o);
+    const int64_t at0 = t.at + 8 * v;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = at0 + r * row_stride;
+      __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r * V + v], offset)), scale, bias);
+      if constexpr (Residual) y = _mm256_add_ps(y, _mm256_maskload_ps(residual + at, mask));
+      if constexpr (!kInClamp) y = avx2_activate<A>(alpha, y);
+      if constexpr (F32) {
+        if (lanes == 8) _mm256_storeu_ps(reinterpret_cast<float*>(out) + at, y);
+        else _mm256_maskstore_ps(reinterpret_cast<float*>(out) + at, mask, y);
+        continue;
+      }
+      const __m256 q0 = _mm256_mul_ps(y, out_rcp);  // y / out_scale as avx2_divide
+      const __m256 q1 = _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, out_scale, y), out_rcp, q0);
+      const __m256 q1_or_q0 = (Finite && !Residual) ? q1 : _mm256_blendv_ps(q0, q1, _mm256_cmp_ps(q1, q1, _CMP_ORD_Q));
+      const __m256 q = _mm256_min_ps(_mm256_max_ps(q1_or_q0, lo), hi);
+      // in range after the clamp: u8 or i8 alike
+      const __m128i bytes = avx2_low_bytes(_mm256_add_epi32(_mm256_cvtps_epi32(q), out_zp));
+      if (lanes == 8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out + at), bytes);
+      } else {
+        alignas(16) char b[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(b), bytes);
+        std::memcpy(out + at, b, static_cast<size_t>(lanes));
+      }
+    }
+  }
+}
+
+using Avx2EpilogueFn = void (*)(const Epilogue&, const Avx2Tile&);
+
+template <Activation A>
+constexpr Avx2EpilogueFn kAvx2Epilogues[] = {
+    avx2_tile_epilogue<A, false, false, false>, avx2_tile_epilogue<A, false, false, true>, avx2_tile_epilogue<A, false, true, false>,
+    avx2_tile_epilogue<A, false, true, true>,   avx2_tile_epilogue<A, true, false, false>, avx2_tile_epilogue<A, true, false, true>,
+    avx2_tile_epilogue<A, true, true, false>,   avx2_tile_epilogue<A, true, true, true>};
+
+// vnni_epilogue_for's AVX2 form.
+inline Avx2EpilogueFn avx2_epilogue_for(const Epilogue& e, bool residual) {
+  const int form = (e.out_dtype == DType::f32) * 4 + residual * 2 + e.finite;
+  switch (e.act) {
+    case Activation::relu: return kAvx2Epilogues<Activation::relu>[form];
+    case Activation::leaky_relu: return kAvx2Epilogues<Activation::leaky_relu>[form];
+    case Activation::relu6: return kAvx2Epilogues<Activation::relu6>[form];
+    case Activation::gelu: return kAvx2Epilogues<Activation::gelu>[form];
+    default: return kAvx2Epilogues<Activation::none>[form];
+  }
 }
 
 // acc + the sums of 4 u8 x s8 products a 32-bit lane (x: 4 u8 values repeated, w: 8 lanes of 4 s8 weights

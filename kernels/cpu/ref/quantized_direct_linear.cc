@@ -48,7 +48,8 @@ struct LinearCall {
   std::vector<int8_t> w;     // VNNI, packed as above
   std::vector<int16_t> w16;  // AVX2, packed as above
   int32_t zp = 0;            // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
-  VnniEpilogueFn epilogue = nullptr;  // VNNI's, for e
+  VnniEpilogueFn epilogue = nullptr;       // VNNI's, for e
+  Avx2EpilogueFn avx2_epilogue = nullptr;  // AVX2's
 };
 
 LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
@@ -61,6 +62,7 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
   c.zp = u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
   const int8_t* w = weight.data<int8_t>();
   c.path = weights_path(path, weight, seven_bit);
+  c.avx2_epilogue = avx2_epilogue_for(c.e, /*residual=*/false);
   if (c.path == Path::avx2) {
     c.K2 = (c.K + 1) / 2, c.blocks8 = (c.O + 7) / 8;
     c.w16.assign(static_cast<size_t>(c.blocks8 * c.K2 * 16), 0);
@@ -167,11 +169,10 @@ PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int6
       acc[v] = _mm256_add_epi32(acc[v], _mm256_madd_epi16(xv, wv));
     }
   }
+  alignas(32) __m256i sums[V];
 #pragma GCC unroll 8
-  for (int v = 0; v < V; ++v) {
-    const int64_t o = (b + v) * 8;
-    avx2_store(c.e, acc[v], o, c.O - o, nullptr, out, row_at + o);
-  }
+  for (int v = 0; v < V; ++v) sums[v] = acc[v];
+  c.avx2_epilogue(c.e, {sums, 1, V, b * 8, c.O - b * 8, row_at + b * 8, c.O, out, nullptr, false});
 }
 
 // AVX2 on u8: R rows of x (as vnni_linear_tile's) against block b of 16 outputs in VNNI's packing, as
@@ -192,13 +193,10 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* cons
       acc[r][1] = avx2_dot_u8(acc[r][1], xv, w1);
     }
   }
+  alignas(32) __m256i sums[R * 2];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const int64_t o = b * kLanes + 8 * h;
-      if (o < c.O) avx2_store_u8(c.e, acc[r][h], o, c.O - o, nullptr, out, row_at + r * c.O + o);
-    }
+  for (int r = 0; r < R; ++r) sums[r * 2] = acc[r][0], sums[r * 2 + 1] = acc[r][1];
+  c.avx2_epilogue(c.e, {sums, R, 2, b * kLanes, c.O - b * kLanes, row_at + b * kLanes, c.O, out, nullptr, true});
 }
 
 using Avx2U8TileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
