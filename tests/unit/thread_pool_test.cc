@@ -64,6 +64,24 @@ TEST_CASE("thread pool: a loop uses the workers, as many as the thread setting",
   CHECK(threads_of_loop(48, std::chrono::microseconds(2000)).size() == 2);
 }
 
+TEST_CASE("thread pool: a loop in bands gives each thread one contiguous band, the caller the first", "[thread_pool]") {
+  // Items of 200 us: the worker is awake long before the caller could run its band and take the next.
+  for (int threads : {2, 3}) {
+    Threads t(threads);
+    const int64_t n = 12;
+    std::vector<std::thread::id> ran(static_cast<size_t>(n));
+    pd::parallel_bands(n, [&](int64_t i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ran[static_cast<size_t>(i)] = std::this_thread::get_id();
+    });
+    INFO("threads " << threads);
+    const int64_t band = n / threads;
+    for (int64_t i = 0; i < n; ++i) CHECK(ran[static_cast<size_t>(i)] == ran[static_cast<size_t>(i / band * band)]);  // one thread a band
+    CHECK(ran[0] == std::this_thread::get_id());
+    CHECK(std::set<std::thread::id>(ran.begin(), ran.end()).size() == static_cast<size_t>(threads));
+  }
+}
+
 TEST_CASE("thread pool: a loop inside a loop, or beside one on another thread, runs inline", "[thread_pool]") {
   Threads t(2);
   std::atomic<int> inner_items{0}, inner_elsewhere{0};

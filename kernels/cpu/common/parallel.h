@@ -18,4 +18,14 @@ void parallel_for(int64_t n, int64_t work_per_item, F&& f) {
   }
 }
 
+// parallel_for in one contiguous band of items a thread, the caller's the first (pd::parallel_bands).
+template <typename F>
+void parallel_for_bands(int64_t n, int64_t work_per_item, F&& f) {
+  if (n > 1 && n * work_per_item >= (int64_t{1} << 15)) {
+    pd::parallel_bands(n, f);
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
 }  // namespace pd::kernels::cpu

@@ -259,14 +259,14 @@ bool linear_direct(const KernelContext& ctx, bool seven_bit, const RowSource& sr
     const int64_t tiles = (M + 3) / 4;
     if (c.path == Path::vnni) {
       const int64_t groups = (c.blocks + kBlocksAtOnce - 1) / kBlocksAtOnce;
-      cpu::parallel_for(groups * tiles, 4 * kBlocksAtOnce * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
+      cpu::parallel_for_bands(groups * tiles, 4 * kBlocksAtOnce * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
         const int64_t m = t / groups * 4, b = t % groups * kBlocksAtOnce, count = std::min<int64_t>(4, M - m);
         const uint8_t* at[4];
         tile_rows(m, count, at);
         vnni_linear_rows(c, at, count, b, std::min(kBlocksAtOnce, c.blocks - b), o, m * O);
       });
     } else {
-      cpu::parallel_for(c.blocks * tiles, 4 * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
+      cpu::parallel_for_bands(c.blocks * tiles, 4 * kLanes * (K / kProductsPerWork + kEpilogueWork), [&](int64_t t) {
         const int64_t m = t / c.blocks * 4, b = t % c.blocks, count = std::min<int64_t>(4, M - m);
         const uint8_t* at[4];
         tile_rows(m, count, at);

@@ -36,9 +36,6 @@ namespace {
 // example's batch-1 p50 went 2.6 -> 1.7 ms without the yields (8 alternating rounds); beside one, level.
 constexpr auto kSpin = std::chrono::microseconds(100);
 constexpr int kPausesPerCheck = 64;
-// Chunks per thread: enough that a thread slowed by the OS leaves its share to the others, few enough
-// that claiming them costs nothing next to the items.
-constexpr int64_t kChunksPerThread = 4;
 // How long OpenMP's team stays awake after a primitive: libgomp spins GOMP_SPINCOUNT pauses, 10,000
 // as the tools start it (tools/common/openmp_spin.h), about 0.6 ms on a current Xeon core.
 constexpr auto kOpenMPAwake = std::chrono::milliseconds(1);
@@ -57,10 +54,11 @@ struct Loop {
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // written by the thread that set `failed`
 
-  void work() {
-    for (;;) {
-      const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (begin >= n) return;
+  int64_t claim() { return next.fetch_add(chunk, std::memory_order_relaxed); }
+
+  // Runs the chunk from `begin` (claimed) and then claims more until none are left.
+  void work(int64_t begin) {
+    for (; begin < n; begin = claim()) {
       try {
         fn(ctx, begin, std::min(n, begin + chunk));
       } catch (...) {
@@ -70,6 +68,7 @@ struct Loop {
       }
     }
   }
+  void work() { work(claim()); }
 };
 
 // A worker's mailbox. The caller posts a loop (kIdle -> kPosted); the worker takes it (kPosted ->
@@ -137,13 +136,16 @@ class Pool {
     }
   }
 
+  // The caller claims the first chunk before it posts the loop, so that it runs the first band of a
+  // loop in bands (parallel_bands) whichever worker is awake first.
   void run(Loop& loop, int64_t chunks) {
+    const int64_t first = loop.claim();
     const int posted = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(slots_.size()), chunks - 1));
     for (int i = 0; i < posted; ++i) {
       slots_[i]->loop = &loop;
       post(*slots_[i], kPosted);
     }
-    loop.work();
+    loop.work(first);
     for (int i = 0; i < posted; ++i) {
       Slot& slot = *slots_[i];
       uint32_t s = kPosted;
@@ -221,13 +223,13 @@ int64_t openmp_team_uses() { return g_openmp_uses.load(std::memory_order_relaxed
 
 int parallel_threads() { return std::max(1, num_threads()); }
 
-void parallel_ranges(int64_t n, RangeFn fn, void* ctx) {
+void parallel_ranges(int64_t n, RangeFn fn, void* ctx, int chunks_per_thread) {
   if (n <= 0) return;
   const int threads = parallel_threads();
   if (n == 1 || threads == 1 || t_in_loop || inside_openmp_region()) return fn(ctx, 0, n);
   // On OpenMP's team one chunk a thread, as its static schedule would.
   const bool on_openmp = openmp_team_awake();
-  const int64_t chunks = std::min(n, on_openmp ? threads : threads * kChunksPerThread);
+  const int64_t chunks = std::min(n, on_openmp ? threads : threads * static_cast<int64_t>(std::max(1, chunks_per_thread)));
   Loop loop(fn, ctx, n, (n + chunks - 1) / chunks);
   if (on_openmp) {
     run_on_openmp_team(loop, threads);
