@@ -4,7 +4,8 @@
 # activations calibrated by percentile on the first 512 samples of the config's data.test (batches of
 # 64, the config's transforms), s8 weights per output channel. Prints the test accuracy of the ORT f32
 # and int8 models on the full test set, their file sizes and ORT latency at batch 1 and 64, timed as
-# quant.sh times pd-infer (warmup 20, repeat 200, rounds in alternation, median of each round's p50).
+# quant.sh times pd-infer (warmup 20, repeat 200; at batch 1 100 and 2000, a few ms a round otherwise;
+# rounds in alternation, median of each round's p50).
 #   usage: ORT_PY bench/ort_quant.py RUN_DIR [THREADS] [ROUNDS] [--pd-convert PATH] [--method percentile|minmax]
 #                                    [--percentile 99.99] [--samples 512] [--batch 64] [--accuracy-only]
 #                                    [--write-int8 PATH]
@@ -136,7 +137,8 @@ def p50(path, x, threads):
     thread pool does not compete with the next model's."""
     sess = session(path, threads)
     feed = {sess.get_inputs()[0].name: x}
-    ms = float(np.median(time_calls(lambda: sess.run(None, feed), 20, 200)))
+    warmup, repeat = (100, 2000) if len(x) == 1 else (20, 200)  # quant.sh's counts
+    ms = float(np.median(time_calls(lambda: sess.run(None, feed), warmup, repeat)))
     del sess
     gc.collect()
     return ms
