@@ -261,8 +261,9 @@ std::shared_ptr<const ConvCall> packed_conv_call(const KernelContext& ctx, const
 }
 
 // packed_conv_call's, kept in the op's memo slot as well: its key (a string of the constants' identities
-// and the attributes) took 0.5 us to build and find, 3 us of the residual example's 70 at batch 1 (host
-// B, 2 threads). An op's attributes never change; what else its calls may differ in is the variant.
+// and the attributes) took about 0.5 us a call to build and find (the residual example's int8 model at
+// batch 1 on one thread, host B: 0.107 -> 0.1055 ms). An op's attributes never change; what else its
+// calls may differ in is the variant.
 std::shared_ptr<const ConvCall> conv_call(const KernelContext& ctx, const ConvOp& op, bool& kept) {
   const int64_t variant = ((static_cast<int64_t>(op.x.dtype()) * 64 + (op.residual.defined() ? static_cast<int64_t>(op.residual.dtype()) : 63)) * 64 +
                            static_cast<int64_t>(op.out_dtype)) * 1024 + ctx.threads;

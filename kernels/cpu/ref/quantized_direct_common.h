@@ -101,7 +101,8 @@ inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale,
     const bool u8 = out_dtype == DType::u8;
     e.lo = static_cast<float>((u8 ? 0 : -128) - e.out_zp), e.hi = static_cast<float>((u8 ? 255 : 127) - e.out_zp);
   }
-  // |sum| < 2^32 (products of bytes, fewer than 2^15 of them); the activations grow nothing but by alpha.
+  // The sum less its offset is an int32 (below 2^31 in size, 2^32 leaves room); an activation grows it
+  // by alpha at most (leaky_relu; gelu(y) and relu(y) are no larger than y).
   double largest = 0;
   for (int64_t c = 0; c < channels; ++c) largest = std::max(largest, 4294967296.0 * std::fabs(e.scale[c]) + std::fabs(e.bias[c]));
   largest *= std::max(1.0, std::fabs(alpha)) * std::max(1.0, static_cast<double>(e.out_rcp));
