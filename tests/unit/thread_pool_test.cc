@@ -64,8 +64,9 @@ TEST_CASE("thread pool: a loop uses the workers, as many as the thread setting",
   CHECK(threads_of_loop(48, std::chrono::microseconds(2000)).size() == 2);
 }
 
-TEST_CASE("thread pool: a loop in bands gives each thread one contiguous band, the caller the first", "[thread_pool]") {
-  // Items of 200 us: the worker is awake long before the caller could run its band and take the next.
+TEST_CASE("thread pool: a loop in bands runs each band on one thread, the caller the first", "[thread_pool]") {
+  // Items of 200 us: a worker is awake long before the caller could run its band and take the next (how
+  // many threads take part is the OS's to decide: a worker it has not run is taken off the loop).
   for (int threads : {2, 3}) {
     Threads t(threads);
     const int64_t n = 12;
@@ -78,7 +79,6 @@ TEST_CASE("thread pool: a loop in bands gives each thread one contiguous band, t
     const int64_t band = n / threads;
     for (int64_t i = 0; i < n; ++i) CHECK(ran[static_cast<size_t>(i)] == ran[static_cast<size_t>(i / band * band)]);  // one thread a band
     CHECK(ran[0] == std::this_thread::get_id());
-    CHECK(std::set<std::thread::id>(ran.begin(), ran.end()).size() == static_cast<size_t>(threads));
   }
 }
 
