@@ -1,9 +1,8 @@
 // quantize_linear's loop over a run of values that share one scale and zero point, and
 // dequantize_linear's. quantize.cc splits a tensor into runs across threads; the loops are compiled
-// again for AVX2 and AVX-512
-// (isa/quantize_runs.cc) and taken when the CPU has them: the same operations in the same order, so
-// every form gives the same bits. Static, so that each including file keeps its own copy for its own
-// instruction set.
+// again for AVX2 and AVX-512 (isa/quantize_runs.cc) and taken when the CPU has them: the same
+// operations in the same order, so every form gives the same bits. Static, so that each including file
+// keeps its own copy for its own instruction set.
 #pragma once
 #include <cstdint>
 #include <limits>
