@@ -186,6 +186,21 @@ PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
   return _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
 }
 
+// The coordinates of a tile epilogue in the tables (avx2_epilogue_for, vnni_epilogue_for): e's
+// activation among none, relu, leaky_relu, relu6, gelu (vector_activation's), and its form, from the
+// output type, the residual and finiteness, in the order the tables list them.
+inline int epilogue_activation(Activation a) {
+  switch (a) {
+    case Activation::relu: return 1;
+    case Activation::leaky_relu: return 2;
+    case Activation::relu6: return 3;
+    case Activation::gelu: return 4;
+    default: return 0;
+  }
+}
+
+inline int epilogue_form(const Epilogue& e, bool residual) { return (e.out_dtype == DType::f32) * 4 + residual * 2 + e.finite; }
+
 // The activation A on 8 f32 values (alpha: leaky_relu's slope).
 template <Activation A>
 PD_AVX2_TARGET __attribute__((always_inline)) inline __m256 avx2_activate(__m256 alpha, __m256 y) {
@@ -267,14 +282,10 @@ constexpr Avx2EpilogueFn kAvx2Epilogues[] = {
 
 // vnni_epilogue_for's AVX2 form.
 inline Avx2EpilogueFn avx2_epilogue_for(const Epilogue& e, bool residual) {
-  const int form = (e.out_dtype == DType::f32) * 4 + residual * 2 + e.finite;
-  switch (e.act) {
-    case Activation::relu: return kAvx2Epilogues<Activation::relu>[form];
-    case Activation::leaky_relu: return kAvx2Epilogues<Activation::leaky_relu>[form];
-    case Activation::relu6: return kAvx2Epilogues<Activation::relu6>[form];
-    case Activation::gelu: return kAvx2Epilogues<Activation::gelu>[form];
-    default: return kAvx2Epilogues<Activation::none>[form];
-  }
+  static constexpr const Avx2EpilogueFn* kByActivation[] = {
+      kAvx2Epilogues<Activation::none>, kAvx2Epilogues<Activation::relu>, kAvx2Epilogues<Activation::leaky_relu>,
+      kAvx2Epilogues<Activation::relu6>, kAvx2Epilogues<Activation::gelu>};
+  return kByActivation[epilogue_activation(e.act)][epilogue_form(e, residual)];
 }
 
 // acc + the sums of 4 u8 x s8 products a 32-bit lane (x: 4 u8 values repeated, w: 8 lanes of 4 s8 weights
@@ -391,14 +402,10 @@ constexpr VnniEpilogueFn kVnniEpilogues[] = {
 // The epilogue of e's activation and output type, with or without a residual (vector_activation's
 // activations only).
 inline VnniEpilogueFn vnni_epilogue_for(const Epilogue& e, bool residual) {
-  const int form = (e.out_dtype == DType::f32) * 4 + residual * 2 + e.finite;
-  switch (e.act) {
-    case Activation::relu: return kVnniEpilogues<Activation::relu>[form];
-    case Activation::leaky_relu: return kVnniEpilogues<Activation::leaky_relu>[form];
-    case Activation::relu6: return kVnniEpilogues<Activation::relu6>[form];
-    case Activation::gelu: return kVnniEpilogues<Activation::gelu>[form];
-    default: return kVnniEpilogues<Activation::none>[form];
-  }
+  static constexpr const VnniEpilogueFn* kByActivation[] = {
+      kVnniEpilogues<Activation::none>, kVnniEpilogues<Activation::relu>, kVnniEpilogues<Activation::leaky_relu>,
+      kVnniEpilogues<Activation::relu6>, kVnniEpilogues<Activation::gelu>};
+  return kByActivation[epilogue_activation(e.act)][epilogue_form(e, residual)];
 }
 
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
