@@ -274,18 +274,22 @@ PD_AVX2_TARGET void avx2_tile_epilogue(const Epilogue& e, const Avx2Tile& t) {
 
 using Avx2EpilogueFn = void (*)(const Epilogue&, const Avx2Tile&);
 
+// The tile epilogue of activation A in `form` (epilogue_form).
 template <Activation A>
-constexpr Avx2EpilogueFn kAvx2Epilogues[] = {
+Avx2EpilogueFn avx2_epilogue_of(int form) {
+  static constexpr Avx2EpilogueFn kForms[] = {
     avx2_tile_epilogue<A, false, false, false>, avx2_tile_epilogue<A, false, false, true>, avx2_tile_epilogue<A, false, true, false>,
     avx2_tile_epilogue<A, false, true, true>,   avx2_tile_epilogue<A, true, false, false>, avx2_tile_epilogue<A, true, false, true>,
     avx2_tile_epilogue<A, true, true, false>,   avx2_tile_epilogue<A, true, true, true>};
+  return kForms[form];
+}
 
 // vnni_epilogue_for's AVX2 form.
 inline Avx2EpilogueFn avx2_epilogue_for(const Epilogue& e, bool residual) {
-  static constexpr const Avx2EpilogueFn* kByActivation[] = {
-      kAvx2Epilogues<Activation::none>, kAvx2Epilogues<Activation::relu>, kAvx2Epilogues<Activation::leaky_relu>,
-      kAvx2Epilogues<Activation::relu6>, kAvx2Epilogues<Activation::gelu>};
-  return kByActivation[epilogue_activation(e.act)][epilogue_form(e, residual)];
+  static constexpr Avx2EpilogueFn (*kByActivation[])(int) = {avx2_epilogue_of<Activation::none>, avx2_epilogue_of<Activation::relu>,
+                                                         avx2_epilogue_of<Activation::leaky_relu>, avx2_epilogue_of<Activation::relu6>,
+                                                         avx2_epilogue_of<Activation::gelu>};
+  return kByActivation[epilogue_activation(e.act)](epilogue_form(e, residual));
 }
 
 // acc + the sums of 4 u8 x s8 products a 32-bit lane (x: 4 u8 values repeated, w: 8 lanes of 4 s8 weights
@@ -393,19 +397,23 @@ PD_VNNI_TARGET void vnni_tile_epilogue(const Epilogue& e, const VnniTile& t) {
 
 using VnniEpilogueFn = void (*)(const Epilogue&, const VnniTile&);
 
+// The tile epilogue of activation A in `form` (epilogue_form).
 template <Activation A>
-constexpr VnniEpilogueFn kVnniEpilogues[] = {
+VnniEpilogueFn vnni_epilogue_of(int form) {
+  static constexpr VnniEpilogueFn kForms[] = {
     vnni_tile_epilogue<A, false, false, false>, vnni_tile_epilogue<A, false, false, true>, vnni_tile_epilogue<A, false, true, false>,
     vnni_tile_epilogue<A, false, true, true>,   vnni_tile_epilogue<A, true, false, false>, vnni_tile_epilogue<A, true, false, true>,
     vnni_tile_epilogue<A, true, true, false>,   vnni_tile_epilogue<A, true, true, true>};
+  return kForms[form];
+}
 
 // The epilogue of e's activation and output type, with or without a residual (vector_activation's
 // activations only).
 inline VnniEpilogueFn vnni_epilogue_for(const Epilogue& e, bool residual) {
-  static constexpr const VnniEpilogueFn* kByActivation[] = {
-      kVnniEpilogues<Activation::none>, kVnniEpilogues<Activation::relu>, kVnniEpilogues<Activation::leaky_relu>,
-      kVnniEpilogues<Activation::relu6>, kVnniEpilogues<Activation::gelu>};
-  return kByActivation[epilogue_activation(e.act)][epilogue_form(e, residual)];
+  static constexpr VnniEpilogueFn (*kByActivation[])(int) = {vnni_epilogue_of<Activation::none>, vnni_epilogue_of<Activation::relu>,
+                                                         vnni_epilogue_of<Activation::leaky_relu>, vnni_epilogue_of<Activation::relu6>,
+                                                         vnni_epilogue_of<Activation::gelu>};
+  return kByActivation[epilogue_activation(e.act)](epilogue_form(e, residual));
 }
 
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
