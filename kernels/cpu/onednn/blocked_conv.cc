@@ -10,6 +10,7 @@
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/onednn/kept_args.h"
 #include "cpu/onednn/post_ops.h"
+#include "cpu/ref/blocked_direct_conv.h"
 #include "cpu/ref/depthwise_conv.h"
 #include "cpu/ref/grouped_conv.h"
 #include "pd/kernels/grouped_conv_rule.h"
@@ -265,7 +266,8 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   if (reference::pointwise_conv(ctx, x, weight, bias, residual, stride, padding, groups, act, block, out) ||
       reference::depthwise_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
       reference::stem_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
-      reference::grouped_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
+      reference::grouped_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out) ||
+      reference::blocked_direct_conv(ctx, x, weight, bias, residual, stride, padding, dilation, groups, act, block, out))
     return;
   // Groups of 8 in blocks of 16 that grouped_conv declined (no AVX-512): oneDNN has no such layout.
   if (block == 2 * kGroupWidth && grouped8_fits(weight.shape()[1] * groups, weight.shape()[0], groups, weight.shape()[2], weight.shape()[3]))
