@@ -1,7 +1,7 @@
 // blocked_direct_conv (the direct kernel for many channels on small maps, channel blocks of 16) against
 // sums of plain loops: every tile size (7, 4, 2, 1 pixels), a last group of fewer output blocks, stride
-// 2, a residual and each activation; the same sums on 1, 2 and 4 threads (4 splits an image's pixels
-// into bands); and what it declines. Called directly, so that the sanitizer build (which has no oneDNN
+// 2, a residual and each activation; the same sums on 1, 2 and 4 threads (4 splits the batch's pixels
+// into bands, which may cross images); and what it declines. Called directly, so that the sanitizer build (which has no oneDNN
 // backend to route blocked_conv2d to it) runs it too.
 #include <catch2/catch.hpp>
 
@@ -66,6 +66,7 @@ TEST_CASE("blocked_direct_conv: the sums of plain loops, whatever the thread cou
       {{2, 16, 9, 5, L}, 272, 3, 2, 1, false, true, pd::Activation::relu6},    // stride 2, 15 pixels (7, 7, 1), a group of 1 block
       {{1, 17, 4, 5, L}, 320, 3, 1, 1, true, true, pd::Activation::silu},      // 20 pixels (7, 7, 4, 2), 17 input blocks
       {{1, 16, 6, 6, L}, 256, 5, 1, 0, true, false, pd::Activation::none},     // a 5x5 window, no padding: 2x2 pixels
+      {{3, 16, 5, 3, L}, 256, 3, 1, 1, true, true, pd::Activation::relu},      // 3 images of 15 pixels: 4 threads' bands cross images
   };
   for (const Case& k : cases) {
     const int64_t cin = k.x[1] * L, OH = (k.x[2] + 2 * k.pad - k.k) / k.stride + 1, OW = (k.x[3] + 2 * k.pad - k.k) / k.stride + 1;
@@ -109,6 +110,7 @@ TEST_CASE("blocked_direct_conv declines what it does not take", "[conv][kernel]"
   };
   CHECK(declines({1, 8, 7, 7, L}, {256, 128, 3, 3}, {1, 1}, pd::Activation::relu, {1, 16, 7, 7, L}));     // 128 inputs
   CHECK(declines({1, 16, 28, 28, L}, {256, 256, 3, 3}, {1, 1}, pd::Activation::relu, {1, 16, 28, 28, L}));  // a 28x28 map
+  CHECK(declines({3, 16, 14, 14, L}, {256, 256, 3, 3}, {1, 1}, pd::Activation::relu, {3, 16, 14, 14, L}));  // 3 14x14 maps
   CHECK(declines({1, 16, 7, 7, L}, {256, 256, 3, 3}, {2, 2}, pd::Activation::relu, {1, 16, 5, 5, L}));      // dilation
   CHECK(declines({1, 16, 7, 7, L}, {256, 256, 3, 3}, {1, 1}, pd::Activation::gelu, {1, 16, 7, 7, L}));      // gelu
   CHECK(declines({1, 16, 7, 7, L}, {256, 256, 1, 1}, {1, 1}, pd::Activation::none, {1, 16, 9, 9, L}));      // 1x1

@@ -15,12 +15,14 @@
 namespace pd::kernels::reference {
 namespace {
 
-// Where the kernel beats oneDNN's (AVX-512, Zen 5, in ResNet-50 at batch 1 on 2 threads, us, this /
-// oneDNN): 3x3 at 7x7 x 512 580-690 / 880-920, the strided one into 7x7 620-730 / 950-970, at 14x14 x 256
-// 545-630 / 590-660. On larger maps oneDNN's kernel is near the FMA peak and wins (28x28 x 128 from
-// 56x56 at stride 2: 665 / 585); stride-1 3x3 layers there are Winograd's (conv_winograd).
+// Where the kernel beats oneDNN's (AVX-512, Zen 5, in ResNet-50 on 2 threads, us, this / oneDNN): at
+// batch 1 the 3x3 layers at 7x7 x 512 580-690 / 880-920, the strided one into 7x7 620-730 / 950-970, at
+// 14x14 x 256 545-630 / 590-660; at batch 8 the 7x7 ones 4300-4900 / 4750-5100. With more pixels
+// oneDNN's kernel is near the FMA peak and wins: at batch 8 the strided 3x3 into 14x14 x 256 5100-5400 /
+// 4400-4900, and at batch 1 a 28x28 x 128 map (from 56x56 at stride 2) 665 / 585. (Stride-1 3x3 layers
+// on larger maps are Winograd's: conv_winograd.)
 constexpr int64_t kMinChannels = 256;
-constexpr int64_t kMaxMap = 14 * 14;
+constexpr int64_t kMaxPixels = 2 * 14 * 14;  // output pixels of the whole batch
 
 bool rule_fits(const Tensor& x, const Tensor& weight, const std::vector<int64_t>& dilation, int64_t groups, Activation act,
                int64_t block, const Tensor& out) {
@@ -29,7 +31,7 @@ bool rule_fits(const Tensor& x, const Tensor& weight, const std::vector<int64_t>
   const Shape& ws = weight.shape();
   if (ws[0] % block != 0 || ws[1] % block != 0 || ws[0] < kMinChannels || ws[1] < kMinChannels) return false;
   if (ws[2] == 1 && ws[3] == 1) return false;  // 1x1: oneDNN's jit_1x1 or pointwise_conv
-  return out.shape()[2] * out.shape()[3] <= kMaxMap;
+  return out.shape()[0] * out.shape()[2] * out.shape()[3] <= kMaxPixels;
 }
 
 // The weight [C_out, C_in, KH, KW] as blocked_direct_conv.h lays it out: groups of kDirectBlocks output
@@ -85,16 +87,15 @@ bool blocked_direct_conv(const KernelContext& ctx, const Tensor& x, const Tensor
   c.Hp = x.shape()[2] + 2 * padding[0], c.Wp = x.shape()[3] + 2 * padding[1];
   c.OH = os[2], c.OW = os[3], c.KH = ws[2], c.KW = ws[3], c.sh = stride[0], c.sw = stride[1];
   c.act = act;
-  // Items: (image, group of output blocks, band of pixels); bands only where the images' groups are
-  // too few to give each thread two.
-  const int64_t N = os[0], pixels = c.OH * c.OW, group_count = (c.cbo + kDirectBlocks - 1) / kDirectBlocks;
+  // Items: (group of output blocks, band of the batch's pixels), a group's weights read once a band:
+  // bands only where the groups are too few to give each thread two.
+  const int64_t pixels = os[0] * c.OH * c.OW, group_count = (c.cbo + kDirectBlocks - 1) / kDirectBlocks;
   const int64_t wanted = 2 * std::max(1, pd::parallel_threads());
-  const int64_t bands = std::clamp<int64_t>(wanted / std::max<int64_t>(N * group_count, 1), 1, pixels);
+  const int64_t bands = std::clamp<int64_t>(wanted / group_count, 1, pixels);
   const int64_t band = (pixels + bands - 1) / bands;
-  const int64_t items = N * group_count * bands;
-  cpu::parallel_for(items, band * ws[1] * ws[2] * ws[3] * kDirectBlocks * block, [&](int64_t i) {
-    const int64_t b = i % bands, g = (i / bands) % group_count, n = i / (bands * group_count);
-    blocked_direct_rows_avx512(c, n, g, b * band, std::min(pixels, (b + 1) * band));
+  cpu::parallel_for(group_count * bands, band * ws[1] * ws[2] * ws[3] * kDirectBlocks * block, [&](int64_t i) {
+    const int64_t b = i % bands, g = i / bands;
+    blocked_direct_rows_avx512(c, g, b * band, std::min(pixels, (b + 1) * band));
   });
   return true;
 }

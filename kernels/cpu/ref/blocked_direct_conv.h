@@ -31,15 +31,17 @@ struct BlockedDirectConv {
 constexpr int64_t kDirectBlocks = 4;  // output blocks a tile: 4 x 7 pixels = 28 accumulators of 32
 
 // Runs blocked_conv2d (f32) here when the kernel beats oneDNN's (blocked_direct_conv.cc: AVX-512, groups 1,
-// no dilation, whole blocks of at least 256 channels in and out, maps of at most 14x14) with an activation
-// the vector kernels take; false leaves the call to the caller. The packed weight is kept in ctx.packed
+// no dilation, not 1x1, whole blocks of at least 256 channels in and out, at most 392 output pixels in
+// the batch: two 14x14 maps) with an activation the vector kernels take; false leaves the call to the
+// caller. The packed weight is kept in ctx.packed
 // when the weight is a constant there.
 bool blocked_direct_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
                          int64_t groups, Activation act, int64_t block, Tensor& out);
 
-// The kernel (blocked_direct_rows.cc, AVX-512): output pixels [p0, p1) of image n (raster order) in
-// output-block group g, summed over every input block.
-void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1);
+// The kernel (blocked_direct_rows.cc, AVX-512): output pixels [q0, q1) of the batch (image q / (OH OW),
+// its pixel q % (OH OW) in raster order) in output-block group g, summed over every input block, each
+// input block's weights used for all of them before the next.
+void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t g, int64_t q0, int64_t q1);
 
 }  // namespace pd::kernels::reference

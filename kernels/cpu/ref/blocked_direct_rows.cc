@@ -105,15 +105,13 @@ void run_tile(const BlockedDirectConv& c, const TileAt& t, int64_t pixels, int64
 
 }  // namespace
 
-void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
+void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t g, int64_t q0, int64_t q1) {
   constexpr int P = kTilePixels;
   const int64_t ob = g * kDirectBlocks, blocks = std::min(kDirectBlocks, c.cbo - ob);
-  const int64_t taps = c.KH * c.KW, x_block = c.Hp * c.Wp * L, out_block = c.OH * c.OW * L;
-  const int64_t at = (n * c.cbo + ob) * out_block;
+  const int64_t taps = c.KH * c.KW, map = c.OH * c.OW, x_block = c.Hp * c.Wp * L, out_block = map * L;
   // The group's weights: every earlier group has kDirectBlocks blocks.
   const float* wg = c.w + ob * c.cib * L * taps * L;
   for (int64_t ib = 0; ib < c.cib; ++ib) {
-    const float* xb = c.x + (n * c.cib + ib) * x_block;
     const float* wb = wg + ib * L * taps * blocks * L;
     // The next input block's weights (for every block of the group) are fetched while this one's are
     // used, a line a tap over the first tiles: streamed from memory as they were first used, they made
@@ -121,19 +119,23 @@ void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t n, int64_t g
     const char* next = ib + 1 < c.cib ? reinterpret_cast<const char*>(wb + L * taps * blocks * L) : nullptr;
     const int64_t next_lines = L * taps * blocks * L * static_cast<int64_t>(sizeof(float)) / 64, per_tile = L * taps;
     int64_t fetched = 0;
-    int64_t p = p0, oh = p0 / c.OW, ow = p0 % c.OW;
-    while (p < p1) {
-      const int64_t left = p1 - p, pixels = left >= P ? P : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    // Pixel q of the range is pixel q % map of image q / map; a tile stays in one image.
+    int64_t q = q0, n = q0 / map, oh = q0 % map / c.OW, ow = q0 % c.OW;
+    while (q < q1) {
+      const int64_t p = q - n * map, left = std::min(q1 - q, map - p);
+      const int64_t pixels = left >= P ? P : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      const float* xb = c.x + (n * c.cib + ib) * x_block;
       const float* in[P];
-      for (int64_t q = 0; q < pixels; ++q) {
-        in[q] = xb + (oh * c.sh * c.Wp + ow * c.sw) * L;
+      for (int64_t k = 0; k < pixels; ++k) {
+        in[k] = xb + (oh * c.sh * c.Wp + ow * c.sw) * L;
         if (++ow == c.OW) ow = 0, ++oh;
       }
+      const int64_t at = (n * c.cbo + ob) * out_block + p * L;
       const TileAt t{in,
                      wb,
                      c.bias ? c.bias + ob * L : nullptr,
-                     c.residual ? c.residual + at + p * L : nullptr,
-                     c.out + at + p * L,
+                     c.residual ? c.residual + at : nullptr,
+                     c.out + at,
                      blocks,
                      ib == 0,
                      ib == c.cib - 1,
@@ -141,7 +143,8 @@ void blocked_direct_rows_avx512(const BlockedDirectConv& c, int64_t n, int64_t g
                      std::min(per_tile, next_lines - fetched)};
       run_tile(c, t, pixels, blocks);
       if (t.prefetch) fetched += t.prefetch_lines;
-      p += pixels;
+      q += pixels;
+      if (oh == c.OH) oh = 0, ++n;
     }
   }
 }
@@ -153,6 +156,6 @@ PD_TARGET_POP
 #else  // not x86-64: blocked_direct_conv declines before calling it
 
 namespace pd::kernels::reference {
-void blocked_direct_rows_avx512(const BlockedDirectConv&, int64_t, int64_t, int64_t, int64_t) {}
+void blocked_direct_rows_avx512(const BlockedDirectConv&, int64_t, int64_t, int64_t) {}
 }  // namespace pd::kernels::reference
 #endif
