@@ -20,7 +20,8 @@
 // input it reads): VNNI sums 4 channels a lane, so oneDNN pads 1-3 channels to 4 and runs several times
 // slower than the f32 direct kernel (LeNet's first layer: 179 us int8 against about 60 us f32 with its
 // pool, batch 64). Its weight is dequantized now and its input's Q/DQ pair dropped, so the f32 fusions
-// take it.
+// take it. A depthwise convolution (one input channel a group) is not such a case: oneDNN's int8
+// depthwise kernel takes it as it is.
 //
 // Preconditions: the activation's scale and zero point are 0-D params (per tensor), the weight's
 // dequantize reads i8 params with zero zero points along axis 0, and the target has oneDNN's int8
@@ -98,6 +99,10 @@ class Int8Lowering final : public Pass {
     const Operation& op = p.ops()[i];
     const Shape& w = p.value(input_of(p, i, 1)).type.shape;
     if (!is_conv(op.type) || w.size() != 4 || w[1] >= 4) return false;
+    // Depthwise (one input channel a group, as many groups as outputs): oneDNN's int8 depthwise kernel
+    // takes it without padding channels, so a MobileNet block stays int8 from end to end.
+    const int64_t groups = attr_int(op, "groups");
+    if (w[1] == 1 && groups > 1 && groups == w[0]) return false;
     const std::string act = op.type == "fused_conv2d" ? attr_string(op, "activation") : "none";
     const bool residual = op.inputs.size() > 3 && !op.inputs[3].empty();
     // Pixel lanes are AVX-512 VNNI and AVX2 code (the AVX2 kernel on the 7-bit weights the oneDNN
