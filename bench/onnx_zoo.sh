@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# pd-convert + pd-infer on torchvision's ImageNet models as users export them (random weights with
-# batch-norm statistics drawn away from the defaults, so that no layer's output is degenerate; 224x224,
-# opset 13, dynamic batch, the TorchScript exporter): import time and parity with onnxruntime (pd-convert
-# --verify at batch 2), then pd-infer on the imported model as it is (optimised and lowered at load,
-# as onnxruntime's session optimises) against onnxruntime on the same .onnx file (ORT_ENABLE_ALL), both
-# with THREADS threads, timed in alternation for ROUNDS rounds at each batch of BATCHES (median of the
-# per-round p50s: the machine is shared and noisy).
+# pd-convert + pd-infer on torchvision's ImageNet models as users export them (bench/tv_export.py: random
+# weights with batch-norm statistics drawn away from the defaults, so that no layer's output is
+# degenerate; 224x224, opset 13, dynamic batch, the TorchScript exporter): import time and parity with
+# onnxruntime (pd-convert --verify at batch 2), then pd-infer on the imported model as it is (optimised
+# and lowered at load, as onnxruntime's session optimises) against onnxruntime on the same .onnx file
+# (ORT_ENABLE_ALL), both with THREADS threads, timed in alternation for ROUNDS rounds at each batch of
+# BATCHES (median of the per-round p50s: the machine is shared and noisy).
 #   usage: [MODELS="resnet18 ..."] [BATCHES="1 8"] bench/onnx_zoo.sh [THREADS] [ROUNDS]
 #   (PY: a python with torch, torchvision, onnxruntime; default the venv of ../shared/peers/torch2_venv.sh)
 set -euo pipefail
@@ -21,19 +21,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 source bench/common.sh  # field, median
 
-export_model() {  # NAME -> $OUT/NAME.onnx
-  "$PY" - "$1" "$OUT/$1.onnx" <<'PY' 2>/dev/null
-import sys, torch, torchvision
-torch.manual_seed(0)
-m = getattr(torchvision.models, sys.argv[1])(weights=None).eval()
-with torch.no_grad():
-    for mod in m.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.1, 0.1); mod.running_var.uniform_(0.5, 1.5)
-            mod.weight.uniform_(0.5, 1.5); mod.bias.uniform_(-0.1, 0.1)
-torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[2], opset_version=13, input_names=["input"],
-                  output_names=["logits"], dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
-PY
+export_model() {  # NAME -> $OUT/NAME.onnx (bench/tv_export.py: random weights, 224x224, opset 13)
+  "$PY" bench/tv_export.py "$1" "$OUT/$1.onnx" 2>/dev/null
 }
 
 ort_p50() {  # MODEL BATCH: p50 ms of onnxruntime on the same file

@@ -1,0 +1,27 @@
+# A torchvision ImageNet model exported to ONNX as users export it, for the zoo benches (onnx_zoo.sh,
+# zoo_quant.py): random weights (seed 0) with batch-norm statistics and affines drawn away from their
+# defaults, so that no layer's output is degenerate; 224x224, opset 13, dynamic batch, the TorchScript
+# exporter; input "input", output "logits".
+#   usage: PY bench/tv_export.py NAME OUT.onnx   (PY with torch and torchvision)
+import sys
+
+import torch
+import torchvision
+
+
+def export(name, path):
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, name)(weights=None).eval()
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.1, 0.1)
+                mod.running_var.uniform_(0.5, 1.5)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.1, 0.1)
+    torch.onnx.export(m, torch.randn(1, 3, 224, 224), path, opset_version=13, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
+
+
+if __name__ == "__main__":
+    export(sys.argv[1], sys.argv[2])
