@@ -127,7 +127,7 @@ void slice_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<
 
 }  // namespace pd::kernels::reference
 
-PD_INSTANTIATE_KERNELS(concat, reference, float, double, int32_t, int64_t, bool)
+PD_INSTANTIATE_KERNELS(concat, reference, float, double, int32_t, int64_t, bool, uint8_t, int8_t)
 PD_INSTANTIATE_KERNELS(split, reference, float, double, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(pad, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(slice_grad, reference, float, double, int32_t, int64_t)

@@ -15,6 +15,9 @@
 //      - merge:   two identical transposes of one value -> one
 //      - pool:    max_pool2d(transpose_nchw(v)) on int8 data -> transpose_nchw(max_pool2d_nhwc(v)): the
 //                 transpose moves past the pool, which leaves it a quarter of the data (LeNet)
+//      - concat:  concat(transpose_nchw(a), transpose_nchw(b), ..., axis) -> transpose_nchw(concat(a, b,
+//                 ..., the axis in NHWC)): one transpose after instead of one per input (SqueezeNet's
+//                 fire modules join two convolutions' channels)
 //      - flatten: quantized_linear(flatten(transpose_nchw(v)), W) -> quantized_linear(flatten(v), W') with
 //                 W's columns permuted from (c, h, w) order to (h, w, c): no transpose at all
 //      - entry:   quantized_conv2d{channels_last}(transpose_nhwc(quantize_linear(x f32))) with the same
@@ -85,7 +88,7 @@ class Int8ChannelsLast final : public Pass {
            "the first convolution";
   }
   std::vector<std::string> targets() const override {
-    return {"quantized_conv2d", "transpose", "max_pool2d", "flatten"};
+    return {"quantized_conv2d", "transpose", "max_pool2d", "flatten", "concat"};
   }
 
   // The rules count readers, so the ops int8_lower left dead (the dequantize_linears it folded) go first.
@@ -101,6 +104,7 @@ class Int8ChannelsLast final : public Pass {
     if (op.type == "quantized_conv2d") return !attr_bool(op, "channels_last") || entry_quantize(p, i) >= 0;
     if (op.type == "max_pool2d") return pools_transposed_int8(p, op);
     if (op.type == "flatten") return flattens_into_linears(p, op);
+    if (op.type == "concat") return joins_transposed(p, op);
     return cancels(p, i) || duplicate_of(p, i) >= 0 || sink_target(p, i) >= 0 || lifts(p, i);
   }
 
@@ -110,6 +114,7 @@ class Int8ChannelsLast final : public Pass {
       return attr_bool(op, "channels_last") ? quantize_on_entry(p, i, stats) : to_channels_last(p, i, stats);
     if (op.type == "max_pool2d") return pool_channels_last(p, i, stats);
     if (op.type == "flatten") return flatten_channels_last(p, i, stats);
+    if (op.type == "concat") return concat_channels_last(p, i, stats);
     if (cancels(p, i)) {
       p.replace_uses(op.results[0], p.ops()[p.value(op.inputs[0][0]).producer].inputs[0][0]);
       p.remove_ops({i});
@@ -215,6 +220,28 @@ class Int8ChannelsLast final : public Pass {
     const Operation op = p.ops()[i];
     const std::vector<ValueId> v = p.ops()[p.value(op.inputs[0][0]).producer].inputs[0];
     const ValueId nhwc = p.insert_op(i, "max_pool2d_nhwc", {v}, op.attrs)[0];
+    const ValueId nchw = p.insert_op(i + 1, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
+    p.replace_uses(op.results[0], nchw);
+    p.remove_ops({i + 2});
+    ++stats.fused;
+  }
+
+  // A concat of 4-D values that each come out of a transpose to NCHW.
+  static bool joins_transposed(const Program& p, const Operation& op) {
+    const std::vector<ValueId>& xs = op.inputs[0];
+    return !xs.empty() && p.value(op.results[0]).type.shape.size() == 4 &&
+           std::all_of(xs.begin(), xs.end(), [&](ValueId x) { return transpose_producing(p, x, kToNchw) >= 0; });
+  }
+
+  // concat(transpose_nchw(a), ..., axis) -> transpose_nchw(concat(a, ..., the axis's place in NHWC)).
+  static void concat_channels_last(Program& p, int32_t i, PassStats& stats) {
+    const Operation op = p.ops()[i];
+    std::vector<ValueId> xs;
+    for (ValueId x : op.inputs[0]) xs.push_back(p.ops()[p.value(x).producer].inputs[0][0]);
+    const int64_t axis = attr_int(op, "axis"), nchw_axis = axis < 0 ? axis + 4 : axis;
+    AttrMap attrs = op.attrs;
+    attrs["axis"] = AttrValue(kToNchw[static_cast<size_t>(nchw_axis)]);  // NCHW's axis k is NHWC's kToNchw[k]
+    const ValueId nhwc = p.insert_op(i, "concat", {xs}, attrs)[0];
     const ValueId nchw = p.insert_op(i + 1, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
     p.replace_uses(op.results[0], nchw);
     p.remove_ops({i + 2});

@@ -10,8 +10,9 @@
 // result itself (requantization in the epilogue), so consecutive int8 layers never go through f32; a
 // residual that pd-quant quantized (dequantize_linear -> fused_conv2d's residual) is read in int8, so a
 // residual block's convolution requantizes too. To
-// get there, a quantize_linear moves up through max_pool2d, flatten and reshape, which commute with
-// it exactly (a per-tensor quantization is monotonic): max_pool2d then pools int8 values.
+// get there, a quantize_linear moves up through max_pool2d, flatten, reshape and concat, which commute
+// with it exactly (a per-tensor quantization is monotonic and elementwise): max_pool2d then pools int8
+// values, and a concat joins int8 results requantized to its one scale.
 //
 // A convolution with fewer than 4 input channels per group stays f32 unless a direct int8 kernel takes
 // it well (pd/kernels/int8_direct_conv.h: at least 16 output channels to fill its channel lanes, as the
@@ -142,17 +143,25 @@ class Int8Lowering final : public Pass {
     return v.type.dtype == DType::f32 && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
   }
 
-  // The op producing `y` (read by nothing else) commutes with a per-tensor quantization.
+  // The op producing `y` (read by nothing else) commutes with a per-tensor quantization: quantizing its
+  // result is the op on its quantized input(s). A concat's inputs are quantized one by one (SqueezeNet's
+  // fire modules join two int8 convolutions' results).
   static bool order_preserving(const Program& p, ValueId y) {
     const Value& v = p.value(y);
     if (v.kind != ValueKind::OpResult || v.producer < 0 || p.is_output(y) || p.users(y).size() != 1) return false;
     const std::string& t = p.ops()[v.producer].type;
-    return t == "max_pool2d" || t == "flatten" || t == "reshape";
+    return t == "max_pool2d" || t == "flatten" || t == "reshape" || t == "concat";
   }
 
-  // Following such ops up from `y` reaches an int8 op's f32 result, which could be requantized instead.
+  // Following such ops up from `y` reaches int8 ops' f32 results (every input of a concat), which could
+  // be requantized instead.
   static bool leads_to_int8(const Program& p, ValueId y) {
-    while (order_preserving(p, y)) y = p.ops()[p.value(y).producer].inputs[0][0];
+    while (order_preserving(p, y)) {
+      const Operation& op = p.ops()[p.value(y).producer];
+      if (op.type == "concat")
+        return std::all_of(op.inputs[0].begin(), op.inputs[0].end(), [&](ValueId x) { return leads_to_int8(p, x); });
+      y = op.inputs[0][0];
+    }
     const Value& v = p.value(y);
     if (v.kind != ValueKind::OpResult || v.producer < 0 || v.type.dtype != DType::f32) return false;
     const std::string& t = p.ops()[v.producer].type;
@@ -166,19 +175,24 @@ class Int8Lowering final : public Pass {
     return order_preserving(p, y) && leads_to_int8(p, y) && is_param(p, s) && is_param(p, z) && p.value(s).type.shape.empty();
   }
 
-  // quantize(op(x)) -> op(quantize(x)), at the quantize's place (x and the params are defined before it).
+  // quantize(op(x)) -> op(quantize(x)), at the quantize's place (x and the params are defined before it);
+  // concat(xs) -> concat(quantize(x) for each x).
   static void move_up(Program& p, int32_t i, PassStats& stats) {
     const Operation q = p.ops()[i];
     const int32_t k = p.value(q.inputs[0][0]).producer;
     const Operation op = p.ops()[k];
-    std::vector<std::vector<ValueId>> q_inputs = q.inputs;
-    q_inputs[0] = op.inputs[0];
-    const ValueId qx = p.insert_op(i, "quantize_linear", q_inputs, q.attrs)[0];
+    std::vector<ValueId> quantized;
+    for (ValueId x : op.inputs[0]) {
+      std::vector<std::vector<ValueId>> q_inputs = q.inputs;
+      q_inputs[0] = {x};
+      quantized.push_back(p.insert_op(i + static_cast<int32_t>(quantized.size()), "quantize_linear", q_inputs, q.attrs)[0]);
+    }
+    const int32_t at = i + static_cast<int32_t>(quantized.size());
     std::vector<std::vector<ValueId>> op_inputs = op.inputs;
-    op_inputs[0] = {qx};
-    const ValueId out = p.insert_op(i + 1, op.type, op_inputs, op.attrs)[0];
+    op_inputs[0] = quantized;
+    const ValueId out = p.insert_op(at, op.type, op_inputs, op.attrs)[0];
     p.replace_uses(q.results[0], out);
-    p.remove_ops({k, i + 2});
+    p.remove_ops({k, at + 1});
     ++stats.fused;
   }
 
