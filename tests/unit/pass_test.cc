@@ -945,6 +945,45 @@ TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][qua
   check_same_outputs(lowered(q, false), nhwc, 1e-6);
 }
 
+// An EfficientNet block's squeeze-and-excitation gate in int8: depthwise conv (silu) -> global average
+// pool -> 1x1 (silu) -> 1x1 (sigmoid) -> the gate times the depthwise result -> 1x1 projection. The mul
+// of the gate ([N, C, 1, 1]) and a transposed NHWC result runs in NHWC (the gate reshaped to
+// [N, 1, 1, C]), so the transposes around it cancel: the large tensors are transposed only on the way
+// out and as the view the pool reads (which global_pool_fuse makes an NHWC pool). EfficientNet's int8
+// model spent a fifth of its time in these muls on transposed views.
+TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
+    return;
+  }
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 16, 9, 9}});
+  auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t groups, int64_t seed) {
+    const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}};
+    return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
+                    attrs)[0];
+  };
+  auto expand = p.add_op("silu", {{conv(x, "expand", 32, 16, 1, 1, 1)}})[0];
+  auto dw = p.add_op("silu", {{conv(expand, "dw", 32, 1, 3, 32, 3)}})[0];
+  auto squeezed = p.add_op("adaptive_avg_pool2d", {{dw}}, {{"output_size", std::vector<int64_t>{1, 1}}})[0];
+  auto gate = p.add_op("sigmoid", {{conv(p.add_op("silu", {{conv(squeezed, "se1", 8, 32, 1, 1, 5)}})[0], "se2", 32, 8, 1, 1, 7)}})[0];
+  auto scaled = p.add_op("mul", {{gate}, {dw}})[0];
+  p.mark_output(conv(scaled, "project", 16, 32, 1, 1, 9), "out");
+  const std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
+  Program q = p;
+  pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax());
+  const Program nhwc = lowered(q, true);
+  CHECK(count_ops(nhwc, "quantized_conv2d") == 5);
+  for (const auto& op : nhwc.ops()) {
+    const pd::Shape& s = nhwc.value(op.results[0]).type.shape;
+    if (op.type == "mul") CHECK(s == pd::Shape{-1, 9, 9, 32});
+    if (op.type != "transpose" || s[2] == 1 || s[1] == 16) continue;  // the gate ([N, C, 1, 1]), the way out
+    for (int32_t r : nhwc.users(op.results[0])) CHECK(nhwc.ops()[r].type == "adaptive_avg_pool2d");  // a view to pool
+  }
+  CHECK(error_over_range(q, nhwc) <= 0.01);
+  check_same_outputs(lowered(q, false), nhwc, 1e-5);
+}
+
 // LeNet's int8 tail: conv (NHWC) -> max_pool -> flatten -> linear. The pool runs in NHWC and the
 // linear reads the NHWC pixels flattened, its weight's columns permuted to match: no transpose after
 // the last conv, and the same numbers as the NCHW int8 program.

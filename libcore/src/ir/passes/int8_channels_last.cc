@@ -15,6 +15,10 @@
 //      - merge:   two identical transposes of one value -> one
 //      - pool:    max_pool2d(transpose_nchw(v)) on int8 data -> transpose_nchw(max_pool2d_nhwc(v)): the
 //                 transpose moves past the pool, which leaves it a quarter of the data (LeNet)
+//      - scale:   E(transpose_nchw(a), s) with s per channel ([N or 1, C, 1, 1]: a squeeze-and-excitation
+//                 block's gate, EfficientNet's and MobileNetV3's) -> transpose_nchw(E(a, s as [N, 1, 1, C])):
+//                 E then reads a contiguous NHWC tensor (on the transposed view a broadcast mul ran 8x
+//                 slower), and the transpose after it sinks on to cancel
 //      - concat:  concat(transpose_nchw(a), transpose_nchw(b), ..., axis) -> transpose_nchw(concat(a, b,
 //                 ..., the axis in NHWC)): one transpose after instead of one per input (SqueezeNet's
 //                 fire modules join two convolutions' channels)
@@ -88,7 +92,7 @@ class Int8ChannelsLast final : public Pass {
            "the first convolution";
   }
   std::vector<std::string> targets() const override {
-    return {"quantized_conv2d", "transpose", "max_pool2d", "flatten", "concat"};
+    return {"quantized_conv2d", "transpose", "max_pool2d", "flatten", "concat", "add", "sub", "mul", "maximum", "minimum"};
   }
 
   // The rules count readers, so the ops int8_lower left dead (the dequantize_linears it folded) go first.
@@ -105,6 +109,7 @@ class Int8ChannelsLast final : public Pass {
     if (op.type == "max_pool2d") return pools_transposed_int8(p, op);
     if (op.type == "flatten") return flattens_into_linears(p, op);
     if (op.type == "concat") return joins_transposed(p, op);
+    if (binary_elementwise(op)) return channel_operand(p, op) >= 0;
     return cancels(p, i) || duplicate_of(p, i) >= 0 || sink_target(p, i) >= 0 || lifts(p, i);
   }
 
@@ -115,6 +120,7 @@ class Int8ChannelsLast final : public Pass {
     if (op.type == "max_pool2d") return pool_channels_last(p, i, stats);
     if (op.type == "flatten") return flatten_channels_last(p, i, stats);
     if (op.type == "concat") return concat_channels_last(p, i, stats);
+    if (const int slot = channel_operand(p, op); slot >= 0) return scale_channels_last(p, i, slot, stats);
     if (cancels(p, i)) {
       p.replace_uses(op.results[0], p.ops()[p.value(op.inputs[0][0]).producer].inputs[0][0]);
       p.remove_ops({i});
@@ -223,6 +229,35 @@ class Int8ChannelsLast final : public Pass {
     const ValueId nchw = p.insert_op(i + 1, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
     p.replace_uses(op.results[0], nchw);
     p.remove_ops({i + 2});
+    ++stats.fused;
+  }
+
+  // For a binary elementwise op whose one operand comes out of a transpose to NCHW ([N, C, H, W]) and
+  // whose other is per channel ([N or 1, C, 1, 1]): the per-channel operand's slot; -1 otherwise.
+  static int channel_operand(const Program& p, const Operation& op) {
+    if (!binary_elementwise(op) || op.inputs.size() != 2 || op.inputs[0].size() != 1 || op.inputs[1].size() != 1) return -1;
+    for (int slot : {0, 1}) {
+      const ValueId a = op.inputs[static_cast<size_t>(1 - slot)][0], s = op.inputs[static_cast<size_t>(slot)][0];
+      const Shape& as = p.value(a).type.shape;
+      const Shape& ss = p.value(s).type.shape;
+      if (transpose_producing(p, a, kToNchw) < 0 || as.size() != 4 || ss.size() != 4) continue;
+      if ((ss[0] == as[0] || ss[0] == 1) && ss[1] == as[1] && ss[1] >= 0 && ss[2] == 1 && ss[3] == 1) return slot;
+    }
+    return -1;
+  }
+
+  // E(transpose_nchw(a), s) -> transpose_nchw(E(a, reshape(s, [N, 1, 1, C]))), the operands in their slots.
+  static void scale_channels_last(Program& p, int32_t i, int slot, PassStats& stats) {
+    const Operation op = p.ops()[i];
+    const ValueId a = op.inputs[static_cast<size_t>(1 - slot)][0], s = op.inputs[static_cast<size_t>(slot)][0];
+    const Shape& ss = p.value(s).type.shape;
+    std::vector<std::vector<ValueId>> inputs = op.inputs;
+    inputs[static_cast<size_t>(1 - slot)] = p.ops()[p.value(a).producer].inputs[0];
+    inputs[static_cast<size_t>(slot)] = p.insert_op(i, "reshape", {{s}}, {{"shape", AttrValue(std::vector<int64_t>{ss[0], 1, 1, ss[1]})}});
+    const ValueId nhwc = p.insert_op(i + 1, op.type, inputs, op.attrs)[0];
+    const ValueId nchw = p.insert_op(i + 2, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
+    p.replace_uses(op.results[0], nchw);
+    p.remove_ops({i + 3});
     ++stats.fused;
   }
 
