@@ -93,41 +93,52 @@ void unary_map(const Tensor& x, Tensor& out, F&& f) {
   });
 }
 
-// Whether y (right-aligned against out) broadcasts to out as one value per row or one row for all, with
-// out split at some axis k into [outer, inner]: y's extents are out's before k and 1 after (per_row), or
-// 1 before k and out's after. Both need at least one extent broadcast on each side of the split.
-inline bool row_broadcast(const Shape& y, const Shape& out, int64_t& outer, int64_t& inner, bool& per_row) {
-  const size_t n = out.size(), pad = n - std::min(n, y.size());
+// Whether y (right-aligned against out) is out's extents on a leading run [0, a) and a trailing run
+// [b, n) and 1 between, with a broadcast in between: out as [outer, mid, inner] and y as [outer, inner]
+// (a per-channel gate: [N, C, 1, 1] in NCHW, mid = H W, inner = 1; [N, 1, 1, C] in NHWC, inner = C).
+inline bool row_broadcast(const Shape& y, const Shape& out, int64_t& outer, int64_t& mid, int64_t& inner) {
+  const size_t n = out.size();
   if (y.size() > n) return false;
+  const size_t pad = n - y.size();
   const auto ext = [&](size_t d) { return d < pad ? int64_t{1} : y[d - pad]; };
-  for (size_t k = 1; k < n; ++k) {
-    bool lead_same = true, lead_one = true, tail_same = true, tail_one = true;
-    for (size_t d = 0; d < k; ++d) lead_same &= ext(d) == out[d], lead_one &= ext(d) == 1;
-    for (size_t d = k; d < n; ++d) tail_same &= ext(d) == out[d], tail_one &= ext(d) == 1;
-    if ((lead_same && tail_one) || (lead_one && tail_same)) {
-      per_row = lead_same && tail_one;
-      outer = shape_numel(Shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k)));
-      inner = shape_numel(Shape(out.begin() + static_cast<std::ptrdiff_t>(k), out.end()));
-      return true;
-    }
+  size_t a = 0, b = n;
+  while (a < n && ext(a) == out[a]) ++a;
+  while (b > a && ext(b - 1) == out[b - 1]) --b;
+  bool broadcast = false;
+  for (size_t d = a; d < b; ++d) {
+    if (ext(d) != 1) return false;
+    broadcast |= out[d] != 1;
   }
-  return false;
+  if (!broadcast) return false;
+  const auto product = [&](size_t from, size_t to) {
+    int64_t p = 1;
+    for (size_t d = from; d < to; ++d) p *= out[d];
+    return p;
+  };
+  outer = product(0, a), mid = product(a, b), inner = product(b, n);
+  return true;
 }
 
-// od[r, i] = f(full[r, i], other[r]) (per_row) or f(full[r, i], other[i]), rows across threads.
+// od = f(full, other) with full [outer, mid, inner] and other [outer, inner] repeated along mid, a vector
+// loop a row: along mid where inner is 1 (other one value a row), else along inner; rows across threads.
 template <typename TIn, typename TOut, typename F>
-void row_map(const TIn* full, const TIn* other, TOut* od, int64_t outer, int64_t inner, bool per_row, F&& f) {
-  parallel_for(outer, inner, [&](int64_t r) {
+void row_map(const TIn* full, const TIn* other, TOut* od, int64_t outer, int64_t mid, int64_t inner, F&& f) {
+  if (inner == 1) {
+    parallel_for(outer, mid, [&](int64_t o) {
+      const TIn* fr = full + o * mid;
+      TOut* orow = od + o * mid;
+      const TIn b = other[o];
+#pragma omp simd
+      for (int64_t i = 0; i < mid; ++i) orow[i] = f(fr[i], b);
+    });
+    return;
+  }
+  parallel_for(outer * mid, inner, [&](int64_t r) {
     const TIn* fr = full + r * inner;
+    const TIn* orr = other + r / mid * inner;
     TOut* orow = od + r * inner;
-    if (per_row) {
-      const TIn b = other[r];
 #pragma omp simd
-      for (int64_t i = 0; i < inner; ++i) orow[i] = f(fr[i], b);
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < inner; ++i) orow[i] = f(fr[i], other[i]);
-    }
+    for (int64_t i = 0; i < inner; ++i) orow[i] = f(fr[i], orr[i]);
   });
 }
 
@@ -147,16 +158,13 @@ void binary_map(const Tensor& x, const Tensor& y, Tensor& out, F&& f) {
     });
     return;
   }
-  // One operand of out's shape, the other repeated along out's leading or trailing extents: out as
-  // [outer, inner] rows, the other one value a row (per channel in NCHW, [N, C, 1, 1]) or one row for
-  // all (per channel in NHWC, [C]), a vector loop a row (the odometer below ran a squeeze-and-excitation
-  // gate 8x slower).
-  int64_t outer = 0, inner = 0;
-  bool per_row = false;
-  if (x.shape() == out.shape() && row_broadcast(y.shape(), out.shape(), outer, inner, per_row))
-    return row_map<TIn, TOut>(xd, yd, od, outer, inner, per_row, f);
-  if (y.shape() == out.shape() && row_broadcast(x.shape(), out.shape(), outer, inner, per_row))
-    return row_map<TIn, TOut>(yd, xd, od, outer, inner, per_row, [&](TIn b, TIn a) { return f(a, b); });
+  // One operand of out's shape, the other repeated along a run of its extents (row_broadcast): a vector
+  // loop a row (the odometer below ran a squeeze-and-excitation gate 8x slower).
+  int64_t outer = 0, mid = 0, inner = 0;
+  if (x.shape() == out.shape() && row_broadcast(y.shape(), out.shape(), outer, mid, inner))
+    return row_map<TIn, TOut>(xd, yd, od, outer, mid, inner, f);
+  if (y.shape() == out.shape() && row_broadcast(x.shape(), out.shape(), outer, mid, inner))
+    return row_map<TIn, TOut>(yd, xd, od, outer, mid, inner, [&](TIn b, TIn a) { return f(a, b); });
   broadcast_for_each<2>({&x.shape(), &y.shape()}, out.shape(),
                         [&](int64_t o, int64_t i, int64_t j) { od[o] = f(xd[i], yd[j]); });
 }

@@ -30,14 +30,13 @@ void run_binary(const BinaryEntry& e, const dnnl::memory& s0, const dnnl::memory
 // Operands of one shape need no broadcast, and the reference kernel's vector loop (binary_map) beats
 // the primitive's per-call cost (a cache key formatted, memories wrapped: about 2 us, most of a
 // [50, 64] residual add at batch 1). Ranks beyond oneDNN's go there too.
-// So do a y repeated along out's leading or trailing extents (cpu::row_broadcast: a per-channel gate
-// or bias), whose rows the reference loop runs on the kernels' pool, not OpenMP's team.
+// So does an operand repeated along a run of out's extents (cpu::row_broadcast: a per-channel gate or
+// bias), whose rows the reference loop runs on the kernels' pool, not OpenMP's team.
 bool on_reference(const Tensor& x, const Tensor& y, const Tensor& out) {
   if (beyond_onednn_rank(out.dim()) || (x.shape() == out.shape() && y.shape() == out.shape())) return true;
-  int64_t outer = 0, inner = 0;
-  bool per_row = false;
-  return (x.shape() == out.shape() && cpu::row_broadcast(y.shape(), out.shape(), outer, inner, per_row)) ||
-         (y.shape() == out.shape() && cpu::row_broadcast(x.shape(), out.shape(), outer, inner, per_row));
+  int64_t outer = 0, mid = 0, inner = 0;
+  return (x.shape() == out.shape() && cpu::row_broadcast(y.shape(), out.shape(), outer, mid, inner)) ||
+         (y.shape() == out.shape() && cpu::row_broadcast(x.shape(), out.shape(), outer, mid, inner));
 }
 
 // Below this many results a broadcast runs on one thread: waking OpenMP's team costs more than the work
