@@ -872,30 +872,33 @@ TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them canc
   }
 }
 
-// A MobileNetV2 block in int8: 1x1 expansion (relu6) -> 3x3 depthwise (relu6) -> 1x1 projection. The
-// depthwise conv has one input channel a group, but oneDNN's depthwise kernel takes it in int8, so it
-// is lowered like the others (it stayed f32 between two dequantizes and transposes, and relu6 ran the
-// int8 reference kernel: MobileNetV2's int8 model took 50x its f32 time), all three NHWC.
+// A MobileNet stem and block in int8: 3x3 stem of 3 channels (hardswish, MobileNetV3's) -> 1x1 expansion
+// (relu6) -> 3x3 depthwise (relu6) -> 1x1 projection. The stem goes to the direct kernel (hardswish is
+// one of its epilogues); the depthwise conv has one input channel a group, but oneDNN's depthwise kernel
+// takes it in int8, so it is lowered like the others (it stayed f32 between two dequantizes and
+// transposes, and relu6 ran the int8 reference kernel: MobileNetV2's int8 model took 50x its f32 time),
+// all four NHWC.
 TEST_CASE("pass: a MobileNet block's depthwise convolution stays int8", "[pass][quant]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
   }
   Program p;
-  auto x = p.add_input("x", {DType::f32, {-1, 8, 9, 9}});
+  auto x = p.add_input("x", {DType::f32, {-1, 3, 9, 9}});
   auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t groups, int64_t seed) {
     const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}};
     return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
                     attrs)[0];
   };
-  auto y = p.add_op("relu6", {{conv(x, "expand", 32, 8, 1, 1, 1)}})[0];
+  auto y = p.add_op("hardswish", {{conv(x, "stem", 16, 3, 3, 1, 11)}})[0];
+  y = p.add_op("relu6", {{conv(y, "expand", 32, 16, 1, 1, 1)}})[0];
   y = p.add_op("relu6", {{conv(y, "depthwise", 32, 1, 3, 32, 3)}})[0];
   p.mark_output(conv(y, "project", 8, 32, 1, 1, 5), "out");
   const std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
   Program q = p;
-  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax()) == 3);
+  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax()) == 4);
   const Program nhwc = lowered(q, true);
-  CHECK(count_ops(nhwc, "quantized_conv2d") == 3);
+  CHECK(count_ops(nhwc, "quantized_conv2d") == 4);
   CHECK(count_ops(nhwc, "fused_conv2d") == 0);
   CHECK(count_ops(nhwc, "conv2d") == 0);
   CHECK(count_ops(nhwc, "dequantize_linear") == 0);

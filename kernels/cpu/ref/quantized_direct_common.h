@@ -56,7 +56,7 @@ inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 inline bool vector_activation(Activation a) {
   return a == Activation::none || a == Activation::relu || a == Activation::leaky_relu || a == Activation::relu6 ||
-         a == Activation::gelu;
+         a == Activation::gelu || a == Activation::hardswish;
 }
 
 // A direct convolution's geometry: the input NHWC, padded into a copy (Hp x Wp) with the zero point.
@@ -129,6 +129,9 @@ inline int32_t load_u32(const void* p) {
   return S::mul(S::mul(S::set1(0.5f), y), S::add(S::set1(1.f), S::erf(S::mul(y, S::set1(0.70710678118654752f)))));
 }
 
+PD_VNNI_TARGET inline __m512 vnni_hardswish(__m512 y);  // below, after the division it uses
+PD_AVX2_TARGET inline __m256 avx2_hardswish(__m256 y);
+
 // The activation on 16 f32 values.
 PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
   const __m512 zero = _mm512_setzero_ps();
@@ -137,6 +140,7 @@ PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
     case Activation::leaky_relu: return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha));
     case Activation::relu6: return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
     case Activation::gelu: return vnni_gelu(y);
+    case Activation::hardswish: return vnni_hardswish(y);
     default: return y;
   }
 }
@@ -159,6 +163,23 @@ PD_AVX2_TARGET inline __m256 avx2_divide(__m256 y, float s, float rcp) {
   return _mm256_blendv_ps(q0, q1, _mm256_cmp_ps(q1, q1, _CMP_ORD_Q));
 }
 
+// hardswish as the reference computes it, bit for bit where y (y + 3) is a normal float: y <= -3 ? 0 :
+// y >= 3 ? y : y (y + 3) / 6, the division correctly rounded (vnni_divide; tests/unit/int8_divide_test.cc);
+// NaN stays NaN (both compares fail).
+PD_VNNI_TARGET inline __m512 vnni_hardswish(__m512 y) {
+  const __m512 three = _mm512_set1_ps(3.0f);
+  __m512 r = vnni_divide(_mm512_mul_ps(y, _mm512_add_ps(y, three)), 6.0f, 1.0f / 6.0f);
+  r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(y, three, _CMP_GE_OQ), r, y);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(y, _mm512_set1_ps(-3.0f), _CMP_LE_OQ), r, _mm512_setzero_ps());
+}
+
+PD_AVX2_TARGET inline __m256 avx2_hardswish(__m256 y) {
+  const __m256 three = _mm256_set1_ps(3.0f);
+  __m256 r = avx2_divide(_mm256_mul_ps(y, _mm256_add_ps(y, three)), 6.0f, 1.0f / 6.0f);
+  r = _mm256_blendv_ps(r, y, _mm256_cmp_ps(y, three, _CMP_GE_OQ));
+  return _mm256_blendv_ps(r, _mm256_setzero_ps(), _mm256_cmp_ps(y, _mm256_set1_ps(-3.0f), _CMP_LE_OQ));
+}
+
 // The activation on 8 f32 values.
 PD_AVX2_TARGET inline __m256 avx2_activate(const Epilogue& e, __m256 y) {
   const __m256 zero = _mm256_setzero_ps();
@@ -167,6 +188,7 @@ PD_AVX2_TARGET inline __m256 avx2_activate(const Epilogue& e, __m256 y) {
     case Activation::leaky_relu: return _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
     case Activation::relu6: return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y));
     case Activation::gelu: return avx2_gelu(y);
+    case Activation::hardswish: return avx2_hardswish(y);
     default: return y;
   }
 }
@@ -187,14 +209,15 @@ PD_AVX2_TARGET inline __m128i avx2_low_bytes(__m256i v) {
 }
 
 // The coordinates of a tile epilogue in the tables (avx2_epilogue_for, vnni_epilogue_for): e's
-// activation among none, relu, leaky_relu, relu6, gelu (vector_activation's), and its form, from the
-// output type, the residual and finiteness, in the order the tables list them.
+// activation among none, relu, leaky_relu, relu6, gelu, hardswish (vector_activation's), and its form,
+// from the output type, the residual and finiteness, in the order the tables list them.
 inline int epilogue_activation(Activation a) {
   switch (a) {
     case Activation::relu: return 1;
     case Activation::leaky_relu: return 2;
     case Activation::relu6: return 3;
     case Activation::gelu: return 4;
+    case Activation::hardswish: return 5;
     default: return 0;
   }
 }
@@ -209,6 +232,7 @@ PD_AVX2_TARGET __attribute__((always_inline)) inline __m256 avx2_activate(__m256
   else if constexpr (A == Activation::leaky_relu) return _mm256_blendv_ps(y, _mm256_mul_ps(y, alpha), _mm256_cmp_ps(y, zero, _CMP_LT_OQ));
   else if constexpr (A == Activation::relu6) return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, y));
   else if constexpr (A == Activation::gelu) return avx2_gelu(y);
+  else if constexpr (A == Activation::hardswish) return avx2_hardswish(y);
   else return y;
 }
 
@@ -288,7 +312,7 @@ Avx2EpilogueFn avx2_epilogue_of(int form) {
 inline Avx2EpilogueFn avx2_epilogue_for(const Epilogue& e, bool residual) {
   static constexpr Avx2EpilogueFn (*kByActivation[])(int) = {avx2_epilogue_of<Activation::none>, avx2_epilogue_of<Activation::relu>,
                                                          avx2_epilogue_of<Activation::leaky_relu>, avx2_epilogue_of<Activation::relu6>,
-                                                         avx2_epilogue_of<Activation::gelu>};
+                                                         avx2_epilogue_of<Activation::gelu>, avx2_epilogue_of<Activation::hardswish>};
   return kByActivation[epilogue_activation(e.act)](epilogue_form(e, residual));
 }
 
@@ -333,6 +357,7 @@ PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vnni_activate(__m512
   else if constexpr (A == Activation::leaky_relu) return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, alpha);
   else if constexpr (A == Activation::relu6) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
   else if constexpr (A == Activation::gelu) return vnni_gelu(y);
+  else if constexpr (A == Activation::hardswish) return vnni_hardswish(y);
   else return y;
 }
 
@@ -412,7 +437,7 @@ VnniEpilogueFn vnni_epilogue_of(int form) {
 inline VnniEpilogueFn vnni_epilogue_for(const Epilogue& e, bool residual) {
   static constexpr VnniEpilogueFn (*kByActivation[])(int) = {vnni_epilogue_of<Activation::none>, vnni_epilogue_of<Activation::relu>,
                                                          vnni_epilogue_of<Activation::leaky_relu>, vnni_epilogue_of<Activation::relu6>,
-                                                         vnni_epilogue_of<Activation::gelu>};
+                                                         vnni_epilogue_of<Activation::gelu>, vnni_epilogue_of<Activation::hardswish>};
   return kByActivation[epilogue_activation(e.act)](epilogue_form(e, residual));
 }
 

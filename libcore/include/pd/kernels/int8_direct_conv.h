@@ -17,7 +17,7 @@ inline bool int8_pixel_lanes_fit(int64_t cin, int64_t cout, int64_t stride_w) { 
 inline int64_t column_stride(const std::vector<int64_t>& stride) { return stride.size() == 2 ? stride[1] : 0; }
 
 inline bool int8_direct_activation(const std::string& a) {
-  return a == "none" || a == "relu" || a == "leaky_relu" || a == "relu6";
+  return a == "none" || a == "relu" || a == "leaky_relu" || a == "relu6" || a == "hardswish";
 }
 
 // The direct kernels: one group, no dilation, fewer than 16 input channels with a kernel row of at most
