@@ -872,6 +872,17 @@ TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them canc
   }
 }
 
+namespace {
+
+// conv2d(in, name.w [out, in_c / groups, k, k], name.b) with padding k / 2, its params seeded from `seed`.
+ValueId add_conv(Program& p, ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t groups, int64_t seed) {
+  const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}};
+  return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
+                  attrs)[0];
+}
+
+}  // namespace
+
 // A MobileNet stem and block in int8: 3x3 stem of 3 channels (hardswish, MobileNetV3's) -> 1x1 expansion
 // (relu6) -> 3x3 depthwise (relu6) -> 1x1 projection. The stem goes to the direct kernel (hardswish is
 // one of its epilogues); the depthwise conv has one input channel a group, but oneDNN's depthwise kernel
@@ -886,9 +897,7 @@ TEST_CASE("pass: a MobileNet block's depthwise convolution stays int8", "[pass][
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 3, 9, 9}});
   auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t groups, int64_t seed) {
-    const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}};
-    return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
-                    attrs)[0];
+    return add_conv(p, in, name, out, in_c, k, groups, seed);
   };
   auto y = p.add_op("hardswish", {{conv(x, "stem", 16, 3, 3, 1, 11)}})[0];
   y = p.add_op("relu6", {{conv(y, "expand", 32, 16, 1, 1, 1)}})[0];
@@ -919,10 +928,7 @@ TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][qua
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 16, 9, 9}});
   auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t seed) {
-    const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}};
-    return p.add_op("relu", {{p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))},
-                                                  {p.add_param(name + ".b", rnd({out}, seed + 1))}},
-                                       attrs)[0]}})[0];
+    return p.add_op("relu", {{add_conv(p, in, name, out, in_c, k, 1, seed)}})[0];
   };
   auto squeeze = conv(x, "squeeze", 8, 16, 1, 1);
   auto joined = p.add_op("concat", {{conv(squeeze, "e1", 16, 8, 1, 3), conv(squeeze, "e3", 16, 8, 3, 5)}}, {{"axis", int64_t{1}}})[0];
@@ -962,9 +968,7 @@ TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quan
   Program p;
   auto x = p.add_input("x", {DType::f32, {-1, 16, 9, 9}});
   auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t k, int64_t groups, int64_t seed) {
-    const pd::AttrMap attrs = {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}};
-    return p.add_op("conv2d", {{in}, {p.add_param(name + ".w", rnd({out, in_c, k, k}, seed))}, {p.add_param(name + ".b", rnd({out}, seed + 1))}},
-                    attrs)[0];
+    return add_conv(p, in, name, out, in_c, k, groups, seed);
   };
   auto expand = p.add_op("silu", {{conv(x, "expand", 32, 16, 1, 1, 1)}})[0];
   auto dw = p.add_op("silu", {{conv(expand, "dw", 32, 1, 3, 32, 3)}})[0];
