@@ -1,4 +1,4 @@
-// The direct int8 kernels requantize without a division (kernels/cpu/ref/quantized_direct_common.h:
+// The direct int8 kernels requantize without a division (kernels/cpu/ref/quantized_direct_epilogue.h:
 // y * (1 / s), corrected once by the exact remainder). The kernels' op tests compare whole results; this
 // checks the quotient itself against the division, bit for bit but for the sign of a zero (-0 / s comes
 // out +0, which rounding to an integer cannot see), on random pairs across the exponent range the
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantized_direct_epilogue.h"
 #include "pd/core/cpu_features.h"
 
 #if defined(__x86_64__)

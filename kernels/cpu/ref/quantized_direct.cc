@@ -1,5 +1,5 @@
 // quantized_direct.h's convolution (the linear kernel is quantized_direct_linear.cc; what both share,
-// quantized_direct_common.h). Two vector paths, chosen once per process:
+// quantized_direct_common.h and quantized_direct_epilogue.h). Two vector paths, chosen once per process:
 //  - AVX-512 VNNI: the activations as u8 (s8 shifted by 128, zero point with it), one vpdpbusd per 4
 //    products x 16 output channels; the zero point comes off afterwards as zero_point * (sum of the
 //    channel's weights).
@@ -15,7 +15,7 @@
 // kernel takes 4 (2) at a time against weights packed [kernel row][run group][output channel][4 (2)],
 // zero past the run's end. Output channels are the vector lanes, so the result is NHWC as it is written.
 #include "cpu/ref/quantized_direct.h"
-#include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantized_direct_epilogue.h"
 #include "cpu/ref/quantize_entry.h"
 
 #include <algorithm>

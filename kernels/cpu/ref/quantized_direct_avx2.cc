@@ -1,9 +1,10 @@
 // The direct int8 convolution with channel lanes on AVX2 (quantized_direct.cc chooses the path; shared
-// pieces in quantized_direct_common.h): 8 output channels a vector, P pixels x 2 vectors of accumulators.
+// pieces in quantized_direct_common.h and quantized_direct_epilogue.h): 8 output channels a vector, P
+// pixels x 2 vectors of accumulators.
 // On u8 (Path::avx2_u8, weights within 7 bits) each lane sums 4 products with vpmaddubsw + vpmaddwd by
 // ones, and the zero point comes off in the epilogue; on int16 values (Path::avx2, 8-bit weights) each
 // lane sums 2 with vpmaddwd, the zero point already subtracted from the input.
-#include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantized_direct_epilogue.h"
 
 #include <type_traits>
 

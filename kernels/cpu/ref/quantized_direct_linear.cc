@@ -16,7 +16,7 @@
 
 #include "cpu/common/parallel.h"
 #include "cpu/ref/quantized_direct.h"
-#include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantized_direct_epilogue.h"
 
 namespace pd::kernels::reference {
 

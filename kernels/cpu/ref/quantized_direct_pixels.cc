@@ -10,7 +10,7 @@
 //
 // The epilogue is quantized_direct.h's, per channel on 16 pixels; integer results are then transposed
 // from [channel][pixel] to NHWC's [pixel][channel] in registers (an 8 x 16 byte transpose).
-#include "cpu/ref/quantized_direct_common.h"
+#include "cpu/ref/quantized_direct_epilogue.h"
 
 #include <algorithm>
 #include <cstdint>
