@@ -10,7 +10,7 @@
 #   usage: PY bench/zoo_quant.py [--models resnet18 resnet50] [--batches 1 8] [--threads 2] [--rounds 3]
 #                                [--samples 64] [--eval 32]
 #   (PY: a python with torch, torchvision, onnx, onnxruntime: ../shared/peers/torch2_venv.sh makes one)
-import argparse, contextlib, gc, io, json, os, statistics, subprocess, sys, tempfile
+import argparse, gc, json, os, statistics, subprocess, sys, tempfile
 
 import numpy as np
 
@@ -18,40 +18,13 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 TOOLS = os.path.join(ROOT, "build", "tools")
 sys.path.insert(0, BENCH)
+from ort_quant import quantize, session  # noqa: E402  (bench/quant.sh's peer: the same quantize_static settings)
 from peer_infer import time_calls  # noqa: E402
 from tv_export import export  # noqa: E402
 
 
 def tool(name, *args):
     return subprocess.run([os.path.join(TOOLS, name), *map(str, args)], check=True, capture_output=True, text=True).stdout
-
-
-def session(path, threads):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def ort_quantize(f32_path, out_path, calib, batch, tmp):
-    from onnxruntime import quantization as q
-
-    class Reader(q.CalibrationDataReader):
-        def __init__(self):
-            self.feeds = iter({"input": calib[i:i + batch]} for i in range(0, len(calib), batch))
-
-        def get_next(self):
-            return next(self.feeds, None)
-
-    pre = os.path.join(tmp, "pre.onnx")
-    q.quant_pre_process(f32_path, pre)
-    with contextlib.redirect_stdout(io.StringIO()):  # the calibrators' progress
-        q.quantize_static(pre, out_path, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
-                          activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
-                          calibrate_method=q.CalibrationMethod.Percentile, extra_options={"CalibPercentile": 99.99})
 
 
 def pd_logits(model, x_path, out_dir, threads):
@@ -114,7 +87,8 @@ def main():
             export(name, onnx_f32)
             tool("pd-convert", onnx_f32, pd_f32)
             tool("pd-quant", pd_f32, pd_int8, "--calib", spec, "--samples", args.samples, "--batch", 16, "--threads", args.threads)
-            ort_quantize(onnx_f32, onnx_int8, calib, 16, tmp)
+            settings = argparse.Namespace(method="percentile", percentile=99.99, batch=16)
+            quantize(onnx_f32, onnx_int8, calib, "input", settings, tmp)
             ref = {"pd": pd_logits(pd_f32, held_x, os.path.join(tmp, "f"), args.threads),
                    "ort": session(onnx_f32, args.threads).run(None, {"input": held})[0]}
             low = {"pd": pd_logits(pd_int8, held_x, os.path.join(tmp, "q"), args.threads),
