@@ -1,5 +1,6 @@
-// global_pool_fuse: a global average pool reads the channel blocks or the NHWC map it was converted
-// from, with the same numbers as the pool after the conversion, and leaves everything else alone.
+// global_pool_fuse: a global average pool (or a mean over H and W) reads the channel blocks or the NHWC
+// map it was converted from, with the same numbers as the pool after the conversion, and leaves
+// everything else alone.
 #include <catch2/catch.hpp>
 
 #include "pd/core/cpu_features.h"
@@ -54,6 +55,16 @@ Program nhwc_pool(std::vector<int64_t> perm, std::vector<int64_t> size, bool sid
   return p;
 }
 
+// x [-1, 5, 6, 12] (NHWC) -> transpose to NCHW -> mean over `axes` -> output (ShuffleNetV2's pool, as
+// ONNX's ReduceMean exports it).
+Program nhwc_mean(std::vector<int64_t> axes, bool keepdim) {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {-1, 5, 6, 12}});
+  const ValueId t = p.add_op("transpose", {{x}}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}})[0];
+  p.mark_output(p.add_op("mean", {{t}}, {{"axis", axes}, {"keepdim", keepdim}})[0], "out");
+  return p;
+}
+
 // x [-1, 16, 9, 9] -> two 3x3 convs (16 -> 48 -> 48 channels, relu) -> global average pool -> linear:
 // channel_blocking runs the convs on blocks of 8 or 16, so the pool reads 48 channels in 6 or 3 blocks.
 Program conv_pool() {
@@ -89,6 +100,24 @@ TEST_CASE("pass: a global average pool of an NHWC map reads it without the trans
   }
   SECTION("other pools and other transposes are left alone") {
     for (const Program& r : {nhwc_pool({0, 3, 1, 2}, {2, 3}, false), nhwc_pool({0, 3, 2, 1}, kOne, false)})
+      CHECK(pd::ir::print(run_passes(r, {"global_pool_fuse"})) == pd::ir::print(r));
+  }
+}
+
+TEST_CASE("pass: a mean over H and W of an NHWC map reads it without the transpose", "[pass]") {
+  for (const bool keepdim : {false, true})
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{2, 3}, std::vector<int64_t>{-1, -2}}) {
+      CAPTURE(keepdim, axes);
+      const Program p = nhwc_mean(axes, keepdim);
+      const Program q = run_passes(p, {"global_pool_fuse", "dce"});
+      CHECK(count_ops(q, "global_avg_pool_nhwc") == 1);
+      CHECK(count_ops(q, "transpose") == 0);
+      CHECK(count_ops(q, "mean") == 0);
+      CHECK(q.value(q.outputs()[0]).type.shape == (keepdim ? pd::Shape{-1, 12, 1, 1} : pd::Shape{-1, 12}));
+      check_same_outputs(p, q);
+    }
+  SECTION("means over other axes are left alone") {
+    for (const Program& r : {nhwc_mean({1, 2}, false), nhwc_mean({2}, false), nhwc_mean({1, 2, 3}, false)})
       CHECK(pd::ir::print(run_passes(r, {"global_pool_fuse"})) == pd::ir::print(r));
   }
 }
