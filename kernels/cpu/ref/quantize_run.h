@@ -19,9 +19,10 @@ static inline T round_half_even(T v) {
 }
 
 // out[i] = saturate(round_half_even(x[i] / s) + z), NaN -> z. Values are clamped before rounding (to
-// keep the rounding trick in its range); NaN passes both comparisons unchanged and is replaced by a
-// select, not a branch. The files compiling this build with -fno-trapping-math, without which GCC
-// keeps the NaN test (an unordered compare) scalar and the whole loop with it.
+// keep the rounding trick in its range), as x86's max and min compute (`a > b ? a : b`, one instruction
+// each; a NaN comes out as the bound), and a NaN quotient is replaced by z with a select, not a branch.
+// The files compiling this build with -fno-trapping-math, without which GCC keeps the NaN test (an
+// unordered compare) scalar and the whole loop with it.
 template <typename T, typename Q>
 static void quantize_run(const T* __restrict x, Q* __restrict out, int64_t n, T s, T z) {
   constexpr T lo = static_cast<T>(std::numeric_limits<Q>::min()), hi = static_cast<T>(std::numeric_limits<Q>::max());
@@ -29,7 +30,8 @@ static void quantize_run(const T* __restrict x, Q* __restrict out, int64_t n, T 
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i] / s;
-    const T clamped = v < lo_z ? lo_z : (v > hi_z ? hi_z : v);
+    const T above = v > lo_z ? v : lo_z;
+    const T clamped = above < hi_z ? above : hi_z;
     const T q = round_half_even(clamped) + z;
     out[i] = static_cast<Q>(static_cast<int32_t>(v != v ? z : q));  // through int32, which vectorises
   }
