@@ -959,7 +959,8 @@ TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][qua
 // of the gate ([N, C, 1, 1]) and a transposed NHWC result runs in NHWC (the gate reshaped to
 // [N, 1, 1, C]), so the transposes around it cancel: the large tensors are transposed only on the way
 // out and as the view the pool reads (which global_pool_fuse makes an NHWC pool). EfficientNet's int8
-// model spent a fifth of its time in these muls on transposed views.
+// model spent a fifth of its time in these muls on transposed views. The mul and the projection's
+// quantize then become one gated_quantize (the product never stored).
 TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quant]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
@@ -981,9 +982,11 @@ TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quan
   pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax());
   const Program nhwc = lowered(q, true);
   CHECK(count_ops(nhwc, "quantized_conv2d") == 5);
+  CHECK(count_ops(nhwc, "mul") == 0);
+  CHECK(count_ops(nhwc, "gated_quantize") == 1);
   for (const auto& op : nhwc.ops()) {
     const pd::Shape& s = nhwc.value(op.results[0]).type.shape;
-    if (op.type == "mul") CHECK(s == pd::Shape{-1, 9, 9, 32});
+    if (op.type == "gated_quantize") CHECK(s == pd::Shape{-1, 9, 9, 32});
     if (op.type != "transpose" || s[2] == 1 || s[1] == 16) continue;  // the gate ([N, C, 1, 1]), the way out
     for (int32_t r : nhwc.users(op.results[0])) CHECK(nhwc.ops()[r].type == "adaptive_avg_pool2d");  // a view to pool
   }

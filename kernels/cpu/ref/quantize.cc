@@ -1,6 +1,7 @@
 // quantize_linear and dequantize_linear (QDQ): per tensor or per channel along `axis`. Rounding is half
 // to even (the default rounding mode's, see round_half_even), then saturation to the int8 type's range; NaN
 // quantizes to the zero point. Rows of one channel are independent, so they spread over the threads.
+// gated_quantize: quantize_linear of an NHWC map times a per-channel gate, the product never stored.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +21,10 @@ void quantize_run_u8_avx2(const float* x, uint8_t* out, int64_t n, float s, floa
 void quantize_run_u8_avx512(const float* x, uint8_t* out, int64_t n, float s, float z);
 void quantize_run_i8_avx2(const float* x, int8_t* out, int64_t n, float s, float z);
 void quantize_run_i8_avx512(const float* x, int8_t* out, int64_t n, float s, float z);
+void quantize_gated_run_u8_avx2(const float* x, const float* g, uint8_t* out, int64_t n, float s, float z);
+void quantize_gated_run_u8_avx512(const float* x, const float* g, uint8_t* out, int64_t n, float s, float z);
+void quantize_gated_run_i8_avx2(const float* x, const float* g, int8_t* out, int64_t n, float s, float z);
+void quantize_gated_run_i8_avx512(const float* x, const float* g, int8_t* out, int64_t n, float s, float z);
 void dequantize_run_u8_avx2(const uint8_t* x, float* out, int64_t n, float s, int32_t z);
 void dequantize_run_u8_avx512(const uint8_t* x, float* out, int64_t n, float s, int32_t z);
 void dequantize_run_i8_avx2(const int8_t* x, float* out, int64_t n, float s, int32_t z);
@@ -77,6 +82,33 @@ void quantize_rows(const ChannelGeom& g, const T* x, const T* scale, const Q* zp
     const int64_t row = item / blocks, begin = (item % blocks) * kBlock, end = std::min(g.inner, begin + kBlock);
     const int64_t c = row % g.channels;
     run(x + row * g.inner + begin, out + row * g.inner + begin, end - begin, scale[c], static_cast<T>(zp[c]));
+  });
+}
+
+template <typename T, typename Q>
+using GatedFn = void (*)(const T*, const T*, Q*, int64_t, T, T);
+
+template <typename T, typename Q>
+GatedFn<T, Q> quantize_gated_run_for() {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Q, uint8_t>)
+    return cpu::widest<GatedFn<T, Q>>(quantize_gated_run<T, Q>, quantize_gated_run_u8_avx2, quantize_gated_run_u8_avx512);
+  else if constexpr (std::is_same_v<T, float> && std::is_same_v<Q, int8_t>)
+    return cpu::widest<GatedFn<T, Q>>(quantize_gated_run<T, Q>, quantize_gated_run_i8_avx2, quantize_gated_run_i8_avx512);
+  else
+    return quantize_gated_run<T, Q>;
+}
+
+// x [N, HW, C] times gate [N or 1, C], quantized: runs of pixels of an image across threads, each
+// pixel's C channels one vector loop.
+template <typename T, typename Q>
+void quantize_gated_pixels(const T* x, const T* gate, bool gate_per_image, int64_t N, int64_t HW, int64_t C, T s, Q zp, Q* out) {
+  static const GatedFn<T, Q> run = quantize_gated_run_for<T, Q>();
+  constexpr int64_t kPixelRun = 64;
+  const int64_t runs = (HW + kPixelRun - 1) / kPixelRun;
+  cpu::parallel_for(N * runs, C * kPixelRun, [&](int64_t item) {
+    const int64_t n = item / runs, p0 = item % runs * kPixelRun, p1 = std::min(HW, p0 + kPixelRun);
+    const T* g = gate + (gate_per_image ? n * C : 0);
+    for (int64_t p = p0; p < p1; ++p) run(x + (n * HW + p) * C, g, out + (n * HW + p) * C, C, s, static_cast<T>(zp));
   });
 }
 
@@ -159,6 +191,20 @@ void quantize_linear(const KernelContext& ctx, const Tensor& x, const Tensor& sc
 }
 
 template <typename T>
+void gated_quantize(const KernelContext& ctx, const Tensor& x, const Tensor& gate, const Tensor& scale, const Tensor& zero_point,
+                    DType dtype, Tensor& out) {
+  const Shape& xs = x.shape();  // [N, H, W, C]; gate [N or 1, 1, 1, C]
+  const T s = *scale.data<T>();
+  check_scales("gated_quantize", &s, 1);
+  const bool per_image = gate.shape()[0] != 1;
+  const int64_t N = xs[0], HW = xs[1] * xs[2], C = xs[3];
+  if (dtype == DType::u8)
+    quantize_gated_pixels<T, uint8_t>(x.data<T>(), gate.data<T>(), per_image, N, HW, C, s, *zero_point.data<uint8_t>(), out.data<uint8_t>());
+  else
+    quantize_gated_pixels<T, int8_t>(x.data<T>(), gate.data<T>(), per_image, N, HW, C, s, *zero_point.data<int8_t>(), out.data<int8_t>());
+}
+
+template <typename T>
 void dequantize_linear(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis,
                        Tensor& out) {
   const ChannelGeom g = channel_geom(x, scale, axis);
@@ -169,4 +215,5 @@ void dequantize_linear(const KernelContext& ctx, const Tensor& x, const Tensor& 
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(quantize_linear, reference, float, double)
+PD_INSTANTIATE_KERNELS(gated_quantize, reference, float, double)
 PD_INSTANTIATE_KERNELS(dequantize_linear, reference, uint8_t, int8_t)

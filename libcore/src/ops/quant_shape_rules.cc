@@ -98,6 +98,23 @@ Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis) 
   return x.t.shape();
 }
 
+Shape gated_quantize(const char* op, In x, In gate, In scale, In zero_point, DType dtype) {
+  const Shape& s = x.t.shape();
+  const Shape& g = gate.t.shape();
+  PD_CHECK(s.size() == 4, ErrorCode::kShape, "{}: argument '{}' must be 4-D [N, H, W, C] (NHWC), but received {}", op, x.name,
+           shape_str(s));
+  PD_CHECK(g.size() == 4 && g[1] == 1 && g[2] == 1 && g[3] == s[3], ErrorCode::kShape,
+           "{}: argument '{}' must be [N or 1, 1, 1, C] with C = {} (a factor per image and channel of '{}' {}), but received {}",
+           op, gate.name, s[3], x.name, shape_str(s), shape_str(g));
+  PD_CHECK(g[0] == s[0] || g[0] == 1, ErrorCode::kShape, "{}: argument '{}' {} has {} images, but '{}' {} has {}", op, gate.name,
+           shape_str(g), g[0], x.name, shape_str(s), s[0]);
+  PD_CHECK(gate.t.dtype() == x.t.dtype(), ErrorCode::kDType, "{}: argument '{}' must be {} (the dtype of '{}'), but received {}",
+           op, gate.name, dtype_name(x.t.dtype()), x.name, dtype_name(gate.t.dtype()));
+  PD_CHECK(scale.t.dim() == 0, ErrorCode::kShape, "{}: argument '{}' must be 0-D: it quantizes per tensor, but received {}", op,
+           scale.name, shape_str(scale.t.shape()));
+  return quant_params(op, x, scale, zero_point, 1, dtype);
+}
+
 Shape quantized_conv2d(const char* op, In x, In x_scale, In x_zero_point, In weight, In weight_scale, In bias, In residual,
                        In residual_scale, In residual_zero_point, In out_scale, In out_zero_point,
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,

@@ -41,6 +41,24 @@ PD_NAIVE_REF(quantize_linear) {
   return {make(out, x.shape())};
 }
 
+// gated_quantize: the product in double, then quantize_linear's rounding (the kernel rounds the
+// product to float first: the tolerance allows the one step that can move).
+PD_NAIVE_REF(gated_quantize) {
+  const pd::Tensor& x = in[0][0];
+  const Ints xs = x.shape(), gs = in[1][0].shape();
+  const Reals v = vals(x), g = vals(in[1][0]);
+  const double s = vals(in[2][0])[0], z = vals(in[3][0])[0];
+  const bool u8 = get<pd::DType>(attrs, "dtype", pd::DType::u8) == pd::DType::u8;
+  const double lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  Reals out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t c = static_cast<int64_t>(i) % xs[3], n = static_cast<int64_t>(i) / (xs[1] * xs[2] * xs[3]);
+    const double q = round_half_even(v[i] * g[static_cast<size_t>((gs[0] == 1 ? 0 : n) * xs[3] + c)] / s) + z;
+    out[i] = std::min(std::max(q, lo), hi);
+  }
+  return {make(out, xs)};
+}
+
 PD_NAIVE_REF(dequantize_linear) {
   const pd::Tensor& x = in[0][0];
   const Reals v = vals(x), s = vals(in[1][0]), z = vals(in[2][0]);

@@ -13,6 +13,12 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 namespace pd::kernels::reference {
 void PD_ISA_FN(quantize_run_u8)(const float* x, uint8_t* out, int64_t n, float s, float z) { quantize_run(x, out, n, s, z); }
 void PD_ISA_FN(quantize_run_i8)(const float* x, int8_t* out, int64_t n, float s, float z) { quantize_run(x, out, n, s, z); }
+void PD_ISA_FN(quantize_gated_run_u8)(const float* x, const float* g, uint8_t* out, int64_t n, float s, float z) {
+  quantize_gated_run(x, g, out, n, s, z);
+}
+void PD_ISA_FN(quantize_gated_run_i8)(const float* x, const float* g, int8_t* out, int64_t n, float s, float z) {
+  quantize_gated_run(x, g, out, n, s, z);
+}
 void PD_ISA_FN(dequantize_run_u8)(const uint8_t* x, float* out, int64_t n, float s, int32_t z) { dequantize_run(x, out, n, s, z); }
 void PD_ISA_FN(dequantize_run_i8)(const int8_t* x, float* out, int64_t n, float s, int32_t z) { dequantize_run(x, out, n, s, z); }
 }  // namespace pd::kernels::reference
@@ -24,6 +30,8 @@ PD_TARGET_POP
 namespace pd::kernels::reference {
 void PD_ISA_FN(quantize_run_u8)(const float*, uint8_t*, int64_t, float, float) {}
 void PD_ISA_FN(quantize_run_i8)(const float*, int8_t*, int64_t, float, float) {}
+void PD_ISA_FN(quantize_gated_run_u8)(const float*, const float*, uint8_t*, int64_t, float, float) {}
+void PD_ISA_FN(quantize_gated_run_i8)(const float*, const float*, int8_t*, int64_t, float, float) {}
 void PD_ISA_FN(dequantize_run_u8)(const uint8_t*, float*, int64_t, float, int32_t) {}
 void PD_ISA_FN(dequantize_run_i8)(const int8_t*, float*, int64_t, float, int32_t) {}
 }  // namespace pd::kernels::reference

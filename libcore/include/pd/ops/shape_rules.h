@@ -169,6 +169,8 @@ Shape nll_loss_grad(const char* op, In x, In label, In grad, const std::string& 
 // dequantize_linear's x and zero_point are u8 or i8 and its scale f32.
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis, DType dtype);
 Shape quant_params(const char* op, In x, In scale, In zero_point, int64_t axis);
+// gated_quantize: x [N, H, W, C], gate [N or 1, 1, 1, C] of x's dtype, a 0-D scale -> x's shape.
+Shape gated_quantize(const char* op, In x, In gate, In scale, In zero_point, DType dtype);
 // quantized_conv2d / quantized_linear: conv2d's / linear's rule on x (u8 or i8, 0-D f32 scale and
 // zero point of x's dtype) and weight (i8 with f32 scales per output channel or per tensor); bias f32;
 // residual f32, or u8 / i8 with a 0-D residual_scale and residual_zero_point; out_dtype f32, or u8 / i8

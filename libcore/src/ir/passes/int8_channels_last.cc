@@ -19,6 +19,9 @@
 //                 block's gate, EfficientNet's and MobileNetV3's) -> transpose_nchw(E(a, s as [N, 1, 1, C])):
 //                 E then reads a contiguous NHWC tensor (on the transposed view a broadcast mul ran 8x
 //                 slower), and the transpose after it sinks on to cancel
+//      - gate:    quantize_linear(mul(gate [N or 1, 1, 1, C], a [N, H, W, C])) per tensor, the product read by
+//                 the quantize alone (the scale rule's result, entering the block's int8 projection) ->
+//                 gated_quantize(a, gate): one pass over the map instead of a product written and read back
 //      - concat:  concat(transpose_nchw(a), transpose_nchw(b), ..., axis) -> transpose_nchw(concat(a, b,
 //                 ..., the axis in NHWC)): one transpose after instead of one per input (SqueezeNet's
 //                 fire modules join two convolutions' channels)
@@ -101,6 +104,18 @@ class Int8ChannelsLast final : public Pass {
     dead_code_elimination()->run(p, swept);
     stats.removed += swept.removed;
     Pass::run(p, stats);
+    // The gate rule wants a product with one reader, once the transposes the rules above moved past
+    // it are swept.
+    swept = {};
+    dead_code_elimination()->run(p, swept);
+    stats.removed += swept.removed;
+    for (int32_t i = 0; i < static_cast<int32_t>(p.ops().size()); ++i)
+      if (const Operation& op = p.ops()[i]; op.type == "quantize_linear")
+        if (const int slot = gate_slot(p, op); slot >= 0) {
+          gated_quantize(p, i, slot, stats);
+          ++stats.rewrites;
+        }
+    p.compact();
   }
 
   bool match(const Program& p, int32_t i) const override {
@@ -258,6 +273,35 @@ class Int8ChannelsLast final : public Pass {
     const ValueId nchw = p.insert_op(i + 2, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
     p.replace_uses(op.results[0], nchw);
     p.remove_ops({i + 3});
+    ++stats.fused;
+  }
+
+  // For a per-tensor quantize_linear of mul(gate, a) with gate [N or 1, 1, 1, C] and a [N, H, W, C], the
+  // product read by nothing else: the mul's slot holding the gate; -1 otherwise.
+  static int gate_slot(const Program& p, const Operation& q) {
+    if (!p.value(q.inputs[1][0]).type.shape.empty()) return -1;
+    const Value& x = p.value(q.inputs[0][0]);
+    if (x.kind != ValueKind::OpResult || x.producer < 0 || x.type.dtype != DType::f32) return -1;
+    const Operation& mul = p.ops()[x.producer];
+    if (mul.type != "mul" || mul.inputs.size() != 2 || p.users(q.inputs[0][0]).size() != 1 || p.is_output(q.inputs[0][0])) return -1;
+    for (int slot : {0, 1}) {
+      const Value& g = p.value(mul.inputs[static_cast<size_t>(slot)][0]);
+      const Value& a = p.value(mul.inputs[static_cast<size_t>(1 - slot)][0]);
+      const Shape &gs = g.type.shape, &as = a.type.shape;
+      if (g.type.dtype != DType::f32 || a.type.dtype != DType::f32 || gs.size() != 4 || as != x.type.shape) continue;
+      if ((gs[0] == as[0] || gs[0] == 1) && gs[1] == 1 && gs[2] == 1 && gs[3] == as[3] && as[3] >= 0) return slot;
+    }
+    return -1;
+  }
+
+  // quantize_linear(mul(gate, a)) -> gated_quantize(a, gate) at the quantize's place (dce takes the mul).
+  static void gated_quantize(Program& p, int32_t i, int slot, PassStats& stats) {
+    const Operation q = p.ops()[i];
+    const Operation& mul = p.ops()[p.value(q.inputs[0][0]).producer];
+    const ValueId gate = mul.inputs[static_cast<size_t>(slot)][0], a = mul.inputs[static_cast<size_t>(1 - slot)][0];
+    const ValueId out = p.insert_op(i, "gated_quantize", {{a}, {gate}, q.inputs[1], q.inputs[2]}, {{"dtype", q.attrs.at("dtype")}})[0];
+    p.replace_uses(q.results[0], out);
+    p.remove_ops({i + 1});
     ++stats.fused;
   }
 
