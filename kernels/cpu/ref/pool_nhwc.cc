@@ -196,24 +196,32 @@ void sum_rows(const T* __restrict rows, int64_t HW, int64_t L, T* __restrict a) 
 }
 
 // x as [N, G, HW, L], channels innermost: NHWC is G = 1 group of L = C lanes, channel blocks G = CB of L
-// = block. Each (image, group) a work item, which sums the group's HW rows and writes the lanes below
-// `channels` as means: by images alone, a squeeze-excitation's pool of a 96 x 112 x 112 map at batch 1
-// (EfficientNet's) ran on one thread.
+// = block. Work items are (image, group, part of about 32 K values): each sums its part's rows, then each
+// (image, group) adds its parts' sums in order and writes the lanes below `channels` as means. The parts
+// spread one image's map over the threads (by images and groups alone, an NHWC squeeze-excitation's pool
+// at batch 1, EfficientNet's 32 x 112 x 112 map, ran on one thread); their count depends on the map
+// only, so the sums are the same on any number of threads.
 template <typename T>
 void global_avg_pool_nhwc(const KernelContext& ctx, const Tensor& x, int64_t channels, Tensor& out) {
   const Shape& s = x.shape();
   const bool blocked = s.size() == 5;
   const int64_t N = s[0], G = blocked ? s[1] : 1, HW = blocked ? s[2] * s[3] : s[1] * s[2], L = blocked ? s[4] : s[3];
+  const int64_t kPart = std::max<int64_t>(64, 32768 / std::max<int64_t>(L, 1));  // pixels
+  const int64_t parts = std::max<int64_t>(1, (HW + kPart - 1) / kPart);
   const T* in = x.data<T>();
   T* o = out.data<T>();
-  cpu::parallel_for(N * G, HW * L, [&](int64_t i) {
-    const int64_t n = i / G, g = i % G;
-    thread_local std::vector<T> sums;
-    sums.resize(static_cast<size_t>(L));
-    sum_rows(in + i * HW * L, HW, L, sums.data());
-    const int64_t lanes = std::min(L, channels - g * L);
-    for (int64_t l = 0; l < lanes; ++l) o[n * channels + g * L + l] = sums[l] / static_cast<T>(HW);
+  std::vector<T> sums(static_cast<size_t>(N * G * parts * L));
+  cpu::parallel_for(N * G * parts, std::min(HW, kPart) * L, [&](int64_t i) {
+    const int64_t ng = i / parts, p0 = i % parts * kPart, p1 = std::min(HW, p0 + kPart);
+    sum_rows(in + (ng * HW + p0) * L, p1 - p0, L, sums.data() + i * L);
   });
+  for (int64_t ng = 0; ng < N * G; ++ng) {
+    T* acc = sums.data() + ng * parts * L;
+    for (int64_t part = 1; part < parts; ++part)
+      for (int64_t l = 0; l < L; ++l) acc[l] += acc[part * L + l];
+    const int64_t n = ng / G, g = ng % G, lanes = std::min(L, channels - g * L);
+    for (int64_t l = 0; l < lanes; ++l) o[n * channels + g * L + l] = acc[l] / static_cast<T>(HW);
+  }
 }
 
 }  // namespace pd::kernels::reference
