@@ -1,6 +1,7 @@
 // gather_channel_blocks (ops.yaml): channels gathered from channel blocks into channel blocks. Each
 // output block is made, pixel by pixel, from the few input vectors its lanes come from (ShuffleNet's
 // shuffle: two or four), a permute of each into its lanes on AVX2 / AVX-512, lane by lane otherwise.
+// gather_channels: the same plan on NHWC pixels, an input's "blocks" windows of L of its channels.
 #include "cpu/ref/channel_gather.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "cpu/common/parallel.h"
 #include "cpu/common/widest.h"
 #include "kernels.h"
+#include "pd/core/cpu_features.h"
 
 namespace pd::kernels::reference {
 
@@ -92,6 +94,38 @@ void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& 
   });
 }
 
+template <typename T>
+void gather_channels(const KernelContext& ctx, const std::vector<Tensor>& xs, const std::vector<int64_t>& index, Tensor& out) {
+  const Shape& o = out.shape();
+  const int64_t pixels = o[0] * o[1] * o[2], C = o[3];
+  if (out.numel() == 0) return;
+  std::vector<int64_t> channels;
+  for (const Tensor& x : xs) channels.push_back(x.shape()[3]);
+  using Pixels = void (*)(const GatherPlan&, const float* const*, const int64_t*, int64_t, int64_t, float*);
+  Pixels vector_pixels = nullptr;
+  if constexpr (std::is_same_v<T, float>) vector_pixels = cpu::widest<Pixels>(nullptr, gather_pixels_avx2, gather_pixels_avx512);
+  const int64_t L = cpu_has_avx512() ? 16 : 8;
+  GatherPlan local;
+  const GatherPlan& plan = plan_for(ctx, channels, index, L, local);
+  constexpr int64_t kPixels = 64;  // a run of pixels a work item
+  cpu::parallel_for((pixels + kPixels - 1) / kPixels, kPixels * C, [&](int64_t item) {
+    const int64_t p0 = item * kPixels, count = std::min(kPixels, pixels - p0);
+    thread_local std::vector<const T*> in;
+    in.resize(xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) in[k] = xs[k].data<T>() + p0 * channels[k];
+    T* dst = out.data<T>() + p0 * C;
+    if constexpr (std::is_same_v<T, float>) {
+      if (vector_pixels != nullptr) return vector_pixels(plan, in.data(), channels.data(), count, C, dst);
+    }
+    for (int64_t p = 0; p < count; ++p)
+      for (size_t ob = 0; ob < plan.sources.size(); ++ob)
+        for (const GatherSource& s : plan.sources[ob])
+          for (int64_t l = 0; l < L; ++l)
+            if ((s.lanes >> l) & 1) dst[p * C + static_cast<int64_t>(ob) * L + l] = in[static_cast<size_t>(s.input)][p * channels[static_cast<size_t>(s.input)] + s.block * L + s.idx[l]];
+  });
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(gather_channel_blocks, reference, float, double)
+PD_INSTANTIATE_KERNELS(gather_channels, reference, float, double)

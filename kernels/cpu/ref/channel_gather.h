@@ -1,5 +1,6 @@
-// gather_channel_blocks' plan: for each output block, the input vectors its lanes come from, as the
-// vector kernels read them (one permute of a source vector into the lanes it supplies, per pixel).
+// gather_channel_blocks' and gather_channels' plan: for each output block, the input vectors its lanes
+// come from, as the vector kernels read them (one permute of a source vector into the lanes it
+// supplies, per pixel).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -30,5 +31,14 @@ GatherPlan gather_plan(const std::vector<int64_t>& channels, const std::vector<i
 // block of input k, `out` at the output block.
 void gather_block_avx2(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
 void gather_block_avx512(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
+
+// gather_channels on NHWC pixels, f32 on whole vectors with gather_plan's sources as windows of L channels
+// of a pixel (isa/channel_gather_rows.cc): in[k] points at input k's first pixel (channels[k] values a
+// pixel), out at the first output pixel (out_channels a pixel); a window that runs past an input's
+// channels is loaded, and the last output block stored, under a mask.
+void gather_pixels_avx2(const GatherPlan& plan, const float* const* in, const int64_t* channels, int64_t pixels,
+                        int64_t out_channels, float* out);
+void gather_pixels_avx512(const GatherPlan& plan, const float* const* in, const int64_t* channels, int64_t pixels,
+                          int64_t out_channels, float* out);
 
 }  // namespace pd::kernels::reference

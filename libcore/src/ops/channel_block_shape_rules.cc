@@ -136,4 +136,24 @@ Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, cons
   return out;
 }
 
+Shape gather_channels(const char* op, InList xs, const std::vector<int64_t>& index) {
+  PD_CHECK(!xs.ts.empty(), ErrorCode::kInvalidArgument, "{}: argument '{}' must hold at least one tensor", op, xs.name);
+  PD_CHECK(!index.empty(), ErrorCode::kInvalidArgument, "{}: argument 'index' must name at least one channel", op);
+  const Shape& first = xs.ts[0].shape();
+  int64_t total = 0;
+  for (size_t i = 0; i < xs.ts.size(); ++i) {
+    const Shape& s = xs.ts[i].shape();
+    PD_CHECK(s.size() == 4, ErrorCode::kShape, "{}: argument '{}[{}]' must be 4-D [N, H, W, C] (NHWC), but received {}", op, xs.name, i,
+             shape_str(s));
+    PD_CHECK(s[0] == first[0] && s[1] == first[1] && s[2] == first[2], ErrorCode::kShape,
+             "{}: argument '{}[{}]' {} must have the images, rows and columns of '{}[0]' {}", op, xs.name, i, shape_str(s), xs.name,
+             shape_str(first));
+    total += s[3];
+  }
+  for (size_t j = 0; j < index.size(); ++j)
+    PD_CHECK(index[j] >= 0 && index[j] < total, ErrorCode::kInvalidArgument,
+             "{}: argument 'index'[{}] = {} must name one of the inputs' {} channels, i.e. be in [0, {})", op, j, index[j], total, total);
+  return {first[0], first[1], first[2], static_cast<int64_t>(index.size())};
+}
+
 }  // namespace pd::infer

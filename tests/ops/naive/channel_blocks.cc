@@ -81,3 +81,21 @@ PD_NAIVE_REF(gather_channel_blocks) {
     }
   return {blocks_of(make(out, {N, C, s[2], s[3]}), b)};
 }
+
+// gather_channels: per pixel, output channel j is channel index[j] of the inputs' channels joined in order.
+PD_NAIVE_REF(gather_channels) {
+  const Ints index = get<Ints>(attrs, "index", {});
+  const Ints s = in[0][0].shape();
+  const int64_t pixels = s[0] * s[1] * s[2], C = static_cast<int64_t>(index.size());
+  std::vector<Reals> xs;
+  Ints channels;
+  for (const pd::Tensor& x : in[0]) xs.push_back(vals(x)), channels.push_back(x.shape()[3]);
+  Reals out(static_cast<size_t>(pixels * C));
+  for (int64_t j = 0; j < C; ++j) {
+    int64_t c = index[static_cast<size_t>(j)], k = 0;
+    while (c >= channels[static_cast<size_t>(k)]) c -= channels[static_cast<size_t>(k++)];
+    for (int64_t p = 0; p < pixels; ++p)
+      out[static_cast<size_t>(p * C + j)] = xs[static_cast<size_t>(k)][static_cast<size_t>(p * channels[static_cast<size_t>(k)] + c)];
+  }
+  return {make(out, {s[0], s[1], s[2], C})};
+}

@@ -90,6 +90,8 @@ Shape scale_channel_blocks(const char* op, In x, In scale);
 // gather_channel_blocks: xs [N, CB_i, H, W, block] holding channels[i] channels each (in their last
 // block), index[j] in [0, sum of channels) -> [N, ceil(len(index) / block), H, W, block].
 Shape gather_channel_blocks(const char* op, InList xs, const std::vector<int64_t>& channels, const std::vector<int64_t>& index);
+// gather_channels: xs [N, H, W, C_i] (NHWC), index into their channels joined in order -> [N, H, W, len(index)].
+Shape gather_channels(const char* op, InList xs, const std::vector<int64_t>& index);
 Shape blocked_conv2d(const char* op, In x, In weight, In bias, In residual, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t block, int64_t groups);
 // fused_conv2d_maxpool: conv2d's rule (no residual), then pool2d's rule on the

@@ -36,6 +36,7 @@
 #include <numeric>
 #include <optional>
 
+#include "channel_shuffle.h"
 #include "passes.h"
 #include "pd/kernels/grouped_conv_rule.h"
 
@@ -68,7 +69,7 @@ class ChannelBlocking final : public Pass {
   void rewrite(Program&, int32_t, PassStats&) const override {}
 
   void run(Program& p, PassStats& stats) const override {
-    std::map<ValueId, Shuffle> shuffles;
+    std::map<ValueId, ChannelShuffle> shuffles;
     const std::vector<int32_t> convs = converted(p, shuffles);
     if (convs.empty()) return;
     // Ops shift as conversions insert theirs: each conv is found again by its result.
@@ -92,12 +93,6 @@ class ChannelBlocking final : public Pass {
 
  private:
   int64_t block_ = 16;
-
-  // A read of a channel shuffle: the concat it shuffles and, for each channel read, the concat's channel.
-  struct Shuffle {
-    ValueId concat;
-    std::vector<int64_t> index;
-  };
 
   bool candidate(const Program& p, int32_t i) const {
     const Operation& op = p.ops()[i];
@@ -166,63 +161,10 @@ class ChannelBlocking final : public Pass {
     return axis == 1 || axis == -3;
   }
 
-  // The shuffle op i reads: i is the shuffle's last reshape, or a slice of its channels (axis 1, step 1).
-  static std::optional<Shuffle> shuffle_of(const Program& p, int32_t i) {
-    const auto producer = [&](ValueId v, const char* type) -> const Operation* {
-      if (v == kNoValue || p.value(v).kind != ValueKind::OpResult) return nullptr;
-      const Operation& op = p.ops()[p.value(v).producer];
-      return op.type == type ? &op : nullptr;
-    };
-    const Operation& op = p.ops()[i];
-    int64_t start = 0, end = -1;
-    const Operation* last = &op;
-    if (op.type == "slice") {
-      const std::vector<int64_t> axes = attr_ints(op, "axes"), steps = attr_ints(op, "steps");
-      if (axes.size() != 1 || (axes[0] != 1 && axes[0] != -3) || !(steps.empty() || steps == std::vector<int64_t>{1})) return std::nullopt;
-      start = attr_ints(op, "starts")[0], end = attr_ints(op, "ends")[0];
-      last = producer(op.inputs[0][0], "reshape");
-    } else if (op.type != "reshape") {
-      return std::nullopt;
-    }
-    const Operation* transpose = last ? producer(last->inputs[0][0], "transpose") : nullptr;
-    const Operation* split = transpose ? producer(transpose->inputs[0][0], "reshape") : nullptr;
-    const Operation* concat = split ? producer(split->inputs[0][0], "concat") : nullptr;
-    if (!concat || attr_ints(*transpose, "perm") != std::vector<int64_t>{0, 2, 1, 3, 4}) return std::nullopt;
-    const int64_t axis = attr_int(*concat, "axis");
-    const Shape& joined = p.value(concat->results[0]).type.shape;
-    const Shape& groups = p.value(split->results[0]).type.shape;
-    if ((axis != 1 && axis != -3) || joined.size() != 4 || p.value(concat->results[0]).type.dtype != DType::f32 || groups.size() != 5 ||
-        p.value(last->results[0]).type.shape != joined)
-      return std::nullopt;
-    const int64_t C = joined[1], g = groups[1];
-    if (C <= 0 || g <= 0 || groups[1] * groups[2] != C || groups[0] != joined[0] || groups[3] != joined[2] || groups[4] != joined[3])
-      return std::nullopt;
-    for (ValueId v : concat->inputs[0])
-      if (p.value(v).type.shape.size() != 4 || p.value(v).type.shape[1] <= 0) return std::nullopt;
-    // Channel c of the shuffle is channel (c % g) * (C / g) + c / g of the concat.
-    const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + C : v, int64_t{0}, C); };
-    start = clamp(start), end = op.type == "slice" ? clamp(end) : C;
-    if (start >= end) return std::nullopt;
-    Shuffle s{concat->results[0], {}};
-    for (int64_t c = start; c < end; ++c) s.index.push_back((c % g) * (C / g) + c / g);
-    return s;
-  }
-
-  // Whether concat op i is the source of a channel shuffle (whose reads gather from its inputs, the concat
-  // itself left to be swept): a concat of whole blocks (ShuffleNet's 232 + 232 channels on AVX2's 8 lanes)
-  // is not converted as a concat then.
-  static bool shuffled(const Program& p, int32_t i) {
-    for (int32_t split : p.users(p.ops()[i].results[0]))
-      for (int32_t transpose : p.users(p.ops()[split].results[0]))
-        for (int32_t last : p.users(p.ops()[transpose].results[0]))
-          if (shuffle_of(p, last)) return true;
-    return false;
-  }
-
   // The candidates (convolutions; max pools, channel scales, concats and channel shuffles of candidates'
   // results) in chains of two or more convolutions, in program order; `shuffles` gets the shuffles' reads
   // by their results.
-  std::vector<int32_t> converted(const Program& p, std::map<ValueId, Shuffle>& shuffles) const {
+  std::vector<int32_t> converted(const Program& p, std::map<ValueId, ChannelShuffle>& shuffles) const {
     const auto& ops = p.ops();
     std::vector<bool> cand(ops.size()), conv(ops.size());
     const auto producer_of = [&](ValueId v) {
@@ -231,14 +173,16 @@ class ChannelBlocking final : public Pass {
     // The inputs through which an op joins its producers' chains: a conv's x and residual, a pool's x, a
     // scale's map, a concat's every input (each must be a candidate's: the others are the op's own).
     std::vector<std::vector<ValueId>> joins(ops.size());
-    std::vector<std::optional<Shuffle>> shuffle_at(ops.size());  // each op's shuffle_of, found once
+    std::vector<std::optional<ChannelShuffle>> shuffle_at(ops.size());  // each op's shuffle_of, found once
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
       const int scale = scale_map_slot(p, k);
-      const bool concat = !conv[i] && concat_candidate(p, k) && !shuffled(p, k);
-      if (!conv[i] && !concat) shuffle_at[i] = shuffle_of(p, k);
-      const std::optional<Shuffle>& shuffle = shuffle_at[i];
+      // A concat of whole blocks that is shuffled (ShuffleNet's 232 + 232 channels on AVX2's 8 lanes)
+      // is not converted as a concat: its shuffle's reads gather from its inputs, and it is swept.
+      const bool concat = !conv[i] && concat_candidate(p, k) && !shuffle_source(p, k);
+      if (!conv[i] && !concat) shuffle_at[i] = channel_shuffle_read(p, k);
+      const std::optional<ChannelShuffle>& shuffle = shuffle_at[i];
       if (conv[i]) joins[i] = {input_of(p, k, 0), input_of(p, k, 3)};
       else if (concat) joins[i] = ops[i].inputs[0];
       else if (shuffle) joins[i] = ops[p.value(shuffle->concat).producer].inputs[0];
@@ -267,7 +211,7 @@ class ChannelBlocking final : public Pass {
       if (!cand[i] || size[chains.root(k)] < 2) continue;
       out.push_back(k);
       // A shuffle's last reshape read only by slices of it is not converted itself: the slices are.
-      if (const std::optional<Shuffle>& shuffle = shuffle_at[i]) {
+      if (const std::optional<ChannelShuffle>& shuffle = shuffle_at[i]) {
         const std::vector<int32_t> readers = p.users(ops[i].results[0]);
         const bool sliced = ops[i].type == "reshape" && !p.is_output(ops[i].results[0]) && !readers.empty() &&
                             std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return shuffle_at[static_cast<size_t>(r)].has_value(); });
@@ -332,7 +276,7 @@ class ChannelBlocking final : public Pass {
 
   // A read of a channel shuffle (its last reshape, or a slice) -> gather_channel_blocks of the shuffled
   // concat's inputs' blocks.
-  void convert_shuffle(Program& p, int32_t i, const Shuffle& s, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
+  void convert_shuffle(Program& p, int32_t i, const ChannelShuffle& s, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
     const std::vector<ValueId> inputs = p.ops()[p.value(s.concat).producer].inputs[0];  // a copy: inserting ops moves them
     std::vector<ValueId> parts;
     std::vector<int64_t> channels;
