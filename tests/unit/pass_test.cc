@@ -954,6 +954,45 @@ TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][qua
   check_same_outputs(lowered(q, false), nhwc, 1e-6);
 }
 
+// Two ShuffleNetV2 units in int8: two branches joined by a concat and shuffled (reshape, transpose,
+// reshape), the shuffle's halves sliced, one half through a branch and joined to the other again,
+// shuffled again into a last convolution. Every read of a shuffle becomes a gather_channels of the
+// NHWC results: no concat, reshape, slice or transpose inside the region (in NCHW each unit's transposed
+// concat and the shuffle's copy took a quarter of ShuffleNetV2's int8 time), the same numbers.
+TEST_CASE("pass: a channel shuffle between int8 convolutions gathers NHWC channels", "[pass][quant]") {
+  if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
+    WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
+    return;
+  }
+  Program p;
+  auto x = p.add_input("x", {DType::f32, {-1, 8, 6, 6}});
+  auto conv = [&](ValueId in, const std::string& name, int64_t out, int64_t in_c, int64_t seed) {
+    return p.add_op("relu", {{add_conv(p, in, name, out, in_c, 1, 1, seed)}})[0];
+  };
+  auto shuffle = [&](ValueId a, ValueId b) {
+    auto joined = p.add_op("concat", {{a, b}}, {{"axis", int64_t{1}}})[0];
+    auto split = p.add_op("reshape", {{joined}}, {{"shape", std::vector<int64_t>{-1, 2, 10, 6, 6}}})[0];
+    auto swapped = p.add_op("transpose", {{split}}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}})[0];
+    return p.add_op("reshape", {{swapped}}, {{"shape", std::vector<int64_t>{-1, 20, 6, 6}}})[0];
+  };
+  auto half = [&](ValueId v, int64_t start) {
+    return p.add_op("slice", {{v}}, {{"axes", std::vector<int64_t>{1}}, {"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{start + 10}}})[0];
+  };
+  auto first = shuffle(conv(x, "b1", 10, 8, 1), conv(conv(x, "b2a", 10, 8, 3), "b2b", 10, 10, 5));
+  auto second = shuffle(half(first, 0), conv(half(first, 10), "u2", 10, 10, 7));
+  p.mark_output(conv(second, "last", 4, 20, 9), "out");
+  const std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
+  Program q = p;
+  CHECK(pd::quant::insert_qdq(q, pd::quant::calibrate(p, batches), minmax()) == 5);
+  const Program nhwc = lowered(q, true);
+  CHECK(count_ops(nhwc, "quantized_conv2d") == 5);
+  CHECK(count_ops(nhwc, "gather_channels") == 3);  // the first shuffle's two halves, the second shuffle whole
+  for (const char* gone : {"concat", "reshape", "slice"}) CHECK(count_ops(nhwc, gone) == 0);
+  CHECK(count_ops(nhwc, "transpose") == 2);  // the input, read by two convolutions, into NHWC; out of the last
+  CHECK(error_over_range(q, nhwc) <= 0.01);
+  check_same_outputs(lowered(q, false), nhwc, 1e-6);
+}
+
 // An EfficientNet block's squeeze-and-excitation gate in int8: depthwise conv (silu) -> global average
 // pool -> 1x1 (silu) -> 1x1 (sigmoid) -> the gate times the depthwise result -> 1x1 projection. The mul
 // of the gate ([N, C, 1, 1]) and a transposed NHWC result runs in NHWC (the gate reshaped to

@@ -25,6 +25,10 @@
 //      - concat:  concat(transpose_nchw(a), transpose_nchw(b), ..., axis) -> transpose_nchw(concat(a, b,
 //                 ..., the axis in NHWC)): one transpose after instead of one per input (SqueezeNet's
 //                 fire modules join two convolutions' channels)
+//      - shuffle: a channel shuffle (ShuffleNet's concat, reshape, transpose, reshape, and slices of its
+//                 channels) of transposes to NCHW -> each read transpose_nchw(gather_channels(the NHWC
+//                 values, the channels it reads)): one pass per read, where the NCHW ops cost a transposed
+//                 concat and the shuffle's copy every unit; the next unit's quantize then sinks and cancels
 //      - flatten: quantized_linear(flatten(transpose_nchw(v)), W) -> quantized_linear(flatten(v), W') with
 //                 W's columns permuted from (c, h, w) order to (h, w, c): no transpose at all
 //      - entry:   quantized_conv2d{channels_last}(transpose_nhwc(quantize_linear(x f32))) with the same
@@ -34,6 +38,7 @@
 #include <algorithm>
 #include <set>
 
+#include "channel_shuffle.h"
 #include "op_api.h"
 #include "passes.h"
 
@@ -123,7 +128,7 @@ class Int8ChannelsLast final : public Pass {
     if (op.type == "quantized_conv2d") return !attr_bool(op, "channels_last") || entry_quantize(p, i) >= 0;
     if (op.type == "max_pool2d") return pools_transposed_int8(p, op);
     if (op.type == "flatten") return flattens_into_linears(p, op);
-    if (op.type == "concat") return joins_transposed(p, op);
+    if (op.type == "concat") return joins_transposed(p, op);  // the shuffle rule, or the concat rule
     if (binary_elementwise(op)) return channel_operand(p, op) >= 0;
     return cancels(p, i) || duplicate_of(p, i) >= 0 || sink_target(p, i) >= 0 || lifts(p, i);
   }
@@ -134,7 +139,7 @@ class Int8ChannelsLast final : public Pass {
       return attr_bool(op, "channels_last") ? quantize_on_entry(p, i, stats) : to_channels_last(p, i, stats);
     if (op.type == "max_pool2d") return pool_channels_last(p, i, stats);
     if (op.type == "flatten") return flatten_channels_last(p, i, stats);
-    if (op.type == "concat") return concat_channels_last(p, i, stats);
+    if (op.type == "concat") return shuffle_source(p, i) ? shuffle_channels_last(p, i, stats) : concat_channels_last(p, i, stats);
     if (const int slot = channel_operand(p, op); slot >= 0) return scale_channels_last(p, i, slot, stats);
     if (cancels(p, i)) {
       p.replace_uses(op.results[0], p.ops()[p.value(op.inputs[0][0]).producer].inputs[0][0]);
@@ -325,6 +330,37 @@ class Int8ChannelsLast final : public Pass {
     p.replace_uses(op.results[0], nchw);
     p.remove_ops({i + 2});
     ++stats.fused;
+  }
+
+  // The reads of concat op i's channel shuffle become transpose_nchw(gather_channels(the concat's NHWC
+  // inputs)): every slice of the shuffle, and its last reshape where something else reads it too. The
+  // shuffle's ops are then swept.
+  static void shuffle_channels_last(Program& p, int32_t i, PassStats& stats) {
+    const ValueId concat = p.ops()[i].results[0];
+    std::vector<ValueId> xs;
+    for (ValueId x : p.ops()[i].inputs[0]) xs.push_back(p.ops()[p.value(x).producer].inputs[0][0]);
+    std::vector<std::pair<int32_t, std::vector<int64_t>>> reads;  // op, the concat's channels it reads
+    for (int32_t r = i + 1; r < static_cast<int32_t>(p.ops().size()); ++r) {
+      const std::optional<ChannelShuffle> s = channel_shuffle_read(p, r);
+      if (!s || s->concat != concat) continue;
+      const ValueId result = p.ops()[r].results[0];
+      const std::vector<int32_t> users = p.users(result);
+      const bool only_sliced = !p.is_output(result) && !users.empty() && std::all_of(users.begin(), users.end(), [&](int32_t u) {
+        return p.ops()[u].type == "slice" && channel_shuffle_read(p, u);
+      });
+      if (p.ops()[r].type == "slice" || !only_sliced) reads.emplace_back(r, s->index);
+    }
+    for (auto it = reads.rbegin(); it != reads.rend(); ++it) {  // from the last, so that earlier indices hold
+      const int32_t r = it->first;
+      const ValueId nhwc = p.insert_op(r, "gather_channels", {xs}, {{"index", AttrValue(it->second)}})[0];
+      const ValueId nchw = p.insert_op(r + 1, "transpose", {{nhwc}}, {{"perm", AttrValue(kToNchw)}})[0];
+      p.replace_uses(p.ops()[r + 2].results[0], nchw);
+      p.remove_ops({r + 2});
+      ++stats.fused;
+    }
+    PassStats swept;
+    dead_code_elimination()->run(p, swept);
+    stats.removed += swept.removed;
   }
 
   // flatten(transpose_nchw(v)) from axis 1 on, read only as the x of quantized_linears with constant
