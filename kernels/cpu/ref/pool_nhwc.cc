@@ -77,6 +77,25 @@ void pool2x2_bytes(const T* x, int64_t H, int64_t W, int64_t C, int64_t oH, int6
   });
 }
 
+// Output row `row` (image row / oH, row row % oH) of a pool's row-buffer kernels: its window's input rows
+// maxed (rows_max, over the whole row) into a thread's buffer of `width` pixels of C values, the padding
+// pixels the lowest value. Returns the buffer.
+template <typename T, typename RowsMax>
+const T* window_rows(const T* x, int64_t H, int64_t W, int64_t C, int64_t oH, int64_t kh, int64_t sh, int64_t ph, int64_t pw,
+                     int64_t width, int64_t row, RowsMax rows_max) {
+  const int64_t n = row / oH, oh = row % oH;
+  const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
+  thread_local std::vector<T> buf;
+  buf.resize(static_cast<size_t>(width * C));
+  std::fill(buf.begin(), buf.begin() + pw * C, cpu::max_identity<T>());
+  std::fill(buf.begin() + (pw + W) * C, buf.end(), cpu::max_identity<T>());
+  const T* rows[kMaxWindowRows];
+  int64_t count = 0;
+  for (int64_t h = h0; h < h1; ++h) rows[count++] = x + (n * H + h) * W * C;
+  rows_max(rows, count, W * C, buf.data() + pw * C);
+  return buf.data();
+}
+
 // f32 with C a multiple of 8 on AVX2 (channel_blocking pools ResNet's stem output here, blocks of 16
 // channels): per output row, the window's input rows maxed in one pass into a row of pixels padded with
 // -inf, then each output pixel the max of its kw pixels, 8 channels at a time.
@@ -84,17 +103,8 @@ void max_pool_rows_avx2(const float* x, int64_t N, int64_t H, int64_t W, int64_t
                         int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, float* out) {
   const int64_t width = std::max(W + 2 * pw, (oW - 1) * sw + kw);  // in pixels
   cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
-    const int64_t n = row / oH, oh = row % oH;
-    const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
-    thread_local std::vector<float> buf;
-    buf.resize(static_cast<size_t>(width * C));
-    std::fill(buf.begin(), buf.begin() + pw * C, cpu::max_identity<float>());
-    std::fill(buf.begin() + (pw + W) * C, buf.end(), cpu::max_identity<float>());
-    const float* rows[kMaxWindowRows];
-    int64_t count = 0;
-    for (int64_t h = h0; h < h1; ++h) rows[count++] = x + (n * H + h) * W * C;
-    max_rows_avx2(rows, count, W * C, buf.data() + pw * C);
-    max_pixels_avx2(buf.data(), C, kw, sw, oW, out + row * oW * C);
+    const float* buf = window_rows(x, H, W, C, oH, kh, sh, ph, pw, width, row, max_rows_avx2);
+    max_pixels_avx2(buf, C, kw, sw, oW, out + row * oW * C);
   });
 }
 
@@ -115,21 +125,13 @@ void max_pool_rows_bytes(const T* x, int64_t N, int64_t H, int64_t W, int64_t C,
   const int64_t width = std::max(W + 2 * pw, (oW - 1) * sw + kw);  // in pixels
   const int64_t span = ((oW - 1) * sw + 1) * C;                     // the window starts' bytes
   cpu::parallel_for(N * oH, oW * kh * kw * C, [&](int64_t row) {
-    const int64_t n = row / oH, oh = row % oH;
-    const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min(oh * sh - ph + kh, H);
-    thread_local std::vector<T> buf, cols;
-    buf.resize(static_cast<size_t>(width * C));
-    std::fill(buf.begin(), buf.begin() + pw * C, cpu::max_identity<T>());
-    std::fill(buf.begin() + (pw + W) * C, buf.end(), cpu::max_identity<T>());
-    const T* rows[kMaxWindowRows];
-    int64_t count = 0;
-    for (int64_t h = h0; h < h1; ++h) rows[count++] = x + (n * H + h) * W * C;
-    rows_max(rows, count, W * C, buf.data() + pw * C);
+    const T* buf = window_rows(x, H, W, C, oH, kh, sh, ph, pw, width, row, rows_max);
     T* o = out + row * oW * C;
-    if (C % 32 == 0) return pixels_max(buf.data(), C, kw, sw, oW, o);
-    if (sw == 1) return shifted_max(buf.data(), C, kw, span, o);
+    if (C % 32 == 0) return pixels_max(buf, C, kw, sw, oW, o);
+    if (sw == 1) return shifted_max(buf, C, kw, span, o);
+    thread_local std::vector<T> cols;
     cols.resize(static_cast<size_t>(span));
-    shifted_max(buf.data(), C, kw, span, cols.data());
+    shifted_max(buf, C, kw, span, cols.data());
     for (int64_t ow = 0; ow < oW; ++ow) std::memcpy(o + ow * C, cols.data() + ow * sw * C, static_cast<size_t>(C));
   });
 }
