@@ -173,7 +173,7 @@ class ChannelBlocking final : public Pass {
     // The inputs through which an op joins its producers' chains: a conv's x and residual, a pool's x, a
     // scale's map, a concat's every input (each must be a candidate's: the others are the op's own).
     std::vector<std::vector<ValueId>> joins(ops.size());
-    std::vector<std::optional<ChannelShuffle>> shuffle_at(ops.size());  // each op's shuffle_of, found once
+    std::vector<std::optional<ChannelShuffle>> shuffle_at(ops.size());  // each op's channel_shuffle_read, found once
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto k = static_cast<int32_t>(i);
       conv[i] = candidate(p, k);
@@ -212,10 +212,7 @@ class ChannelBlocking final : public Pass {
       out.push_back(k);
       // A shuffle's last reshape read only by slices of it is not converted itself: the slices are.
       if (const std::optional<ChannelShuffle>& shuffle = shuffle_at[i]) {
-        const std::vector<int32_t> readers = p.users(ops[i].results[0]);
-        const bool sliced = ops[i].type == "reshape" && !p.is_output(ops[i].results[0]) && !readers.empty() &&
-                            std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return shuffle_at[static_cast<size_t>(r)].has_value(); });
-        if (sliced) out.pop_back();
+        if (read_only_by_slices(p, k)) out.pop_back();
         else shuffles[ops[i].results[0]] = *shuffle;
       }
     }

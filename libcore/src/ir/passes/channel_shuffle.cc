@@ -45,6 +45,13 @@ std::optional<ChannelShuffle> channel_shuffle_read(const Program& p, int32_t i) 
   return s;
 }
 
+bool read_only_by_slices(const Program& p, int32_t i) {
+  const Operation& op = p.ops()[i];
+  const std::vector<int32_t> readers = p.users(op.results[0]);
+  return op.type == "reshape" && !p.is_output(op.results[0]) && !readers.empty() &&
+         std::all_of(readers.begin(), readers.end(), [&](int32_t r) { return p.ops()[r].type == "slice" && channel_shuffle_read(p, r); });
+}
+
 bool shuffle_source(const Program& p, int32_t i) {
   for (int32_t split : p.users(p.ops()[i].results[0]))
     for (int32_t transpose : p.users(p.ops()[split].results[0]))

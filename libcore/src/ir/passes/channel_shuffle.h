@@ -20,6 +20,10 @@ struct ChannelShuffle {
 // 1) of an f32 concat of 4-D values along axis 1.
 std::optional<ChannelShuffle> channel_shuffle_read(const Program& p, int32_t i);
 
+// Whether shuffle read op i is the shuffle's last reshape read only by slices that are shuffle reads
+// themselves: those are converted, and it is left to be swept.
+bool read_only_by_slices(const Program& p, int32_t i);
+
 // Whether concat op i is shuffled: some reshape -> transpose -> op after it is a channel_shuffle_read.
 bool shuffle_source(const Program& p, int32_t i);
 

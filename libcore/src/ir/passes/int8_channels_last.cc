@@ -343,12 +343,7 @@ class Int8ChannelsLast final : public Pass {
     for (int32_t r = i + 1; r < static_cast<int32_t>(p.ops().size()); ++r) {
       const std::optional<ChannelShuffle> s = channel_shuffle_read(p, r);
       if (!s || s->concat != concat) continue;
-      const ValueId result = p.ops()[r].results[0];
-      const std::vector<int32_t> users = p.users(result);
-      const bool only_sliced = !p.is_output(result) && !users.empty() && std::all_of(users.begin(), users.end(), [&](int32_t u) {
-        return p.ops()[u].type == "slice" && channel_shuffle_read(p, u);
-      });
-      if (p.ops()[r].type == "slice" || !only_sliced) reads.emplace_back(r, s->index);
+      if (!read_only_by_slices(p, r)) reads.emplace_back(r, s->index);
     }
     for (auto it = reads.rbegin(); it != reads.rend(); ++it) {  // from the last, so that earlier indices hold
       const int32_t r = it->first;
