@@ -14,6 +14,7 @@
 #include "cpu/common/max_pool_rule.h"
 #include "cpu/common/parallel.h"
 #include "cpu/common/widest.h"
+#include "cpu/ref/pixel_sums.h"
 #include "cpu/ref/pool2x2_avx2.h"
 #include "cpu/ref/pool_rows.h"
 #include "kernels.h"
@@ -176,27 +177,6 @@ void max_pool2d_nhwc(const KernelContext& ctx, const Tensor& x, const std::vecto
   });
 }
 
-// a[0..L) = the sums of HW rows of L contiguous values. The lanes of a channel block (8 or 16) are a
-// compile-time count, so that their sums stay in registers across the rows.
-template <typename T, int64_t kL>
-void sum_rows_of(const T* rows, int64_t HW, T* a) {
-  T acc[kL] = {};
-  for (int64_t p = 0; p < HW; ++p)
-    for (int64_t l = 0; l < kL; ++l) acc[l] += rows[p * kL + l];
-  std::copy(acc, acc + kL, a);
-}
-
-template <typename T>
-void sum_rows(const T* __restrict rows, int64_t HW, int64_t L, T* __restrict a) {
-  if (L == 8) return sum_rows_of<T, 8>(rows, HW, a);
-  if (L == 16) return sum_rows_of<T, 16>(rows, HW, a);
-  std::fill(a, a + L, T(0));
-  for (int64_t p = 0; p < HW; ++p) {
-#pragma omp simd  // GCC's -O2 cost model leaves a loop of unknown length scalar
-    for (int64_t l = 0; l < L; ++l) a[l] += rows[p * L + l];
-  }
-}
-
 // x as [N, G, HW, L], channels innermost: NHWC is G = 1 group of L = C lanes, channel blocks G = CB of L
 // = block. Work items are (image, group, part of about 32 K values): each sums its part's rows, then each
 // (image, group) adds its parts' sums in order and writes the lanes below `channels` as means. The parts
@@ -212,10 +192,13 @@ void global_avg_pool_nhwc(const KernelContext& ctx, const Tensor& x, int64_t cha
   const int64_t parts = std::max<int64_t>(1, (HW + kPart - 1) / kPart);
   const T* in = x.data<T>();
   T* o = out.data<T>();
+  using Sums = void (*)(const T*, int64_t, int64_t, T*);
+  Sums sum = sum_pixels<T>;
+  if constexpr (std::is_same_v<T, float>) sum = cpu::widest<Sums>(sum_pixels<float>, sum_pixels_avx2, sum_pixels_avx512);
   std::vector<T> sums(static_cast<size_t>(N * G * parts * L));
   cpu::parallel_for(N * G * parts, std::min(HW, kPart) * L, [&](int64_t i) {
     const int64_t ng = i / parts, p0 = i % parts * kPart, p1 = std::min(HW, p0 + kPart);
-    sum_rows(in + (ng * HW + p0) * L, p1 - p0, L, sums.data() + i * L);
+    sum(in + (ng * HW + p0) * L, p1 - p0, L, sums.data() + i * L);
   });
   for (int64_t ng = 0; ng < N * G; ++ng) {
     T* acc = sums.data() + ng * parts * L;
