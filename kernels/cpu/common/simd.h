@@ -20,6 +20,15 @@ struct ExpConstants {
   static constexpr float kC[7] = {1.f, 1.f, 0.5f, 1.f / 6, 1.f / 24, 1.f / 120, 1.f / 720};
 };
 
+// The sigmoid's exp(-x), for silu (which runs on every output of EfficientNet's convolutions): a degree-5
+// minimax polynomial in place of exp's degree-6 Taylor series (2.1e-7 relative in float against 2.4e-7),
+// evaluated in r' = -r with the odd coefficients negated, so that -x is never formed; and no blend for
+// exp's far tail: x is clamped so that exp(-x) stays within [FLT_MIN, 2^127], where 1 / (1 + exp(-x))
+// is already 1 or below 1e-38. 17 operations a vector where exp's form took 24.
+struct SigmoidConstants {
+  static constexpr float kC[6] = {1.00000012f, -0.999999702f, 0.499988943f, -0.166675746f, 0.0419153832f, -0.00829765480f};
+};
+
 // erf by Abramowitz and Stegun 7.1.26: for a = |x|, t = 1 / (1 + p a),
 // erf(a) = 1 - t (c1 + t (c2 + t (c3 + t (c4 + t c5)))) exp(-a^2), absolute error below 1.5e-7 (float
 // rounding adds about as much); erf(-x) = -erf(x); NaN stays NaN.
@@ -80,6 +89,17 @@ struct Avx2 {
     const V y = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
     return _mm256_blendv_ps(y, zero(), _mm256_cmp_ps(x, set1(C::kLow), _CMP_LT_OQ));
   }
+  // 1 / (1 + exp(-x)) (see SigmoidConstants); NaN stays NaN.
+  PD_AVX2 V sigmoid(V x) {
+    using C = ExpConstants;
+    const V xc = _mm256_min_ps(set1(-C::kLow), _mm256_max_ps(set1(-C::kHigh), x));
+    const V n = _mm256_round_ps(_mm256_mul_ps(xc, set1(-C::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V r = _mm256_fmadd_ps(n, set1(C::kLn2Lo), _mm256_fmadd_ps(n, set1(C::kLn2Hi), xc));  // -(-x - n ln 2)
+    V p = set1(SigmoidConstants::kC[5]);
+    for (int i = 4; i >= 0; --i) p = fmadd(p, r, set1(SigmoidConstants::kC[i]));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return reciprocal(fmadd(p, _mm256_castsi256_ps(bits), set1(1.f)));
+  }
 };
 #undef PD_AVX2
 
@@ -130,6 +150,15 @@ struct Avx512 {
     const __m512i e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(zero_i, 0xFFFF, n), _mm512_set1_epi32(127));
     const V y = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_mask_slli_epi32(zero_i, 0xFFFF, e, 23)));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, set1(C::kLow), _CMP_LT_OQ), y, zero());
+  }
+  PD_AVX512 V sigmoid(V x) {  // as Avx2::sigmoid, 2^n by scalef
+    using C = ExpConstants;
+    const V xc = min(set1(-C::kLow), max(set1(-C::kHigh), x));
+    const V n = _mm512_mask_roundscale_ps(xc, 0xFFFF, _mm512_mul_ps(xc, set1(-C::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V r = _mm512_fmadd_ps(n, set1(C::kLn2Lo), _mm512_fmadd_ps(n, set1(C::kLn2Hi), xc));
+    V p = set1(SigmoidConstants::kC[5]);
+    for (int i = 4; i >= 0; --i) p = fmadd(p, r, set1(SigmoidConstants::kC[i]));
+    return reciprocal(add(set1(1.f), _mm512_mask_scalef_ps(p, 0xFFFF, p, n)));
   }
 };
 #undef PD_AVX512

@@ -62,8 +62,10 @@ void tile(const GroupedConv& c, const float* const* rows, int64_t ox, const floa
       for (int ci = 0; ci < kGroupWidth; ++ci) {
         const __m512i idx = _mm512_set_epi32(8 + ci, 8 + ci, 8 + ci, 8 + ci, 8 + ci, 8 + ci, 8 + ci, 8 + ci, ci, ci, ci, ci, ci, ci, ci, ci);
         const __m512 wv = _mm512_loadu_ps(wt + ci * L);
+        // The masked form with every lane set: the unmasked one's undefined source trips
+        // -Wmaybe-uninitialized once the activation is inlined (simd.h's max has the same note).
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) acc[p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, in[p]), wv, acc[p]);
+        for (int p = 0; p < P; ++p) acc[p] = _mm512_fmadd_ps(_mm512_mask_permutexvar_ps(in[p], 0xFFFF, idx, in[p]), wv, acc[p]);
       }
     }
   }
