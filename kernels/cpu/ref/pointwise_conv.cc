@@ -25,8 +25,11 @@ constexpr int64_t kMaxPointwiseInputsLargeMap = 256;
 constexpr int64_t kMaxExpansionInputs = 128;
 constexpr int64_t kExpansion = 4;
 constexpr int64_t kLargeMap = 28 * 28;
-// Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1.
+// Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1; fewer
+// (whole tiles of 6, 8 and 12 pixels) where that leaves fewer than kMinItems items.
 constexpr int64_t kPixelsPerItem = 96;
+constexpr int64_t kMinPixelsPerItem = 24;
+constexpr int64_t kMinItems = 8;
 
 }  // namespace
 
@@ -51,12 +54,16 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   c.residual = residual.defined() ? residual.data<float>() : nullptr;
   c.out = out.data<float>();
   c.cin = ws[1], c.cib = xs[1], c.cbo = os[1], c.hw = os[2] * os[3], c.act = act;
-  // Items: (image, pair of output blocks, run of pixels).
-  const int64_t groups_of_two = (c.cbo + 1) / 2, runs = (c.hw + kPixelsPerItem - 1) / kPixelsPerItem;
-  const int64_t items = os[0] * groups_of_two * runs;
-  cpu::parallel_for(items, kPixelsPerItem * c.cin * 2 * block, [&](int64_t i) {
-    const int64_t run = i % runs, g = (i / runs) % groups_of_two, n = i / (runs * groups_of_two);
-    kernel(c, n, g, run * kPixelsPerItem, std::min(c.hw, (run + 1) * kPixelsPerItem));
+  c.group = pointwise_group(c.cbo, block);
+  // Items: (image, group of output blocks, run of pixels). Runs shorter than kPixelsPerItem where the
+  // map would give fewer than kMinItems (a 14x14 map in one group: 3 runs of 96 for 2 threads).
+  const int64_t out_groups = (c.cbo + c.group - 1) / c.group;
+  const int64_t wanted_runs = (kMinItems + os[0] * out_groups - 1) / (os[0] * out_groups);
+  const int64_t pixels = std::clamp((c.hw + wanted_runs - 1) / wanted_runs, kMinPixelsPerItem, kPixelsPerItem);
+  const int64_t runs = (c.hw + pixels - 1) / pixels, items = os[0] * out_groups * runs;
+  cpu::parallel_for(items, pixels * c.cin * c.group * block, [&](int64_t i) {
+    const int64_t run = i % runs, g = (i / runs) % out_groups, n = i / (runs * out_groups);
+    kernel(c, n, g, run * pixels, std::min(c.hw, (run + 1) * pixels));
   });
   // The residual's lanes past C_out were added in: they hold zeros where our ops made it, but the
   // result's must be zero whatever they held.

@@ -22,8 +22,14 @@ struct PointwiseConv {
   const float* residual = nullptr;  // out's layout, added before the activation
   float* out = nullptr;
   int64_t cin = 0, cib = 0, cbo = 0, hw = 0;
+  int64_t group = 2;  // output blocks a work item: groups of `group` from block 0, the last maybe fewer
   Activation act = Activation::none;
 };
+
+// Output blocks a group for cbo output blocks of L lanes: up to 4 in one group on AVX-512, so that a
+// projection into 2-4 blocks (MnasNet's 16 -> 48 at 112x112, 72 -> 40) reads each input pixel once;
+// otherwise pairs (AVX2's 16 registers hold no wider tile).
+inline int64_t pointwise_group(int64_t cbo, int64_t L) { return L == 16 && cbo <= 4 ? cbo : 2; }
 
 // Runs blocked_conv2d (f32) here when it is a 1x1 convolution with stride 1, no padding, groups 1, a
 // blocked input of few channels (pointwise_conv.cc: where it beats oneDNN), and an activation and block
@@ -34,8 +40,8 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, int64_t groups, Activation act,
                     int64_t block, Tensor& out);
 
-// The vector forms (isa/pointwise_rows.cc): pixels [p0, p1) of image n in output blocks 2g and 2g + 1
-// (the last group may have one).
+// The vector forms (isa/pointwise_rows.cc): pixels [p0, p1) of image n in output group g (blocks
+// g * c.group .. up to c.cbo).
 void pointwise_rows_avx2(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1);
 void pointwise_rows_avx512(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1);
 

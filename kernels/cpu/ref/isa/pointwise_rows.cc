@@ -16,9 +16,9 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 namespace pd::kernels::reference {
 namespace {
 
-// P pixels by NB output blocks, summed over input channels [ci0, ci1) in registers: 12 x 2 zmm
-// accumulators on AVX-512 (of 32 registers), 6 x 2 ymm on AVX2 (of 16), with the NB weight vectors and a
-// broadcast. The first span of channels starts from the bias, a later one from the partial sums in
+// P pixels by NB output blocks, summed over input channels [ci0, ci1) in registers: 12 x 2, 8 x 3 or 6 x 4
+// zmm accumulators on AVX-512 (of 32 registers), 6 x 2 ymm on AVX2 (of 16), with the NB weight vectors
+// and a broadcast. The first span of channels starts from the bias, a later one from the partial sums in
 // `out`; the last adds the residual and applies the activation, an earlier one stores the partial sums.
 template <class S, int P, int NB, Activation A>
 void tile(const PointwiseConv& c, const float* x, const float* w, const float* bias, const float* res, float* out, int64_t ci0,
@@ -29,7 +29,7 @@ void tile(const PointwiseConv& c, const float* x, const float* w, const float* b
   const bool first = ci0 == 0, last = ci1 == c.cin;
   // The loops over P and NB unrolled (GCC otherwise keeps acc in memory): acc lives in registers.
   V acc[P][NB];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int j = 0; j < NB; ++j) {
     const V b = bias ? S::load(bias + j * L) : S::zero();
 #pragma GCC unroll 12
@@ -38,16 +38,16 @@ void tile(const PointwiseConv& c, const float* x, const float* w, const float* b
   for (int64_t ci = ci0; ci < ci1; ++ci) {
     const float* xc = x + (ci / L) * x_block + ci % L;
     V wv[NB];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) wv[j] = S::load(w + j * w_block + ci * L);
 #pragma GCC unroll 12
     for (int p = 0; p < P; ++p) {
       const V b = S::broadcast(xc + p * L);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int j = 0; j < NB; ++j) acc[p][j] = S::fmadd(b, wv[j], acc[p][j]);
     }
   }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int j = 0; j < NB; ++j)
 #pragma GCC unroll 12
     for (int p = 0; p < P; ++p) {
@@ -65,8 +65,8 @@ constexpr int64_t kSpan = 128;
 
 template <class S, int NB, Activation A>
 void rows(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
-  constexpr int L = S::L, P = L == 16 ? 12 : 6;
-  const int64_t ob = 2 * g;
+  constexpr int L = S::L, P = L == 16 ? (NB <= 2 ? 12 : NB == 3 ? 8 : 6) : 6;
+  const int64_t ob = g * c.group;
   const float* x = c.x + n * c.cib * c.hw * L;
   const float* w = c.w + ob * c.cin * L;
   const float* bias = c.bias ? c.bias + ob * L : nullptr;
@@ -90,8 +90,12 @@ void rows(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) 
 
 template <class S, Activation A>
 void blocks(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1) {
-  if (2 * g + 1 < c.cbo) return rows<S, 2, A>(c, n, g, p0, p1);
-  rows<S, 1, A>(c, n, g, p0, p1);
+  switch (std::min(c.group, c.cbo - g * c.group)) {
+    case 1: return rows<S, 1, A>(c, n, g, p0, p1);
+    case 2: return rows<S, 2, A>(c, n, g, p0, p1);
+    case 3: if constexpr (S::L == 16) return rows<S, 3, A>(c, n, g, p0, p1); else return;  // pointwise_group: AVX-512 only
+    default: if constexpr (S::L == 16) return rows<S, 4, A>(c, n, g, p0, p1); else return;
+  }
 }
 
 template <class S>
