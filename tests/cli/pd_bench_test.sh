@@ -13,6 +13,10 @@ out=$("$PD_BENCH" add --shape s64x1024 $FAST 2>&1); rc=$?
 echo "$out" | grep -E '^add +onednn|^add +reference' | grep -q 'GB/s' || fail "add: no GB/s row: $out"
 [ -s "$WORK/cache/paddle-cpp/peak.json" ] || fail "the peak probe was not cached"
 
+# 1a. --cold-cache: the caches evicted before each timed rep (a row still comes out; the times are not checked).
+out=$("$PD_BENCH" add --shape s64x1024 $FAST --direction fwd --cold-cache 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -qE '^add +(onednn|reference) +f32 +fwd' || fail "add --cold-cache: exit $rc: $out"
+
 # 1b. The backward of an op with inputs it updates in place (batch_norm's running statistics, no gradient).
 out=$("$PD_BENCH" batch_norm $FAST 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | grep -qE '^batch_norm +reference +f32 +bwd' || fail "batch_norm fwd + bwd: exit $rc: $out"

@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
   app.add_option("--budget-ms", o.run.budget_ms, "time budget per problem and direction (default 200)")->check(pd::tools::positive_number());
   app.add_option("--min-reps", o.run.min_reps, "at least this many timed repetitions (default 5)")->check(pd::tools::positive<int>());
   app.add_option("--warmup", o.run.warmup, "untimed runs first (default 2)")->check(pd::tools::non_negative<int>());
+  app.add_flag("--cold-cache", o.run.cold_cache, "evict the caches before each timed repetition (inputs and weights come from memory)");
   app.add_flag("--reprobe", o.reprobe, "measure the machine's peaks again instead of reading the cache");
   app.add_option("--format", o.format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_option("--baseline", o.baseline, "a JSON file of an earlier run: exit 3 when a row got slower than --threshold");

@@ -21,6 +21,9 @@ struct RunOptions {
   int min_reps = 5;
   int warmup = 2;
   int threads = 0;
+  // Before each timed rep, write a buffer twice the last-level cache's size, so that the op reads its
+  // inputs and weights from memory as it may in a model (benchdnn's --cold-cache).
+  bool cold_cache = false;
 };
 
 struct Result {
@@ -35,7 +38,8 @@ struct Result {
 };
 
 // Warm-up runs, then repetitions until `budget_ms` of wall time has passed and at least `min_reps`
-// were timed. `setup` runs before each rep, outside the timed region.
+// were timed. `setup` runs before each rep, outside the timed region (and the cache flush with
+// cold_cache).
 struct Timing {
   double min_ms = 0, median_ms = 0;
   int reps = 0;
