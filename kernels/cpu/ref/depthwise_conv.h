@@ -32,7 +32,8 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                     int64_t groups, Activation act, int64_t block, Tensor& out);
 
 // The vector forms (isa/depthwise_rows.cc): output row `row` of block b of image n; and all of block b
-// of image n at once through a padded copy of its input (stride 1, maps at most a vector's lanes wide).
+// of image n at once (stride 1, maps at most a vector's lanes wide): in place for "same" padding on 7x7
+// and 14x14 maps, else through a padded copy of its input.
 void depthwise_row_avx2(const DepthwiseConv& c, int64_t n, int64_t b, int64_t row);
 void depthwise_row_avx512(const DepthwiseConv& c, int64_t n, int64_t b, int64_t row);
 void depthwise_plane_avx2(const DepthwiseConv& c, int64_t n, int64_t b);
