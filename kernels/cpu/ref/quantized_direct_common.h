@@ -129,6 +129,20 @@ PD_VNNI_TARGET __attribute__((always_inline)) inline __m512i vnni_dot(__m512i ac
   return acc;
 }
 
+// AVX-512 conversions and max / min in their masked forms with every lane set: the unmasked forms pass
+// an undefined source, which GCC 12 reports (-Wmaybe-uninitialized) once they are inlined into a kernel.
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vmax(__m512 a, __m512 b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vmin(__m512 a, __m512 b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m512i to_int32(__m512 a) {  // rounds half to even
+  return _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), 0xFFFF, a);
+}
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 to_float(__m512i a) {
+  return _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), 0xFFFF, a);
+}
+PD_VNNI_TARGET __attribute__((always_inline)) inline __m128i to_int8(__m512i a) {  // truncates each lane
+  return _mm512_mask_cvtepi32_epi8(_mm_setzero_si128(), 0xFFFF, a);
+}
+
 // A weight as the kernels multiply it: halved (half to even) in the 7-bit case.
 inline int8_t weight_value(int8_t w, bool seven_bit) {
   return seven_bit ? static_cast<int8_t>(std::nearbyint(w * 0.5f)) : w;

@@ -29,9 +29,9 @@ PD_AVX2_TARGET inline __m256 avx2_hardswish(__m256 y);
 PD_VNNI_TARGET inline __m512 vnni_activate(const Epilogue& e, __m512 y) {
   const __m512 zero = _mm512_setzero_ps();
   switch (e.act) {
-    case Activation::relu: return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
+    case Activation::relu: return vmax(zero, y);  // NaN stays NaN (max returns the second)
     case Activation::leaky_relu: return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, _mm512_set1_ps(e.alpha));
-    case Activation::relu6: return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
+    case Activation::relu6: return vmin(_mm512_set1_ps(6.0f), vmax(zero, y));
     case Activation::gelu: return vnni_gelu(y);
     case Activation::hardswish: return vnni_hardswish(y);
     default: return y;
@@ -212,8 +212,8 @@ inline Avx2EpilogueFn avx2_epilogue_for(const Epilogue& e, bool residual) {
 // 16 f32 results requantized to out_dtype's integers (in int32 lanes, in range).
 PD_VNNI_TARGET inline __m512i vnni_requantize(const Epilogue& e, __m512 y) {
   __m512 q = vnni_divide(y, e.out_scale, e.out_rcp);
-  q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
-  return _mm512_add_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
+  q = vmin(vmax(q, _mm512_set1_ps(e.lo)), _mm512_set1_ps(e.hi));
+  return _mm512_add_epi32(to_int32(q), _mm512_set1_epi32(e.out_zp));  // rounds half to even
 }
 
 // The epilogue's per-call values as vectors.
@@ -231,9 +231,9 @@ PD_VNNI_TARGET inline VnniConstants vnni_constants(const Epilogue& e) {
 template <Activation A>
 PD_VNNI_TARGET __attribute__((always_inline)) inline __m512 vnni_activate(__m512 alpha, __m512 y) {
   const __m512 zero = _mm512_setzero_ps();
-  if constexpr (A == Activation::relu) return _mm512_max_ps(zero, y);  // NaN stays NaN (max returns the second)
+  if constexpr (A == Activation::relu) return vmax(zero, y);  // NaN stays NaN (max returns the second)
   else if constexpr (A == Activation::leaky_relu) return _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(y, zero, _CMP_LT_OQ), y, alpha);
-  else if constexpr (A == Activation::relu6) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, y));
+  else if constexpr (A == Activation::relu6) return vmin(_mm512_set1_ps(6.0f), vmax(zero, y));
   else if constexpr (A == Activation::gelu) return vnni_gelu(y);
   else if constexpr (A == Activation::hardswish) return vnni_hardswish(y);
   else return y;
@@ -279,7 +279,7 @@ PD_VNNI_TARGET void vnni_tile_epilogue(const Epilogue& e, const VnniTile& t) {
     char* const out = static_cast<char*>(t.out);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = at0 + r * row_stride;
-      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r * V + v], offset)), scale, bias);
+      __m512 y = _mm512_fmadd_ps(to_float(_mm512_sub_epi32(acc[r * V + v], offset)), scale, bias);
       if constexpr (Residual) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, residual + at));
       if constexpr (!kInClamp) y = vnni_activate<A>(k.alpha, y);
       if constexpr (F32) {
@@ -289,8 +289,8 @@ PD_VNNI_TARGET void vnni_tile_epilogue(const Epilogue& e, const VnniTile& t) {
         const __m512 q0 = _mm512_mul_ps(y, k.out_rcp);
         const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, k.out_scale, y), k.out_rcp, q0);
         const __m512 q1_or_q0 = (Finite && !Residual) ? q1 : _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q1, q1, _CMP_ORD_Q), q0, q1);
-        const __m512 q = _mm512_min_ps(_mm512_max_ps(q1_or_q0, k.lo), k.hi);
-        const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(q), k.out_zp));
+        const __m512 q = vmin(vmax(q1_or_q0, k.lo), k.hi);
+        const __m128i bytes = to_int8(_mm512_add_epi32(to_int32(q), k.out_zp));
         if (lanes >= 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at), bytes);
         else _mm_mask_storeu_epi8(out + at, m, bytes);
       }

@@ -179,7 +179,7 @@ PD_VNNI_TARGET void store_pixels(const Epilogue& e, const __m512 y[CO], int64_t 
     return;
   }
   __m128i rows[8];
-  for (int c = 0; c < 8; ++c) rows[c] = c < CO ? _mm512_cvtepi32_epi8(vnni_requantize(e, y[c])) : _mm_setzero_si128();
+  for (int c = 0; c < 8; ++c) rows[c] = c < CO ? to_int8(vnni_requantize(e, y[c])) : _mm_setzero_si128();
   char* o = static_cast<char*>(out) + at * CO;
   static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
   if (vbmi) return store_bytes_vbmi<CO>(rows, valid, o);
@@ -217,7 +217,7 @@ template <int CO>
   #pragma GCC unroll 16
   for (int c = 0; c < CO; ++c) {
     const __m512i a = _mm512_sub_epi32(sums[c], _mm512_set1_epi32(e.offset[c]));
-    y[c] = vnni_activate(e, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(e.scale[c]), _mm512_set1_ps(e.bias[c])));
+    y[c] = vnni_activate(e, _mm512_fmadd_ps(to_float(a), _mm512_set1_ps(e.scale[c]), _mm512_set1_ps(e.bias[c])));
   }
   store_pixels<CO>(e, y, valid, out, at);
 }
