@@ -39,10 +39,10 @@ void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   if (out.numel() == 0) return;
   if (single_row(weight, out)) return reference::linear<float>(ctx, x, weight, bias, out);
   if (reference::small_linear(ctx, x, weight, bias, Tensor(), Activation::none, out)) return;
-  // A few rows of a larger weight (a classifier at batch 8): the reference kernel's vector GEMV reads each
-  // weight row once for all of them, on the kernels' pool; oneDNN's matmul could not split so few rows
-  // into blocks and ran on OpenMP's team.
-  if (weight.shape()[0] > 0 && out.numel() / weight.shape()[0] <= reference::kGemvMostRows && cpu_has_avx2_fma())
+  // A few rows of a larger weight (a classifier at batch 8 to 32): the reference kernel's vector GEMV
+  // reads each weight row from memory once for all of them, on the kernels' pool; oneDNN's matmul could
+  // not split so few rows into blocks and ran on OpenMP's team.
+  if (weight.shape()[0] > 0 && reference::gemv_takes(out.numel() / weight.shape()[0], weight.shape()[1]) && cpu_has_avx2_fma())
     return reference::linear<float>(ctx, x, weight, bias, out);
   guarded("linear", [&] {
     const int64_t in = weight.shape()[1];

@@ -21,7 +21,6 @@ using MutMap = Eigen::Map<RowMat<T>>;
 
 // A single-row linear of at least this many multiply-adds splits its columns across the threads.
 constexpr int64_t kParallelGemvMacs = int64_t{1} << 18;
-constexpr int64_t kGemvColumns = 64;
 
 }  // namespace
 
@@ -92,16 +91,23 @@ void linear(const KernelContext& ctx, const Tensor& x, const Tensor& weight, con
   ConstMap<T> W(weight.data<T>(), out_f, in_f);
   MutMap<T> Y(out.data<T>(), rows, out_f);
   if constexpr (std::is_same_v<T, float>) {
-    // Up to 8 rows of f32 on AVX2 / AVX-512: the vector GEMV (isa/linear_rows.cc), each weight row read
+    // A few rows of f32 on AVX2 / AVX-512: the vector GEMV (isa/linear_rows.cc), each weight row read
     // once for every row, across threads by blocks of outputs when large. Eigen's row-major GEMV below
     // read MobileNetV2's classifier in the model at 54-68 us on 2 threads against its 32-36; at batch 8
     // oneDNN's matmul took 418 us there, woken on OpenMP's team.
+    // More rows in chunks of 8 over each block of outputs, whose weight rows (64 of them) stay in L2 for
+    // the later chunks (gemv_takes): at 16 rows oneDNN's matmul took 4x the time of 8 (0.27 against
+    // 0.066 ms for the [1280] x [1000, 1280] classifier, 2 threads, Zen 5).
     const auto gemv = cpu::widest<void (*)(const Gemv&, int64_t, int64_t)>(nullptr, gemv_rows_avx2, gemv_rows_avx512);
-    if (rows >= 1 && rows <= kGemvMostRows && gemv != nullptr) {
-      const Gemv g{x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr, out.data<float>(), in_f,
-                   rows, out_f};
+    if (rows >= 1 && gemv_takes(rows, in_f) && gemv != nullptr) {
       const int64_t blocks = (out_f + kGemvColumns - 1) / kGemvColumns;
-      const auto block = [&](int64_t b) { gemv(g, b * kGemvColumns, std::min(out_f, (b + 1) * kGemvColumns)); };
+      const auto block = [&](int64_t b) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kGemvMostRows) {
+          const Gemv g{x.data<float>() + r0 * in_f, weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                       out.data<float>() + r0 * out_f, in_f, std::min(kGemvMostRows, rows - r0), out_f};
+          gemv(g, b * kGemvColumns, std::min(out_f, (b + 1) * kGemvColumns));
+        }
+      };
       if (rows * out_f * in_f >= kParallelGemvMacs) parallel_items(blocks, block);
       else
         for (int64_t b = 0; b < blocks; ++b) block(b);

@@ -41,6 +41,14 @@ void linear_epilogue(const Tensor& residual, Activation act, Tensor& out);
 // A linear of a few rows: out[M, N] = x[M, K] w[N, K]^T + bias[N] (bias may be null), M at most
 // kGemvMostRows.
 constexpr int64_t kGemvMostRows = 8;
+// Whether reference::linear's vector GEMV takes `rows` rows of `in_features` (matmul.cc): up to
+// kGemvMostRows in one pass over the weight; up to 32 as chunks of kGemvMostRows over each block of 64
+// outputs when that block's weight rows fit in L2 (in_features <= 2048: at [32, 4096] x [4096, 4096]
+// the chunks read the weight from memory again, 7.2 ms against oneDNN's 5.0).
+constexpr int64_t kGemvColumns = 64;
+inline bool gemv_takes(int64_t rows, int64_t in_features) {
+  return rows <= kGemvMostRows || (rows <= 32 && kGemvColumns * in_features * 4 <= (int64_t{512} << 10));
+}
 struct Gemv {
   const float* x = nullptr;
   const float* w = nullptr;
