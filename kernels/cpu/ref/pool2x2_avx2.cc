@@ -108,9 +108,13 @@ void max_into_avx2(float* acc, const float* row, int64_t n) {
   for (; w < n; ++w) acc[w] = cpu::nan_max(acc[w], row[w]);
 }
 
-void max_rows_avx2(const float* const* rows, int64_t count, int64_t n, float* out) {
+namespace {
+template <bool Prefetch>
+void max_rows(const float* const* rows, int64_t count, int64_t n, float* out) {
   int64_t w = 0;
   for (; w + 8 <= n; w += 8) {
+    if (Prefetch && w % 16 == 0)
+      for (int64_t r = 0; r < count; ++r) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + w) + 2048, _MM_HINT_T0);
     __m256 m = _mm256_loadu_ps(rows[0] + w);
     for (int64_t r = 1; r < count; ++r) m = nan_max(m, _mm256_loadu_ps(rows[r] + w));
     _mm256_storeu_ps(out + w, m);
@@ -121,6 +125,10 @@ void max_rows_avx2(const float* const* rows, int64_t count, int64_t n, float* ou
     out[w] = m;
   }
 }
+}  // namespace
+
+void max_rows_avx2(const float* const* rows, int64_t count, int64_t n, float* out) { max_rows<false>(rows, count, n, out); }
+void max_rows_prefetch_avx2(const float* const* rows, int64_t count, int64_t n, float* out) { max_rows<true>(rows, count, n, out); }
 
 void max_columns_stride2_avx2(const float* row, int64_t kw, int64_t oW, float* out) {
   for (int64_t ow = 0; ow < oW; ow += 8) {
@@ -186,6 +194,7 @@ void max_pool2x2_plane_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pool2x2_grad_plane_avx2(const float*, const float*, int64_t, int64_t, float*) {}
 void max_into_avx2(float*, const float*, int64_t) {}
 void max_rows_avx2(const float* const*, int64_t, int64_t, float*) {}
+void max_rows_prefetch_avx2(const float* const*, int64_t, int64_t, float*) {}
 void max_columns_stride2_avx2(const float*, int64_t, int64_t, float*) {}
 void max_pixels_avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*) {}
 }  // namespace pd::kernels::reference
