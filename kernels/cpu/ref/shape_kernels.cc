@@ -1,8 +1,10 @@
 // Copying shape kernels: concat, split, pad, slice_grad. All tensors are contiguous, so each is a
 // set of row-major block copies.
 #include <algorithm>
+#include <vector>
 
 #include "cpu/common/along_axis.h"
+#include "cpu/common/parallel.h"
 #include "pd/kernels/slice_geometry.h"
 #include "kernels.h"
 
@@ -50,21 +52,34 @@ void for_each_in_box(const Shape& box, const Shape& src_strides, const Shape& sr
 }
 }  // namespace
 
+// concat's copies in parts of this many bytes across the threads, when the output has at least
+// kParallelConcatBytes: one thread copied SqueezeNet's [8, 128, 54, 54] concat at 43 GB/s of the
+// memory's 63 (2 threads).
+constexpr int64_t kConcatPartBytes = 64 << 10;
+constexpr int64_t kParallelConcatBytes = 1 << 20;
+
 template <typename T>
 void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axis, Tensor& out) {
   const int64_t ax = normalize_axis(axis, out.dim(), "concat: argument 'axis'");
   const int64_t outer = cpu::extent_product(out.shape(), 0, ax);
   const int64_t out_row = cpu::extent_product(out.shape(), ax, out.dim());  // elements per outer index in out
   T* od = out.data<T>();
-  int64_t col = 0;  // where this input's block starts within an out row
-  for (const Tensor& x : xs) {
-    const int64_t row = cpu::extent_product(x.shape(), ax, x.dim());
-    if (row > 0 && outer > 0) {
-      const T* xd = x.data<T>();
-      for (int64_t o = 0; o < outer; ++o) std::copy_n(xd + o * row, row, od + o * out_row + col);
-    }
-    col += row;
+  if (out.numel() == 0) return;
+  // Each input's rows (one an outer index) in parts of at most `part` elements; items run through the
+  // inputs in order, each input's parts row by row.
+  const int64_t part = out.numel() * int64_t(sizeof(T)) >= kParallelConcatBytes ? kConcatPartBytes / int64_t(sizeof(T)) : out_row;
+  std::vector<int64_t> first_item(xs.size() + 1, 0), first_col(xs.size(), 0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t row = cpu::extent_product(xs[i].shape(), ax, xs[i].dim());
+    first_col[i] = i == 0 ? 0 : first_col[i - 1] + cpu::extent_product(xs[i - 1].shape(), ax, xs[i - 1].dim());
+    first_item[i + 1] = first_item[i] + outer * ((row + part - 1) / std::max<int64_t>(part, 1));
   }
+  cpu::parallel_for(first_item.back(), part, [&](int64_t item) {
+    const size_t i = std::upper_bound(first_item.begin(), first_item.end(), item) - first_item.begin() - 1;
+    const int64_t row = cpu::extent_product(xs[i].shape(), ax, xs[i].dim()), parts = (row + part - 1) / part;
+    const int64_t o = (item - first_item[i]) / parts, p0 = (item - first_item[i]) % parts * part;
+    std::copy_n(xs[i].data<T>() + o * row + p0, std::min(part, row - p0), od + o * out_row + first_col[i] + p0);
+  });
 }
 
 template <typename T>
