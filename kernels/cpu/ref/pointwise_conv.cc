@@ -25,8 +25,8 @@ constexpr int64_t kMaxPointwiseInputsLargeMap = 256;
 constexpr int64_t kMaxExpansionInputs = 128;
 constexpr int64_t kExpansion = 4;
 constexpr int64_t kLargeMap = 28 * 28;
-// Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1; fewer
-// (whole tiles of 6, 8 and 12 pixels) where that leaves fewer than kMinItems items.
+// Pixels a work item: a few tiles, so that the threads share the pixels of one image at batch 1; fewer,
+// in multiples of 24 (whole tiles of 6, 8 and 12 pixels), where that leaves fewer than kMinItems items.
 constexpr int64_t kPixelsPerItem = 96;
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kMinItems = 8;
@@ -59,7 +59,9 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   // map would give fewer than kMinItems (a 14x14 map in one group: 3 runs of 96 for 2 threads).
   const int64_t out_groups = (c.cbo + c.group - 1) / c.group;
   const int64_t wanted_runs = (kMinItems + os[0] * out_groups - 1) / (os[0] * out_groups);
-  const int64_t pixels = std::clamp((c.hw + wanted_runs - 1) / wanted_runs, kMinPixelsPerItem, kPixelsPerItem);
+  const int64_t run_pixels = (c.hw + wanted_runs - 1) / wanted_runs;
+  const int64_t pixels = std::clamp((run_pixels + kMinPixelsPerItem - 1) / kMinPixelsPerItem * kMinPixelsPerItem, kMinPixelsPerItem,
+                                    kPixelsPerItem);
   const int64_t runs = (c.hw + pixels - 1) / pixels, items = os[0] * out_groups * runs;
   cpu::parallel_for(items, pixels * c.cin * c.group * block, [&](int64_t i) {
     const int64_t run = i % runs, g = (i / runs) % out_groups, n = i / (runs * out_groups);

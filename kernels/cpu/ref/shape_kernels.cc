@@ -72,7 +72,7 @@ void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axi
   for (size_t i = 0; i < xs.size(); ++i) {
     const int64_t row = cpu::extent_product(xs[i].shape(), ax, xs[i].dim());
     first_col[i] = i == 0 ? 0 : first_col[i - 1] + cpu::extent_product(xs[i - 1].shape(), ax, xs[i - 1].dim());
-    first_item[i + 1] = first_item[i] + outer * ((row + part - 1) / std::max<int64_t>(part, 1));
+    first_item[i + 1] = first_item[i] + outer * ((row + part - 1) / part);
   }
   cpu::parallel_for(first_item.back(), part, [&](int64_t item) {
     const size_t i = std::upper_bound(first_item.begin(), first_item.end(), item) - first_item.begin() - 1;

@@ -93,7 +93,9 @@ void blocks(const PointwiseConv& c, int64_t n, int64_t g, int64_t p0, int64_t p1
   switch (std::min(c.group, c.cbo - g * c.group)) {
     case 1: return rows<S, 1, A>(c, n, g, p0, p1);
     case 2: return rows<S, 2, A>(c, n, g, p0, p1);
-    case 3: if constexpr (S::L == 16) return rows<S, 3, A>(c, n, g, p0, p1); else return;  // pointwise_group: AVX-512 only
+    // Groups of 3 and 4 come with blocks of 16 lanes only (pointwise_group), which vector_blocks_fit
+    // gives the AVX-512 form alone: AVX2's has no such tiles to compile.
+    case 3: if constexpr (S::L == 16) return rows<S, 3, A>(c, n, g, p0, p1); else return;
     default: if constexpr (S::L == 16) return rows<S, 4, A>(c, n, g, p0, p1); else return;
   }
 }
