@@ -17,10 +17,12 @@ PD_TARGET_PUSH(PD_ISA_TARGET)
 namespace pd::kernels::reference {
 namespace {
 
-// P outputs of a row whose windows lie inside the input's columns: `rows` are the K input rows (null
-// for a padding row) at the first window's left column. Each input vector is loaded once and multiplied
-// into every output whose window holds it (K of them at stride 1).
-template <class S, int K, int P, int STRIDE, Activation A>
+// P outputs of a row: `rows` are the K input rows (null for a padding row) at the first window's left
+// column, or with PAD > 0 at the column after the window's PAD padding columns: the first and last PAD
+// of the window's columns are padding, left out at compile time (a whole "same" row in one tile). Each
+// input vector is loaded once and multiplied into every output whose window holds it (K of them at
+// stride 1).
+template <class S, int K, int P, int STRIDE, Activation A, int PAD = 0>
 void tile(const float* const rows[K], const float* w, typename S::V bias, float* out) {
   using V = typename S::V;
   constexpr int L = S::L, inputs = (P - 1) * STRIDE + K;
@@ -33,8 +35,8 @@ void tile(const float* const rows[K], const float* w, typename S::V bias, float*
 #pragma GCC unroll 5
     for (int kx = 0; kx < K; ++kx) wk[kx] = S::load(w + (ky * K + kx) * L);
 #pragma GCC unroll 80
-    for (int i = 0; i < inputs; ++i) {
-      const V v = S::load(rows[ky] + i * L);
+    for (int i = PAD; i < inputs - PAD; ++i) {
+      const V v = S::load(rows[ky] + (i - PAD) * L);
       // Input i is column kx of output p where i = p * STRIDE + kx.
 #pragma GCC unroll 5
       for (int kx = 0; kx < K; ++kx)
@@ -105,34 +107,10 @@ void padded_plane(const DepthwiseConv& c, int64_t n, int64_t b) {
 }
 
 // A whole output row of a stride-1 convolution padded K / 2 on each side ("same") on a map W columns
-// wide, read in place: input column i is tap kx of output i + K / 2 - kx, and the padding columns are
-// left out at compile time. For the 7x7 and 14x14 maps of MobileNet's, MnasNet's and EfficientNet's late
-// stages, where padded_plane copied each plane and computed a 14-column row as two tiles of 8 (pd-bench,
-// 2 threads, AVX-512: 5x5 on 14x14 x 576 at batch 8 210 -> 89 us, 3x3 on 7x7 x 1152 at batch 1 11.3 -> 6.4).
-template <class S, int K, int W, Activation A>
-void same_row(const float* const rows[K], const float* w, typename S::V bias, float* out) {
-  using V = typename S::V;
-  constexpr int L = S::L, PAD = K / 2;
-  V acc[W];
-#pragma GCC unroll 16
-  for (int p = 0; p < W; ++p) acc[p] = bias;
-  for (int ky = 0; ky < K; ++ky) {
-    if (rows[ky] == nullptr) continue;
-    V wk[K];
-#pragma GCC unroll 5
-    for (int kx = 0; kx < K; ++kx) wk[kx] = S::load(w + (ky * K + kx) * L);
-#pragma GCC unroll 16
-    for (int i = 0; i < W; ++i) {
-      const V v = S::load(rows[ky] + i * L);
-#pragma GCC unroll 5
-      for (int kx = 0; kx < K; ++kx)
-        if (i + PAD - kx >= 0 && i + PAD - kx < W) acc[i + PAD - kx] = S::fmadd(v, wk[kx], acc[i + PAD - kx]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int p = 0; p < W; ++p) S::store(out + p * L, activate_vector<S, A>(acc[p]));
-}
-
+// wide is one tile, read in place (tile's PAD). For the 7x7 and 14x14 maps of MobileNet's, MnasNet's and
+// EfficientNet's late stages, where padded_plane copied each plane and computed a 14-column row as two
+// tiles of 8 (pd-bench, 2 threads, AVX-512: 5x5 on 14x14 x 576 at batch 8 210 -> 89 us, 3x3 on 7x7 x 1152
+// at batch 1 11.3 -> 6.4).
 template <class S, int K, int W, Activation A>
 void same_plane(const DepthwiseConv& c, int64_t n, int64_t b) {
   constexpr int L = S::L, PAD = K / 2;
@@ -145,7 +123,7 @@ void same_plane(const DepthwiseConv& c, int64_t n, int64_t b) {
       const int64_t iy = oy - PAD + ky;
       rows[ky] = iy >= 0 && iy < c.h ? image + iy * W * L : nullptr;
     }
-    same_row<S, K, W, A>(rows, w, bias, c.out + ((n * c.cb + b) * c.oh + oy) * W * L);
+    tile<S, K, W, 1, A, PAD>(rows, w, bias, c.out + ((n * c.cb + b) * c.oh + oy) * W * L);
   }
 }
 
