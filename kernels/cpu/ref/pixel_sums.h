@@ -10,40 +10,33 @@
 
 namespace pd::kernels::reference {
 
-// a[l] = the sum of rows[p L + l] over the pixels p < HW, for L = kL lanes known at compile time: the
-// running sums stay in registers.
+// a[l] = the sum of rows[p L + l] over the pixels p < HW. With kL > 0 the lanes are known at compile time
+// (L = kL: a channel block) and the running sums stay in registers; with kL = 0 they are L (NHWC's C) and
+// the running sums are kept in a, which stays in L1.
 template <typename T, int64_t kL>
-void sum_pixels_of(const T* __restrict rows, int64_t HW, T* __restrict a) {
-  T acc[kL] = {};
-  int64_t p = 0;
-  for (; p + 8 <= HW; p += 8) {
-    const T* r = rows + p * kL;
-#pragma omp simd
-    for (int64_t l = 0; l < kL; ++l)
-      acc[l] += ((r[l] + r[kL + l]) + (r[2 * kL + l] + r[3 * kL + l])) + ((r[4 * kL + l] + r[5 * kL + l]) + (r[6 * kL + l] + r[7 * kL + l]));
-  }
-  for (; p < HW; ++p)
-#pragma omp simd
-    for (int64_t l = 0; l < kL; ++l) acc[l] += rows[p * kL + l];
-  std::copy(acc, acc + kL, a);
-}
-
-// The same for any L (NHWC's C): the running sums in a, which stays in L1.
-template <typename T>
-void sum_pixels(const T* __restrict rows, int64_t HW, int64_t L, T* __restrict a) {
-  if (L == 8) return sum_pixels_of<T, 8>(rows, HW, a);
-  if (L == 16) return sum_pixels_of<T, 16>(rows, HW, a);
-  std::fill(a, a + L, T(0));
+void sum_pixels_of(const T* __restrict rows, int64_t HW, int64_t runtime_lanes, T* __restrict a) {
+  const int64_t L = kL > 0 ? kL : runtime_lanes;
+  T in_registers[kL > 0 ? kL : 1] = {};
+  T* acc = kL > 0 ? in_registers : a;
+  if constexpr (kL == 0) std::fill(a, a + L, T(0));
   int64_t p = 0;
   for (; p + 8 <= HW; p += 8) {
     const T* r = rows + p * L;
 #pragma omp simd
     for (int64_t l = 0; l < L; ++l)
-      a[l] += ((r[l] + r[L + l]) + (r[2 * L + l] + r[3 * L + l])) + ((r[4 * L + l] + r[5 * L + l]) + (r[6 * L + l] + r[7 * L + l]));
+      acc[l] += ((r[l] + r[L + l]) + (r[2 * L + l] + r[3 * L + l])) + ((r[4 * L + l] + r[5 * L + l]) + (r[6 * L + l] + r[7 * L + l]));
   }
   for (; p < HW; ++p)
 #pragma omp simd
-    for (int64_t l = 0; l < L; ++l) a[l] += rows[p * L + l];
+    for (int64_t l = 0; l < L; ++l) acc[l] += rows[p * L + l];
+  if constexpr (kL > 0) std::copy(in_registers, in_registers + kL, a);
+}
+
+template <typename T>
+void sum_pixels(const T* __restrict rows, int64_t HW, int64_t L, T* __restrict a) {
+  if (L == 8) return sum_pixels_of<T, 8>(rows, HW, L, a);
+  if (L == 16) return sum_pixels_of<T, 16>(rows, HW, L, a);
+  sum_pixels_of<T, 0>(rows, HW, L, a);
 }
 
 void sum_pixels_avx2(const float* rows, int64_t HW, int64_t L, float* a);

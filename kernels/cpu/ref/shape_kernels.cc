@@ -68,17 +68,19 @@ void concat(const KernelContext& ctx, const std::vector<Tensor>& xs, int64_t axi
   // Each input's rows (one an outer index) in parts of at most `part` elements; items run through the
   // inputs in order, each input's parts row by row.
   const int64_t part = out.numel() * int64_t(sizeof(T)) >= kParallelConcatBytes ? kConcatPartBytes / int64_t(sizeof(T)) : out_row;
-  std::vector<int64_t> first_item(xs.size() + 1, 0), first_col(xs.size(), 0);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const int64_t row = cpu::extent_product(xs[i].shape(), ax, xs[i].dim());
-    first_col[i] = i == 0 ? 0 : first_col[i - 1] + cpu::extent_product(xs[i - 1].shape(), ax, xs[i - 1].dim());
-    first_item[i + 1] = first_item[i] + outer * ((row + part - 1) / part);
+  // Per input: its row length, its column in an out row, its parts a row and its first item.
+  const size_t n = xs.size();
+  std::vector<int64_t> row(n), col(n, 0), parts(n), first_item(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    row[i] = cpu::extent_product(xs[i].shape(), ax, xs[i].dim());
+    if (i > 0) col[i] = col[i - 1] + row[i - 1];
+    parts[i] = (row[i] + part - 1) / part;
+    first_item[i + 1] = first_item[i] + outer * parts[i];
   }
   cpu::parallel_for(first_item.back(), part, [&](int64_t item) {
     const size_t i = std::upper_bound(first_item.begin(), first_item.end(), item) - first_item.begin() - 1;
-    const int64_t row = cpu::extent_product(xs[i].shape(), ax, xs[i].dim()), parts = (row + part - 1) / part;
-    const int64_t o = (item - first_item[i]) / parts, p0 = (item - first_item[i]) % parts * part;
-    std::copy_n(xs[i].data<T>() + o * row + p0, std::min(part, row - p0), od + o * out_row + first_col[i] + p0);
+    const int64_t o = (item - first_item[i]) / parts[i], p0 = (item - first_item[i]) % parts[i] * part;
+    std::copy_n(xs[i].data<T>() + o * row[i] + p0, std::min(part, row[i] - p0), od + o * out_row + col[i] + p0);
   });
 }
 
