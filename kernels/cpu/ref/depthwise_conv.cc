@@ -37,9 +37,11 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     cpu::parallel_for(os[0] * c.cb, c.oh * c.ow * k * k * block, [&](int64_t i) { plane(c, i / c.cb, i % c.cb); });
     return true;
   }
-  // One output row of one block an item: the threads share the rows of an image at batch 1.
-  cpu::parallel_for(os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
-    const int64_t row = i % c.oh, b = (i / c.oh) % c.cb, n = i / (c.oh * c.cb);
+  // One output row of one block an item, in bands of rows (every block of a row together): at batch 1
+  // each thread takes the rows of the map that the op before wrote on its core, and writes those the
+  // next reads there (pointwise_conv splits its pixels the same way).
+  cpu::parallel_for_bands(os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
+    const int64_t b = i % c.cb, row = (i / c.cb) % c.oh, n = i / (c.oh * c.cb);
     kernel(c, n, b, row);
   });
   return true;
