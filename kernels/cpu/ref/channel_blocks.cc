@@ -72,7 +72,9 @@ void scale_rows(const T* __restrict src, const T* __restrict f, int64_t HW, T* _
 constexpr int64_t kMaxLanes = 64;  // channel_block_shape_rules.cc's kMaxBlock
 
 // One (image, block) a work item: L lanes of factors, the same for each of its H x W pixels; the lanes
-// past the channels are set to zero, whatever x holds there.
+// past the channels are set to zero, whatever x holds there. Whole planes, not bands of pixels as the
+// convolutions around it split theirs: the squeeze-and-excitation's global pool has just read each
+// plane on one thread (bands: EfficientNet-B0's 16 scales 140 -> 200 us at batch 1, 2 threads).
 template <typename T>
 void scale_channel_blocks(const KernelContext& ctx, const Tensor& x, const Tensor& scale, Tensor& out) {
   const Shape& s = x.shape();
