@@ -1,6 +1,7 @@
 // Splitting a kernel's independent items across threads (pd/core/thread_pool.h: the kernels' own pool,
 // which a busy machine slows in proportion; oneDNN's primitives run on OpenMP's threads).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -24,6 +25,18 @@ void parallel_for(int64_t n, int64_t work_per_item, F&& f, int chunks_per_thread
 template <typename F>
 void parallel_for_bands(int64_t n, int64_t work_per_item, F&& f) {
   parallel_for(n, work_per_item, std::forward<F>(f), 1);
+}
+
+// parallel_for over the items of a batch of maps, ordered image by image and within an image by rows (or
+// pixels). Where the images do not divide among the threads (batch 1), in bands: each thread takes the
+// same rows in op after op and reads what its own core wrote (MnasNet's 56x56 and 112x112 layers, 2
+// threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
+// in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
+// (MobileNetV2 at batch 8 was 4% slower in bands).
+template <typename F>
+void parallel_for_images(int64_t images, int64_t n, int64_t work_per_item, F&& f) {
+  const bool split_images = images % std::max(1, pd::parallel_threads()) != 0;
+  parallel_for(n, work_per_item, std::forward<F>(f), split_images ? 1 : 4);
 }
 
 }  // namespace pd::kernels::cpu

@@ -37,10 +37,9 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     cpu::parallel_for(os[0] * c.cb, c.oh * c.ow * k * k * block, [&](int64_t i) { plane(c, i / c.cb, i % c.cb); });
     return true;
   }
-  // One output row of one block an item, in bands of rows (every block of a row together): at batch 1
-  // each thread takes the rows of the map that the op before wrote on its core, and writes those the
-  // next reads there (pointwise_conv splits its pixels the same way).
-  cpu::parallel_for_bands(os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
+  // One output row of one block an item, every block of a row together (cpu::parallel_for_images: at
+  // batch 1 each thread takes the rows the op before wrote on its core, as pointwise_conv splits them).
+  cpu::parallel_for_images(os[0], os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
     const int64_t b = i % c.cb, row = (i / c.cb) % c.oh, n = i / (c.oh * c.cb);
     kernel(c, n, b, row);
   });

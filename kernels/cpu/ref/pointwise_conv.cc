@@ -67,14 +67,13 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   c.out = out.data<float>();
   c.cin = ws[1], c.cib = xs[1], c.cbo = os[1], c.hw = os[2] * os[3], c.act = act;
   c.group = pointwise_group(c.cbo, block);
-  // Items (image, part, run, group of output blocks) in bands, one a thread: each thread writes the
-  // pixels the next op reads on the same core, as depthwise_conv splits its rows (MnasNet's 56x56 and
-  // 112x112 layers, 2 threads, Zen 5: 1.3-1.6x faster than with chunks claimed by either thread, whose
-  // input the other core had written).
+  // Items (image, part, run, group of output blocks): at batch 1 a part a thread, the pixels the op
+  // before wrote on its core and the next reads there, as depthwise_conv splits its rows
+  // (cpu::parallel_for_images).
   const int64_t out_groups = (c.cbo + c.group - 1) / c.group;
   const PixelRuns split(os[0], c.hw);
   const int64_t runs = split.parts * split.runs, items = os[0] * runs * out_groups;
-  cpu::parallel_for_bands(items, split.run * c.cin * c.group * block, [&](int64_t i) {
+  cpu::parallel_for_images(os[0], items, split.run * c.cin * c.group * block, [&](int64_t i) {
     const int64_t g = i % out_groups, r = (i / out_groups) % runs, n = i / (out_groups * runs);
     const int64_t part0 = r / split.runs * split.part, part1 = std::min(c.hw, part0 + split.part);
     const int64_t p0 = part0 + r % split.runs * split.run, p1 = std::min(part1, p0 + split.run);

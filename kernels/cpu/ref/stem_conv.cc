@@ -43,9 +43,9 @@ bool stem_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, 
   c.c = xs[1], c.h = xs[2], c.w_in = xs[3], c.kh = ws[2], c.kw = ws[3], c.cbo = os[1], c.oh = os[2], c.ow = os[3];
   c.stride_h = stride[0], c.stride_w = stride[1], c.pad_h = padding[0], c.pad_w = padding[1], c.act = act;
   const int64_t strip = c.c * c.kh * ((c.ow - 1) * c.stride_w + c.kw);
-  // One output row of an image an item (every block), in bands: the threads share the rows at batch 1,
-  // each writing the rows the next op (depthwise_conv, pointwise_conv) reads on the same core.
-  cpu::parallel_for_bands(os[0] * c.oh, c.ow * c.cbo * block * c.c * c.kh * c.kw, [&](int64_t i) {
+  // One output row of an image an item (every block): the threads share the rows at batch 1, each
+  // writing those the next op (depthwise_conv, pointwise_conv) reads on its core (parallel_for_images).
+  cpu::parallel_for_images(os[0], os[0] * c.oh, c.ow * c.cbo * block * c.c * c.kh * c.kw, [&](int64_t i) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(strip));
     kernel(c, i / c.oh, i % c.oh, scratch.data());
