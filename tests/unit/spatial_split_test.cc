@@ -1,7 +1,7 @@
 // pointwise_conv and depthwise_conv split a batch's pixels (rows) across threads, an image in equal
 // parts where the images do not divide evenly among the threads (cpu::parallel_for_images): every
-// pixel is computed once, on any thread count, and the sums are those of plain loops. Called directly, on the widest vector
-// blocks this CPU runs (16 lanes on AVX-512, 8 on AVX2).
+// pixel is computed once, on any thread count, and the sums are those of plain loops. Called directly,
+// on the widest vector blocks this CPU runs (16 lanes on AVX-512, 8 on AVX2).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -28,9 +28,10 @@ constexpr int64_t kLargeMap = 28 * 28;
 // Pixels a work item at most: a few tiles.
 constexpr int64_t kPixelsPerItem = 96;
 
-// The pixel runs of a map split across threads: an image whole to each thread where the images divide
-// evenly among them, else each image in `parts` equal parts (one a thread), each part in runs of at
-// most kPixelsPerItem pixels, in multiples of 4 (the kernel's smallest whole tile).
+// The pixel runs of a map split across threads: each image one part where the images divide evenly
+// among the threads (cpu::parallel_for_images then hands out chunks), else `parts` equal parts, one a
+// thread's band; each part in runs of at most kPixelsPerItem pixels, in multiples of 4 (the kernel's
+// smallest whole tile).
 struct PixelRuns {
   int64_t parts, part, runs, run;  // parts of an image, pixels a part, runs a part, pixels a run
   PixelRuns(int64_t images, int64_t hw) {
