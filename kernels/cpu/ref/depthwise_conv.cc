@@ -37,11 +37,15 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
     cpu::parallel_for(os[0] * c.cb, c.oh * c.ow * k * k * block, [&](int64_t i) { plane(c, i / c.cb, i % c.cb); });
     return true;
   }
-  // One output row of one block an item, every block of a row together (cpu::parallel_for_images: at
-  // batch 1 each thread takes the rows the op before wrote on its core, as pointwise_conv splits them).
-  cpu::parallel_for_images(os[0], os[0] * c.cb * c.oh, c.ow * k * k * block, [&](int64_t i) {
-    const int64_t b = i % c.cb, row = (i / c.cb) % c.oh, n = i / (c.oh * c.cb);
-    kernel(c, n, b, row);
+  // One output row of one block an item, a block's rows in a row (each input row serves K of them from
+  // L1). Where the images do not divide among the threads (batch 1), each image in a band of rows a
+  // thread, every block: the rows the op before wrote on its core, as pointwise_conv splits them
+  // (cpu::parallel_for_images).
+  const int64_t threads = std::max(1, pd::parallel_threads());
+  const int64_t parts = os[0] % threads == 0 ? 1 : threads, part = (c.oh + parts - 1) / parts;
+  cpu::parallel_for_images(os[0], os[0] * parts * c.cb * part, c.ow * k * k * block, [&](int64_t i) {
+    const int64_t row = i / (c.cb * part) % parts * part + i % part, b = i / part % c.cb, n = i / (parts * c.cb * part);
+    if (row < c.oh) kernel(c, n, b, row);
   });
   return true;
 }

@@ -68,16 +68,17 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   c.out = out.data<float>();
   c.cin = ws[1], c.cib = xs[1], c.cbo = os[1], c.hw = os[2] * os[3], c.act = act;
   c.group = pointwise_group(c.cbo, block);
-  // Items (image, part, run, group of output blocks): at batch 1 a part a thread, the pixels the op
+  // Items (image, part, group of output blocks, run): at batch 1 a part a thread, the pixels the op
   // before wrote on its core and the next reads there, as depthwise_conv splits its rows
-  // (cpu::parallel_for_images).
+  // (cpu::parallel_for_images); within a part a group's weights stay in L1 across its runs.
   const int64_t out_groups = (c.cbo + c.group - 1) / c.group;
   const PixelRuns split(os[0], c.hw);
   const int64_t runs = split.parts * split.runs, items = os[0] * runs * out_groups;
   cpu::parallel_for_images(os[0], items, split.run * c.cin * c.group * block, [&](int64_t i) {
-    const int64_t g = i % out_groups, r = (i / out_groups) % runs, n = i / (out_groups * runs);
-    const int64_t part0 = r / split.runs * split.part, part1 = std::min(c.hw, part0 + split.part);
-    const int64_t p0 = part0 + r % split.runs * split.run, p1 = std::min(part1, p0 + split.run);
+    const int64_t r = i % split.runs, g = (i / split.runs) % out_groups, q = i / (split.runs * out_groups) % split.parts;
+    const int64_t n = i / (split.runs * out_groups * split.parts);
+    const int64_t part0 = q * split.part, part1 = std::min(c.hw, part0 + split.part);
+    const int64_t p0 = part0 + r * split.run, p1 = std::min(part1, p0 + split.run);
     if (p0 < p1) kernel(c, n, g, p0, p1);
   });
   // The residual's lanes past C_out were added in: they hold zeros where our ops made it, but the
