@@ -33,10 +33,16 @@ void parallel_for_bands(int64_t n, int64_t work_per_item, F&& f) {
 // threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
 // in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
 // (MobileNetV2 at batch 8 was 4% slower in bands).
+// Parts an image is cut into, one a thread's band: the thread count where the images do not divide
+// among the threads, else 1.
+inline int64_t image_parts(int64_t images) {
+  const int64_t threads = std::max(1, pd::parallel_threads());
+  return images % threads == 0 ? 1 : threads;
+}
+
 template <typename F>
 void parallel_for_images(int64_t images, int64_t n, int64_t work_per_item, F&& f) {
-  const bool split_images = images % std::max(1, pd::parallel_threads()) != 0;
-  parallel_for(n, work_per_item, std::forward<F>(f), split_images ? 1 : 4);
+  parallel_for(n, work_per_item, std::forward<F>(f), image_parts(images) > 1 ? 1 : 4);
 }
 
 }  // namespace pd::kernels::cpu

@@ -41,8 +41,7 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   // L1). Where the images do not divide among the threads (batch 1), each image in a band of rows a
   // thread, every block: the rows the op before wrote on its core, as pointwise_conv splits them
   // (cpu::parallel_for_images).
-  const int64_t threads = std::max(1, pd::parallel_threads());
-  const int64_t parts = os[0] % threads == 0 ? 1 : threads, part = (c.oh + parts - 1) / parts;
+  const int64_t parts = cpu::image_parts(os[0]), part = (c.oh + parts - 1) / parts;
   cpu::parallel_for_images(os[0], os[0] * parts * c.cb * part, c.ow * k * k * block, [&](int64_t i) {
     const int64_t row = i / (c.cb * part) % parts * part + i % part, b = i / part % c.cb, n = i / (parts * c.cb * part);
     if (row < c.oh) kernel(c, n, b, row);

@@ -29,14 +29,13 @@ constexpr int64_t kLargeMap = 28 * 28;
 constexpr int64_t kPixelsPerItem = 96;
 
 // The pixel runs of a map split across threads: each image one part where the images divide evenly
-// among the threads (cpu::parallel_for_images then hands out chunks), else `parts` equal parts, one a
-// thread's band; each part in runs of at most kPixelsPerItem pixels, in multiples of 4 (the kernel's
-// smallest whole tile).
+// among the threads (cpu::parallel_for_images then hands out chunks), else cpu::image_parts equal
+// parts, one a thread's band; each part in runs of at most kPixelsPerItem pixels, in multiples of 4
+// (the kernel's smallest whole tile).
 struct PixelRuns {
   int64_t parts, part, runs, run;  // parts of an image, pixels a part, runs a part, pixels a run
   PixelRuns(int64_t images, int64_t hw) {
-    const int64_t threads = std::max(1, pd::parallel_threads());
-    parts = images % threads == 0 ? 1 : threads;
+    parts = cpu::image_parts(images);
     part = round_up4((hw + parts - 1) / parts);
     runs = (part + kPixelsPerItem - 1) / kPixelsPerItem;
     run = round_up4((part + runs - 1) / runs);
