@@ -1,7 +1,8 @@
-// pointwise_conv and depthwise_conv split a batch's pixels (rows) across threads, an image in equal
-// parts where the images do not divide evenly among the threads (cpu::parallel_for_images): every
-// pixel is computed once, on any thread count, and the sums are those of plain loops. Called directly,
-// on the widest vector blocks this CPU runs (16 lanes on AVX-512, 8 on AVX2).
+// pointwise_conv, depthwise_conv and gather_channel_blocks split a batch's pixels (rows) across threads,
+// an image in equal parts where the images do not divide evenly among the threads
+// (cpu::parallel_for_images): every pixel is computed once, on any thread count, and the sums are those
+// of plain loops. Called directly, the convolutions on the widest vector blocks this CPU runs (16 lanes
+// on AVX-512, 8 on AVX2).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "cpu/ref/depthwise_conv.h"
 #include "cpu/ref/pointwise_conv.h"
+#include "kernels.h"
 #include "pd/core/cpu_features.h"
 #include "pd/core/threads.h"
 #include "pd/pd.h"
@@ -99,4 +101,33 @@ TEST_CASE("pointwise_conv and depthwise_conv: every pixel once on 1, 2 and 3 thr
   // Depthwise on maps wider than a vector (the row kernel): 13 rows of 2 blocks, stride 1 and 2; 3 images.
   for (const Case& k : {Case{1, 2 * L, 13, 19, 2 * L, 3, 1}, Case{1, 2 * L, 27, 35, 2 * L, 3, 2}, Case{3, L, 11, 21, L, 5, 1}})
     check_split(k, /*depthwise=*/true);
+}
+
+TEST_CASE("gather_channel_blocks at batch 1: every pixel once on 1, 2 and 3 threads", "[kernel]") {
+  // ShuffleNet's shuffle of two inputs of 20 channels (2 blocks each) on an odd map: 2 threads cut its
+  // 41 x 39 pixels into parts of 800 and 799, 3 threads into 533, 533 and 533.
+  const int64_t L = 16, H = 41, W = 39;
+  const std::vector<int64_t> channels{20, 20};
+  std::vector<int64_t> index;
+  for (int64_t c = 0; c < 20; ++c) index.insert(index.end(), {c, 20 + c});  // 40 out: blocks of 16, 16, 8
+  const std::vector<pd::Tensor> xs{pd::ops::uniform({1, 2, H, W, L}, -1, 1, 3), pd::ops::uniform({1, 2, H, W, L}, -1, 1, 4)};
+  // The joined input channel c of pixel p, from the blocked inputs.
+  const std::vector<std::vector<float>> values{xs[0].to_vector<float>(), xs[1].to_vector<float>()};
+  const auto input = [&](int64_t c, int64_t p) {
+    const int64_t k = c % 20;
+    return values[static_cast<size_t>(c / 20)][static_cast<size_t>((k / L * H * W + p) * L + k % L)];
+  };
+  std::vector<float> want(static_cast<size_t>(3 * H * W * L), 0.0f);
+  for (size_t j = 0; j < index.size(); ++j)
+    for (int64_t p = 0; p < H * W; ++p)
+      want[static_cast<size_t>((static_cast<int64_t>(j) / L * H * W + p) * L + static_cast<int64_t>(j) % L)] = input(index[j], p);
+  const int threads = pd::num_threads();
+  for (int t : {1, 2, 3}) {
+    CAPTURE(t);
+    pd::set_num_threads(t);
+    pd::Tensor out = pd::ops::full({1, 3, H, W, L}, -7.0, pd::DType::f32);  // a pixel left out stays -7
+    pd::kernels::reference::gather_channel_blocks<float>({}, xs, channels, index, out);
+    CHECK(out.to_vector<float>() == want);
+  }
+  pd::set_num_threads(threads);
 }

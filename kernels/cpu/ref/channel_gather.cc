@@ -68,26 +68,30 @@ void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& 
   if (out.numel() == 0) return;
   GatherPlan local;
   const GatherPlan& plan = plan_for(ctx, channels, index, L, local);
-  using Block = void (*)(const std::vector<GatherSource>&, const float* const*, int64_t, float*);
+  using Block = void (*)(const std::vector<GatherSource>&, const float* const*, int64_t, int64_t, int64_t, float*);
   Block vector_block = nullptr;
   if constexpr (std::is_same_v<T, float>) {
     if (L == 8) vector_block = cpu::widest<Block>(nullptr, gather_block_avx2, gather_block_avx2);
     if (L == 16) vector_block = cpu::widest<Block>(nullptr, nullptr, gather_block_avx512);
   }
-  cpu::parallel_for(N * OB, HW * L, [&](int64_t i) {
-    const int64_t n = i / OB, ob = i % OB;
+  // Items (image, part of its pixels, output block): at batch 1 a band of pixels a thread, as the
+  // pointwise convolutions on either side of ShuffleNet's shuffle split theirs (cpu::parallel_for_images).
+  const int64_t parts = cpu::image_parts(N), part = (HW + parts - 1) / parts;
+  cpu::parallel_for_images(N, N * parts * OB, part * L, [&](int64_t i) {
+    const int64_t ob = i % OB, q = i / OB % parts, n = i / (OB * parts);
+    const int64_t p0 = std::min(HW, q * part), p1 = std::min(HW, p0 + part);
     thread_local std::vector<const T*> in;
     in.resize(xs.size());
     for (size_t k = 0; k < xs.size(); ++k) in[k] = xs[k].data<T>() + n * xs[k].shape()[1] * HW * L;
-    T* dst = out.data<T>() + i * HW * L;
+    T* dst = out.data<T>() + (n * OB + ob) * HW * L;
     const std::vector<GatherSource>& sources = plan.sources[static_cast<size_t>(ob)];
     if constexpr (std::is_same_v<T, float>) {
-      if (vector_block != nullptr) return vector_block(sources, in.data(), HW, dst);
+      if (vector_block != nullptr) return vector_block(sources, in.data(), HW, p0, p1, dst);
     }
-    std::fill(dst, dst + HW * L, T(0));
+    std::fill(dst + p0 * L, dst + p1 * L, T(0));
     for (const GatherSource& s : sources) {
       const T* src = in[static_cast<size_t>(s.input)] + s.block * HW * L;
-      for (int64_t p = 0; p < HW; ++p)
+      for (int64_t p = p0; p < p1; ++p)
         for (int64_t l = 0; l < L; ++l)
           if ((s.lanes >> l) & 1) dst[p * L + l] = src[p * L + s.idx[l]];
     }

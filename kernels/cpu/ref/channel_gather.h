@@ -26,11 +26,12 @@ struct GatherPlan {
 // channels[k]: input k's channels; index: output channel -> channel of the inputs taken in order.
 GatherPlan gather_plan(const std::vector<int64_t>& channels, const std::vector<int64_t>& index, int64_t L);
 
-// One output block of one image over its HW pixels, f32 on whole vectors (isa/channel_gather_rows.cc:
-// the AVX2 form for blocks of 8, the AVX-512 one for blocks of 16); `in[k]` points at the image's first
-// block of input k, `out` at the output block.
-void gather_block_avx2(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
-void gather_block_avx512(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out);
+// Pixels [p0, p1) of one output block of one image of hw pixels, f32 on whole vectors
+// (isa/channel_gather_rows.cc: the AVX2 form for blocks of 8, the AVX-512 one for blocks of 16); `in[k]`
+// points at the image's first block of input k, `out` at the output block's first pixel.
+void gather_block_avx2(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, int64_t p0, int64_t p1, float* out);
+void gather_block_avx512(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, int64_t p0, int64_t p1,
+                         float* out);
 
 // gather_channels on NHWC pixels, f32 on whole vectors with gather_plan's sources as windows of L channels
 // of a pixel (isa/channel_gather_rows.cc): in[k] points at input k's first pixel (channels[k] values a

@@ -19,7 +19,7 @@ namespace {
 
 // Each pixel's output vector: zero, then every source vector permuted into the lanes it supplies.
 template <int L>
-void gather(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out) {
+void gather(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, int64_t p0, int64_t p1, float* out) {
   struct Prepared {
     const float* src;
     int32_t idx[L];
@@ -39,7 +39,7 @@ void gather(const std::vector<GatherSource>& sources, const float* const* in, in
       idx[s] = _mm512_loadu_si512(prepared[s].idx);
       mask[s] = _mm512_cmpneq_epi32_mask(_mm512_loadu_si512(prepared[s].mask), _mm512_setzero_si512());
     }
-    for (int64_t p = 0; p < hw; ++p) {
+    for (int64_t p = p0; p < p1; ++p) {
       __m512 v = _mm512_setzero_ps();
       for (int s = 0; s < count; ++s) v = _mm512_mask_permutexvar_ps(v, mask[s], idx[s], _mm512_loadu_ps(prepared[s].src + p * 16));
       _mm512_storeu_ps(out + p * 16, v);
@@ -51,7 +51,7 @@ void gather(const std::vector<GatherSource>& sources, const float* const* in, in
       idx[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared[s].idx));
       mask[s] = _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared[s].mask)));
     }
-    for (int64_t p = 0; p < hw; ++p) {
+    for (int64_t p = p0; p < p1; ++p) {
       __m256 v = _mm256_setzero_ps();
       for (int s = 0; s < count; ++s)
         v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(_mm256_loadu_ps(prepared[s].src + p * 8), idx[s]), mask[s]);
@@ -120,8 +120,9 @@ void gather_nhwc(const GatherPlan& plan, const float* const* in, const int64_t* 
 }  // namespace
 
 // The AVX2 form takes blocks of 8, the AVX-512 one blocks of 16.
-void PD_ISA_FN(gather_block)(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, float* out) {
-  gather<simd::PD_ISA::L>(sources, in, hw, out);
+void PD_ISA_FN(gather_block)(const std::vector<GatherSource>& sources, const float* const* in, int64_t hw, int64_t p0, int64_t p1,
+                              float* out) {
+  gather<simd::PD_ISA::L>(sources, in, hw, p0, p1, out);
 }
 
 void PD_ISA_FN(gather_pixels)(const GatherPlan& plan, const float* const* in, const int64_t* channels, int64_t pixels,
@@ -136,7 +137,7 @@ PD_TARGET_POP
 #else  // not x86-64: gather_channel_blocks takes the lane-by-lane loop
 
 namespace pd::kernels::reference {
-void PD_ISA_FN(gather_block)(const std::vector<GatherSource>&, const float* const*, int64_t, float*) {}
+void PD_ISA_FN(gather_block)(const std::vector<GatherSource>&, const float* const*, int64_t, int64_t, int64_t, float*) {}
 void PD_ISA_FN(gather_pixels)(const GatherPlan&, const float* const*, const int64_t*, int64_t, int64_t, float*) {}
 }  // namespace pd::kernels::reference
 #endif
