@@ -93,19 +93,21 @@ TEST_CASE("pointwise_conv and depthwise_conv: every pixel once on 1, 2 and 3 thr
     return;
   }
   const int64_t L = pd::cpu_has_avx512() ? 16 : 8;
-  // Pointwise: one image of 14x14 (3 threads: 3 parts of 68, 68 and 60 pixels), 3 images of 9x11 (2 threads:
-  // each image in 2 parts of 52 and 47), one of 40x40 (parts of several runs), 4 images (whole to each of 2).
+  // Pointwise: one image of 14x14 (3 threads: parts of 64, 64 and 68 pixels), 3 images of 9x11 (2 threads:
+  // each image in parts of 48 and 51), one of 40x40 (parts of several runs), 4 images (whole to each of 2).
   for (const Case& k : {Case{1, 2 * L, 14, 14, 3 * L, 1, 1}, Case{3, L, 9, 11, 2 * L, 1, 1}, Case{1, 2 * L, 40, 40, L, 1, 1},
                         Case{4, L, 13, 13, 4 * L, 1, 1}})
     check_split(k, /*depthwise=*/false);
-  // Depthwise on maps wider than a vector (the row kernel): 13 rows of 2 blocks, stride 1 and 2; 3 images.
-  for (const Case& k : {Case{1, 2 * L, 13, 19, 2 * L, 3, 1}, Case{1, 2 * L, 27, 35, 2 * L, 3, 2}, Case{3, L, 11, 21, L, 5, 1}})
+  // Depthwise on maps wider than a vector (the row kernel): 13 rows of 2 blocks, stride 1 and 2; 3 images;
+  // 5 rows of 4 blocks (3 threads: parts of 1, 2 and 2 rows).
+  for (const Case& k : {Case{1, 2 * L, 13, 19, 2 * L, 3, 1}, Case{1, 2 * L, 27, 35, 2 * L, 3, 2}, Case{3, L, 11, 21, L, 5, 1},
+                        Case{1, 4 * L, 5, 40, 4 * L, 3, 1}})
     check_split(k, /*depthwise=*/true);
 }
 
 TEST_CASE("gather_channel_blocks at batch 1: every pixel once on 1, 2 and 3 threads", "[kernel]") {
   // ShuffleNet's shuffle of two inputs of 20 channels (2 blocks each) on an odd map: 2 threads cut its
-  // 41 x 39 pixels into parts of 800 and 799, 3 threads into 533, 533 and 533.
+  // 41 x 39 pixels into parts of 799 and 800, 3 threads into 533, 533 and 533.
   const int64_t L = 16, H = 41, W = 39;
   const std::vector<int64_t> channels{20, 20};
   std::vector<int64_t> index;

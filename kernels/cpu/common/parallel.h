@@ -33,16 +33,25 @@ void parallel_for_bands(int64_t n, int64_t work_per_item, F&& f) {
 // threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
 // in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
 // (MobileNetV2 at batch 8 was 4% slower in bands).
-// Parts an image is cut into, one a thread's band: the thread count where the images do not divide
-// among the threads, else 1.
-inline int64_t image_parts(int64_t images) {
+// Parts an image of `count` rows (or pixels) is cut into, one a thread's band: where the images do not
+// divide among the threads, the thread count, at most one a row (or `align` pixels: none is left
+// empty); else 1.
+inline int64_t image_parts(int64_t images, int64_t count, int64_t align = 1) {
   const int64_t threads = std::max(1, pd::parallel_threads());
-  return images % threads == 0 ? 1 : threads;
+  return images % threads == 0 ? 1 : std::clamp<int64_t>(count / align, 1, threads);
+}
+
+// Part q of `count` rows (or pixels) cut into `parts` near-equal ranges, inner edges on multiples of
+// `align` (image_parts' parts are never empty).
+inline std::pair<int64_t, int64_t> part_range(int64_t q, int64_t parts, int64_t count, int64_t align = 1) {
+  const auto edge = [&](int64_t k) { return k >= parts ? count : k * count / parts / align * align; };
+  return {edge(q), edge(q + 1)};
 }
 
 template <typename F>
 void parallel_for_images(int64_t images, int64_t n, int64_t work_per_item, F&& f) {
-  parallel_for(n, work_per_item, std::forward<F>(f), image_parts(images) > 1 ? 1 : 4);
+  const int64_t threads = std::max(1, pd::parallel_threads());
+  parallel_for(n, work_per_item, std::forward<F>(f), images % threads != 0 ? 1 : 4);
 }
 
 }  // namespace pd::kernels::cpu

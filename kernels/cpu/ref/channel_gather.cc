@@ -76,10 +76,10 @@ void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& 
   }
   // Items (image, part of its pixels, output block): at batch 1 a band of pixels a thread, as the
   // pointwise convolutions on either side of ShuffleNet's shuffle split theirs (cpu::parallel_for_images).
-  const int64_t parts = cpu::image_parts(N), part = (HW + parts - 1) / parts;
-  cpu::parallel_for_images(N, N * parts * OB, part * L, [&](int64_t i) {
-    const int64_t ob = i % OB, q = i / OB % parts, n = i / (OB * parts);
-    const int64_t p0 = std::min(HW, q * part), p1 = std::min(HW, p0 + part);
+  const int64_t parts = cpu::image_parts(N, HW);
+  cpu::parallel_for_images(N, N * parts * OB, (HW + parts - 1) / parts * L, [&](int64_t i) {
+    const int64_t ob = i % OB, n = i / (OB * parts);
+    const auto [p0, p1] = cpu::part_range(i / OB % parts, parts, HW);
     thread_local std::vector<const T*> in;
     in.resize(xs.size());
     for (size_t k = 0; k < xs.size(); ++k) in[k] = xs[k].data<T>() + n * xs[k].shape()[1] * HW * L;

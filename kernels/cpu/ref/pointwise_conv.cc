@@ -33,10 +33,14 @@ constexpr int64_t kPixelsPerItem = 96;
 // parts, one a thread's band; each part in runs of at most kPixelsPerItem pixels, in multiples of 4
 // (the kernel's smallest whole tile).
 struct PixelRuns {
-  int64_t parts, part, runs, run;  // parts of an image, pixels a part, runs a part, pixels a run
+  int64_t parts, part, runs, run;  // parts of an image, pixels a part at most, runs a part, pixels a run
   PixelRuns(int64_t images, int64_t hw) {
-    parts = cpu::image_parts(images);
-    part = round_up4((hw + parts - 1) / parts);
+    parts = cpu::image_parts(images, hw, 4);
+    part = 0;
+    for (int64_t q = 0; q < parts; ++q) {
+      const auto [p0, p1] = cpu::part_range(q, parts, hw, 4);
+      part = std::max(part, p1 - p0);
+    }
     runs = (part + kPixelsPerItem - 1) / kPixelsPerItem;
     run = round_up4((part + runs - 1) / runs);
   }
@@ -76,7 +80,7 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   cpu::parallel_for_images(os[0], items, split.run * c.cin * c.group * block, [&](int64_t i) {
     const int64_t r = i % split.runs, g = (i / split.runs) % out_groups, q = i / (split.runs * out_groups) % split.parts;
     const int64_t n = i / (split.runs * out_groups * split.parts);
-    const int64_t part0 = q * split.part, part1 = std::min(c.hw, part0 + split.part);
+    const auto [part0, part1] = cpu::part_range(q, split.parts, c.hw, 4);
     const int64_t p0 = part0 + r * split.run, p1 = std::min(part1, p0 + split.run);
     if (p0 < p1) kernel(c, n, g, p0, p1);
   });
