@@ -27,12 +27,6 @@ void parallel_for_bands(int64_t n, int64_t work_per_item, F&& f) {
   parallel_for(n, work_per_item, std::forward<F>(f), 1);
 }
 
-// parallel_for over the items of a batch of maps, ordered image by image and within an image by rows (or
-// pixels). Where the images do not divide among the threads (batch 1), in bands: each thread takes the
-// same rows in op after op and reads what its own core wrote (MnasNet's 56x56 and 112x112 layers, 2
-// threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
-// in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
-// (MobileNetV2 at batch 8 was 4% slower in bands).
 // Parts an image of `count` rows (or pixels) is cut into, one a thread's band: where the images do not
 // divide among the threads, the thread count, at most one a row (or `align` pixels: none is left
 // empty); else 1.
@@ -48,6 +42,12 @@ inline std::pair<int64_t, int64_t> part_range(int64_t q, int64_t parts, int64_t 
   return {edge(q), edge(q + 1)};
 }
 
+// parallel_for over the items of a batch of maps, ordered image by image and within an image by rows (or
+// pixels). Where the images do not divide among the threads (batch 1), in bands: each thread takes the
+// same rows in op after op and reads what its own core wrote (MnasNet's 56x56 and 112x112 layers, 2
+// threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
+// in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
+// (MobileNetV2 at batch 8 was 4% slower in bands).
 template <typename F>
 void parallel_for_images(int64_t images, int64_t n, int64_t work_per_item, F&& f) {
   const int64_t threads = std::max(1, pd::parallel_threads());

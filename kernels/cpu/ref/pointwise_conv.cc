@@ -29,9 +29,9 @@ constexpr int64_t kLargeMap = 28 * 28;
 constexpr int64_t kPixelsPerItem = 96;
 
 // The pixel runs of a map split across threads: each image one part where the images divide evenly
-// among the threads (cpu::parallel_for_images then hands out chunks), else cpu::image_parts equal
-// parts, one a thread's band; each part in runs of at most kPixelsPerItem pixels, in multiples of 4
-// (the kernel's smallest whole tile).
+// among the threads (cpu::parallel_for_images then hands out chunks), else near-equal parts, one a
+// thread's band (cpu::image_parts, cpu::part_range: edges on multiples of 4, the kernel's smallest
+// whole tile); each part in runs of at most kPixelsPerItem pixels, also multiples of 4.
 struct PixelRuns {
   int64_t parts, part, runs, run;  // parts of an image, pixels a part at most, runs a part, pixels a run
   PixelRuns(int64_t images, int64_t hw) {
