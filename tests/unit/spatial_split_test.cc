@@ -1,5 +1,5 @@
 // pointwise_conv, depthwise_conv and gather_channel_blocks split a batch's pixels (rows) across threads,
-// an image in equal parts where the images do not divide evenly among the threads
+// an image in near-equal parts where the images do not divide evenly among the threads
 // (cpu::parallel_for_images): every pixel is computed once, on any thread count, and the sums are those
 // of plain loops. Called directly, the convolutions on the widest vector blocks this CPU runs (16 lanes
 // on AVX-512, 8 on AVX2).
@@ -46,7 +46,8 @@ std::vector<double> loops(const Case& k, bool depthwise, int64_t L, const std::v
                 s += double{w[static_cast<size_t>((o * k.k + ky) * k.k + kx)]} * x[static_cast<size_t>(at(L, k.c, k.h, k.w, n, o, y, col))];
               }
           } else {
-            for (int64_t c = 0; c < k.c; ++c) s += double{w[static_cast<size_t>(o * k.c + c)]} * x[static_cast<size_t>(at(L, k.c, k.h, k.w, n, c, oh, ow))];
+            for (int64_t c = 0; c < k.c; ++c)
+              s += double{w[static_cast<size_t>(o * k.c + c)]} * x[static_cast<size_t>(at(L, k.c, k.h, k.w, n, c, oh, ow))];
           }
           out[static_cast<size_t>(at(L, k.cout, OH, OW, n, o, oh, ow))] = std::max(s, 0.0);
         }
@@ -67,10 +68,10 @@ void check_split(const Case& k, bool depthwise) {
   for (int t : {1, 2, 3}) {
     pd::set_num_threads(t);
     pd::Tensor out = pd::ops::full(out_shape, -7.0, pd::DType::f32);  // a pixel left out stays -7
-    const bool took = depthwise ? pd::kernels::reference::depthwise_conv({}, x, w, bias, pd::Tensor(), {k.stride, k.stride}, {pad, pad}, {1, 1},
-                                                                         k.c, pd::Activation::relu, L, out)
-                                : pd::kernels::reference::pointwise_conv({}, x, w, bias, pd::Tensor(), {1, 1}, {0, 0}, 1,
-                                                                         pd::Activation::relu, L, out);
+    namespace ref = pd::kernels::reference;
+    const bool took = depthwise ? ref::depthwise_conv({}, x, w, bias, pd::Tensor(), {k.stride, k.stride}, {pad, pad}, {1, 1}, k.c,
+                                                      pd::Activation::relu, L, out)
+                                : ref::pointwise_conv({}, x, w, bias, pd::Tensor(), {1, 1}, {0, 0}, 1, pd::Activation::relu, L, out);
     REQUIRE(took);
     got.push_back(out.to_vector<float>());
   }

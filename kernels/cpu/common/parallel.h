@@ -43,15 +43,14 @@ inline std::pair<int64_t, int64_t> part_range(int64_t q, int64_t parts, int64_t 
 }
 
 // parallel_for over the items of a batch of maps, ordered image by image and within an image by rows (or
-// pixels). Where the images do not divide among the threads (batch 1), in bands: each thread takes the
-// same rows in op after op and reads what its own core wrote (MnasNet's 56x56 and 112x112 layers, 2
-// threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster). Where they divide,
-// in chunks: a thread's images outgrow its caches anyway, and a chunk can move to a faster thread
-// (MobileNetV2 at batch 8 was 4% slower in bands).
+// pixels), each image cut into `parts` (image_parts). Where an image is cut (batch 1), in bands: each
+// thread takes the same rows in op after op and reads what its own core wrote (MnasNet's 56x56 and
+// 112x112 layers, 2 threads of Zen 5 in an hour when the cores shared data slowly: 1.3-1.6x faster).
+// Where images are whole, in chunks: a thread's images outgrow its caches anyway, and a chunk can move
+// to a faster thread (MobileNetV2 at batch 8 was 4% slower in bands).
 template <typename F>
-void parallel_for_images(int64_t images, int64_t n, int64_t work_per_item, F&& f) {
-  const int64_t threads = std::max(1, pd::parallel_threads());
-  parallel_for(n, work_per_item, std::forward<F>(f), images % threads != 0 ? 1 : 4);
+void parallel_for_images(int64_t parts, int64_t n, int64_t work_per_item, F&& f) {
+  parallel_for(n, work_per_item, std::forward<F>(f), parts > 1 ? 1 : 4);
 }
 
 }  // namespace pd::kernels::cpu

@@ -77,7 +77,7 @@ void gather_channel_blocks(const KernelContext& ctx, const std::vector<Tensor>& 
   // Items (image, part of its pixels, output block): at batch 1 a band of pixels a thread, as the
   // pointwise convolutions on either side of ShuffleNet's shuffle split theirs (cpu::parallel_for_images).
   const int64_t parts = cpu::image_parts(N, HW);
-  cpu::parallel_for_images(N, N * parts * OB, (HW + parts - 1) / parts * L, [&](int64_t i) {
+  cpu::parallel_for_images(parts, N * parts * OB, (HW + parts - 1) / parts * L, [&](int64_t i) {
     const int64_t ob = i % OB, n = i / (OB * parts);
     const auto [p0, p1] = cpu::part_range(i / OB % parts, parts, HW);
     thread_local std::vector<const T*> in;

@@ -42,7 +42,7 @@ bool depthwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   // thread, every block: the rows the op before wrote on its core, as pointwise_conv splits them
   // (cpu::parallel_for_images).
   const int64_t parts = cpu::image_parts(os[0], c.oh), slots = (c.oh + parts - 1) / parts;  // rows a part at most
-  cpu::parallel_for_images(os[0], os[0] * parts * c.cb * slots, c.ow * k * k * block, [&](int64_t i) {
+  cpu::parallel_for_images(parts, os[0] * parts * c.cb * slots, c.ow * k * k * block, [&](int64_t i) {
     const auto [row0, row1] = cpu::part_range(i / (c.cb * slots) % parts, parts, c.oh);
     const int64_t row = row0 + i % slots, b = i / slots % c.cb, n = i / (parts * c.cb * slots);
     if (row < row1) kernel(c, n, b, row);

@@ -77,7 +77,7 @@ bool pointwise_conv(const KernelContext& ctx, const Tensor& x, const Tensor& wei
   const int64_t out_groups = (c.cbo + c.group - 1) / c.group;
   const PixelRuns split(os[0], c.hw);
   const int64_t runs = split.parts * split.runs, items = os[0] * runs * out_groups;
-  cpu::parallel_for_images(os[0], items, split.run * c.cin * c.group * block, [&](int64_t i) {
+  cpu::parallel_for_images(split.parts, items, split.run * c.cin * c.group * block, [&](int64_t i) {
     const int64_t r = i % split.runs, g = (i / split.runs) % out_groups, q = i / (split.runs * out_groups) % split.parts;
     const int64_t n = i / (split.runs * out_groups * split.parts);
     const auto [part0, part1] = cpu::part_range(q, split.parts, c.hw, 4);

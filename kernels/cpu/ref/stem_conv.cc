@@ -45,7 +45,7 @@ bool stem_conv(const KernelContext& ctx, const Tensor& x, const Tensor& weight, 
   const int64_t strip = c.c * c.kh * ((c.ow - 1) * c.stride_w + c.kw);
   // One output row of an image an item (every block): the threads share the rows at batch 1, each
   // writing those the next op (depthwise_conv, pointwise_conv) reads on its core (parallel_for_images).
-  cpu::parallel_for_images(os[0], os[0] * c.oh, c.ow * c.cbo * block * c.c * c.kh * c.kw, [&](int64_t i) {
+  cpu::parallel_for_images(cpu::image_parts(os[0], c.oh), os[0] * c.oh, c.ow * c.cbo * block * c.c * c.kh * c.kw, [&](int64_t i) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(strip));
     kernel(c, i / c.oh, i % c.oh, scratch.data());
