@@ -49,6 +49,18 @@ out=$("$PD_QUANT" "$MODEL" "$WORK/e2.pdmodel" --calib "$WORK/data.yaml" --sample
 [ -e "$WORK/e2.pdmodel" ] && fail "--exclude of a misspelt layer wrote a model"
 out=$("$PD_QUANT" "$MODEL" "$WORK/r.pdmodel" --calib "$WORK/data.yaml" --samples 128 --reduce-range 2>&1) || fail "--reduce-range: $out"
 grep -q "weights s8 at 7 bits per output channel" <<< "$out" || fail "--reduce-range summary: $out"
+# --weight-bits 6 (faster on AVX2 without VNNI): said in the summary and the model's metadata, and the
+# model runs; bits outside 6..8, or with --reduce-range, exit 2.
+out=$("$PD_QUANT" "$MODEL" "$WORK/w6.pdmodel" --calib "$WORK/data.yaml" --samples 128 --weight-bits 6 2>&1) || fail "--weight-bits 6: $out"
+grep -q "weights s8 at 6 bits per output channel" <<< "$out" || fail "--weight-bits 6 summary: $out"
+grep -q -- "--weight-bits 6" "$WORK/w6.pdmodel" || fail "--weight-bits 6 not in the model's metadata"
+"$PD_INFER" "$WORK/w6.pdmodel" --data "$WORK/data.yaml" --threads 1 > /dev/null 2>&1 || fail "pd-infer on the 6-bit model"
+for bad in "--weight-bits 5" "--weight-bits 9" "--weight-bits 6 --reduce-range"; do
+  # shellcheck disable=SC2086  # the flags are words
+  out=$("$PD_QUANT" "$MODEL" "$WORK/wb.pdmodel" --calib "$WORK/data.yaml" $bad 2>&1); rc=$?
+  [ $rc -eq 2 ] || fail "$bad: exit $rc, want 2: $out"
+  [ -e "$WORK/wb.pdmodel" ] && fail "$bad wrote a model"
+done
 
 # Deterministic: the same data, options and thread count give the same files, bit for bit (the
 # project's contract; a build without oneDNN sums its GEMMs differently on other thread counts).

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "pd/core/cpu_features.h"
+#include "pd/core/threads.h"
 #include "pd/pd.h"
 #include "registry.h"
 #include "pd/exec/executor.h"
@@ -225,6 +226,22 @@ TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close 
     INFO(pd::quant::method_name(m));
     CHECK(pd::test::max_abs_diff(pd::exec::Executor(r).run({{"x", x}})[0], want) < 0.5f * scale);
   }
+  // weight_bits: every channel's largest weight lands on 2^(bits-1) - 1 (per-channel scales), none beyond.
+  for (const int bits : {8, 7, 6}) {
+    pd::ir::Program r = f32;
+    pd::quant::QdqOptions o;
+    o.weight_bits = bits;
+    pd::quant::insert_qdq(r, observers, o);
+    const Tensor w = r.params().at("conv.weight.q");
+    const int64_t per = w.numel() / w.shape()[0], most = (1 << (bits - 1)) - 1;
+    const std::vector<int8_t> v = w.to_vector<int8_t>();
+    for (int64_t c = 0; c < w.shape()[0]; ++c) {
+      int64_t amax = 0;
+      for (int64_t i = 0; i < per; ++i) amax = std::max<int64_t>(amax, std::abs(v[static_cast<size_t>(c * per + i)]));
+      INFO(bits << " bits, channel " << c);
+      CHECK(amax == most);
+    }
+  }
   pd::ir::Program bad = f32;
   CHECK_THAT(error_of([&] { pd::quant::insert_qdq(bad, {}); }), Catch::Contains("no calibration values were observed for 'x'"));
 }
@@ -304,6 +321,57 @@ TEST_CASE("int8 direct convolution: exact sums for 7-bit and 8-bit weights, pool
     const Tensor pooled = pd::ops::quantized_conv2d_maxpool(x, xs, xz, w, ws, {}, {}, {}, {1, 1}, {P, P});
     CHECK(pd::test::max_abs_diff(pooled, pd::ops::max_pool2d_nhwc(exact, {2, 2})) == 0.0f);
   }
+}
+
+// Weights within 6 bits (pd-quant --weight-bits 6): on AVX2 the direct kernel adds two groups' pair sums
+// before widening them and takes wide inputs too (20 channels: 15 groups a kernel row, the last pair half
+// padding), with a u8 residual in its epilogue. Exact against a plain sum (scales powers of 2) on both
+// backends and on 1, 2 and 3 threads: 7 rows on 2 threads split the 4 blocks of 16 output channels instead.
+TEST_CASE("int8 direct convolution: 6-bit weights in pair sums, wide inputs, int8 residual, channel shares", "[quant][int8_isa]") {
+  const int64_t N = 1, H = 7, W = 9, C = 20, CO = 64, K = 3, P = 1;
+  std::vector<uint8_t> xv(static_cast<size_t>(N * H * W * C)), rv(static_cast<size_t>(N * H * W * CO));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<uint8_t>(i % 13 == 0 ? 2 : 240 + i % 16);  // mostly large
+  for (size_t i = 0; i < rv.size(); ++i) rv[i] = static_cast<uint8_t>((i * 37) % 256);
+  std::vector<int8_t> wv(static_cast<size_t>(CO * C * K * K));
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<int8_t>(i % 3 == 0 ? -32 : 32 - static_cast<int>(i % 5));
+  std::vector<float> wsv(CO);
+  for (int64_t o = 0; o < CO; ++o) wsv[o] = std::ldexp(1.0f, -static_cast<int>(o % 4));
+  const uint8_t zp = 5, rzp = 100;
+  std::vector<float> want(static_cast<size_t>(N * H * W * CO));
+  for (int64_t oh = 0; oh < H; ++oh)
+    for (int64_t ow = 0; ow < W; ++ow)
+      for (int64_t o = 0; o < CO; ++o) {
+        int64_t sum = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              const int64_t h = oh + ky - P, v = ow + kx - P;
+              const int64_t xq = h < 0 || h >= H || v < 0 || v >= W ? zp : xv[static_cast<size_t>((h * W + v) * C + c)];
+              sum += (xq - zp) * wv[static_cast<size_t>(((o * C + c) * K + ky) * K + kx)];
+            }
+        const size_t at = static_cast<size_t>((oh * W + ow) * CO + o);
+        want[at] = static_cast<float>(0.25 * wsv[o] * static_cast<double>(sum) + 0.5 * (rv[at] - rzp));
+      }
+  const Tensor x = Tensor::from_vector<uint8_t>(xv, {N, H, W, C}), r = Tensor::from_vector<uint8_t>(rv, {N, H, W, CO});
+  const Tensor w = Tensor::from_vector<int8_t>(wv, {CO, C, K, K}), ws = Tensor::from_vector<float>(wsv, {CO});
+  const Tensor xs = Tensor::scalar<float>(0.25f), xz = Tensor::scalar<uint8_t>(zp);
+  const Tensor rs = Tensor::scalar<float>(0.5f), rz = Tensor::scalar<uint8_t>(rzp);
+  const Tensor exact = Tensor::from_vector<float>(want, {N, H, W, CO});
+  std::vector<pd::Backend> backends{pd::Backend::reference};
+  for (const auto& k : pd::registry::registered_kernels("quantized_conv2d"))
+    if (k.backend == pd::Backend::onednn && backends.size() == 1) backends.push_back(k.backend);
+  const int threads = pd::num_threads();
+  std::vector<Tensor> kept;  // alive, so that no result's memory holds an earlier one's values
+  for (const pd::Backend backend : backends)
+    for (const int t : {1, 2, 3}) {
+      pd::ScopedKernelBackend on(backend);
+      pd::set_num_threads(t);
+      INFO("backend " << static_cast<int>(backend) << ", " << t << " threads, int8 path " << pd::int8_path_name());
+      kept.push_back(pd::ops::quantized_conv2d(x, xs, xz, w, ws, {}, r, rs, rz, {}, {}, {1, 1}, {P, P}, {1, 1}, 1, "none", 0.0,
+                                               /*channels_last=*/true));
+      CHECK(pd::test::max_abs_diff(kept.back(), exact) == 0.0f);
+    }
+  pd::set_num_threads(threads);
 }
 
 // The statistics cache: what is stored comes back bit for bit under its key; another key, a damaged

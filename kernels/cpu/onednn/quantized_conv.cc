@@ -478,9 +478,9 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   const ConvOp op{x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale, residual_zero_point,
                   out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out};
   if (pointwise_as_linear(ctx, op, seven_bit) ||
-      reference::quantized_conv2d_direct(ctx, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale,
-                                         out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last,
-                                         out_dtype, out))
+      reference::quantized_conv2d_direct(ctx, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual,
+                                         residual_scale, residual_zero_point, out_scale, out_zero_point, stride, padding, dilation,
+                                         groups, activation, alpha, channels_last, out_dtype, out))
     return;
   bool on_reference = false;
   guarded("quantized_conv2d", [&] {

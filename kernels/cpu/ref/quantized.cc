@@ -116,8 +116,9 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                                padding, dilation, groups, activation, alpha, channels_last, out_dtype, false, out);
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
-  if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, out_scale, out_zero_point,
-                              stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out))
+  if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
+                              residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha,
+                              channels_last, out_dtype, out))
     return;
   const Shape& xs = x.shape();
   const Shape& ys = out.shape();

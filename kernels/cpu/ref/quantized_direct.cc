@@ -7,6 +7,9 @@
 //    backend halves them on CPUs without VNNI): the VNNI kernel's u8 input and packed weights, one vpmaddubsw (pairs of u8 x s8
 //    products in 16 bits, exact since 2 x 255 x 64 < 32768) and one vpmaddwd by ones per 4 products x 8
 //    output channels: twice vpmaddwd's products per instruction.
+//    Weights within 6 bits (pd-quant --weight-bits 6) add two such pair sums in 16 bits (exact: 4 x 255 x
+//    32 < 32768) before the vpmaddwd, 3 multiplies per 8 products: there the kernel beats oneDNN's
+//    vpmaddubsw kernels and takes wide convolutions too (ConvShape::pairs), int8 residual included.
 //  - AVX2 with 8-bit weights (the reference backend): the activations minus their zero point widened to
 //    int16, the weights to int16, one vpmaddwd per 2 products x 8 output channels. Exact, where
 //    vpmaddubsw would saturate.
@@ -224,13 +227,15 @@ struct DirectConv {
 
 // False where the direct kernels do not take the convolution; OH x OW is its output (before any pool).
 bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point, const Tensor& weight,
-                  const Tensor& weight_scale, const Tensor& bias, bool int8_residual, const Tensor& out_scale,
-                  const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                  const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
-                  bool channels_last, DType out_dtype, int64_t OH, int64_t OW, DirectConv& c) {
+                  const Tensor& weight_scale, const Tensor& bias, const Tensor& residual, const Tensor& residual_scale,
+                  const Tensor& residual_zero_point, const Tensor& out_scale, const Tensor& out_zero_point,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                  int64_t groups, const std::string& activation, double alpha, bool channels_last, DType out_dtype, int64_t OH,
+                  int64_t OW, DirectConv& c) {
   const Activation act = parse_activation("quantized_conv2d", activation);
+  const bool int8_residual = residual.defined() && residual.dtype() != DType::f32;  // AVX2's epilogue only
   if (path == Path::none || !channels_last || groups != 1 || dilation[0] != 1 || dilation[1] != 1 || !vector_activation(act) ||
-      x.numel() == 0 || OH <= 0 || OW <= 0 || int8_residual)
+      x.numel() == 0 || OH <= 0 || OW <= 0 || (int8_residual && path != Path::avx2_u8))
     return false;
   ConvShape& s = c.s;
   s.N = x.shape()[0], s.H = x.shape()[1], s.W = x.shape()[2], s.C = x.shape()[3];
@@ -238,12 +243,17 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   s.OH = OH, s.OW = OW;
   s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
   s.run = s.KW * s.C;
-  // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win.
-  if (s.C >= 16 || s.run > 64) return false;
+  s.pairs = path == Path::avx2_u8 && !seven_bit && within_six_bits(weight);
+  // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win, but
+  // for pair sums up to 128 (the residual example's widest; more is untried).
+  if ((s.C >= 16 || s.run > 64) && !(s.pairs && s.C <= 128)) return false;
+  if (int8_residual && !s.pairs) return false;  // oneDNN's sum post-op serves it as fast
   s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
   s.groups = path == Path::avx2 ? (s.run + 1) / 2 : (s.run + 3) / 4;
+  if (s.pairs) s.groups = round_up(s.groups, 2);  // the last pair's second group reads zero weights
   s.COp = round_up(s.CO, kLanes);
   c.e = make_epilogue(x_scale, weight_scale, bias, out_scale, out_zero_point, act, alpha, out_dtype, s.CO, seven_bit);
+  set_residual(c.e, residual, residual_scale, residual_zero_point);
   c.u8 = x_zero_point.dtype() == DType::u8;  // x's own, or its quantized form's where x is f32
   c.zp = c.u8 ? int32_t{x_zero_point.item<uint8_t>()} : int32_t{x_zero_point.item<int8_t>()};
   return true;
@@ -281,6 +291,24 @@ bool monotonic(const Epilogue& e, int64_t channels) {
   if (e.act == Activation::leaky_relu && !(e.alpha >= 0.0f)) return false;
   if (e.act == Activation::gelu) return false;  // dips below 0 before it rises
   return e.out_dtype == DType::f32 || e.out_scale > 0.0f;
+}
+
+// The AVX2 u8 kernel over every output row. At batch 1 each thread takes a band of rows (it reads what
+// its core wrote, as the channel-block kernels do: cpu::parallel_for_images), or where the rows do not
+// divide among the threads (a 7x7 map's 7 rows split 4 / 3 made a thread wait 1 / 7 of the op) and the
+// blocks of 16 output channels do, a share of the channels of every row.
+void avx2_conv_rows(const ConvShape& s, const Epilogue& e, const uint8_t* padded, const int8_t* w, const void* res, void* o,
+                    int64_t work) {
+  const int64_t rows = s.N * s.OH, threads = std::max(1, pd::parallel_threads()), blocks = (s.CO + 15) / 16;
+  if (rows % threads != 0 && blocks % threads == 0 && s.N < threads) {
+    const int64_t share = blocks / threads * 16;
+    return cpu::parallel_for_images(threads, threads * rows, work / threads, [&](int64_t i) {
+      const int64_t q = i / rows, r = i % rows;
+      avx2_conv_row_u8(s, e, padded, w, res, o, r / s.OH, r % s.OH, q * share, std::min(s.CO, (q + 1) * share));
+    });
+  }
+  cpu::parallel_for_images(cpu::image_parts(s.N, s.OH), rows, work,
+                           [&](int64_t r) { avx2_conv_row_u8(s, e, padded, w, res, o, r / s.OH, r % s.OH, 0, s.CO); });
 }
 
 }  // namespace
@@ -329,26 +357,27 @@ int64_t direct_variant(Path path, bool seven_bit, const Tensor& x, const Tensor&
 
 bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
-                             const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
-                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                             const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out) {
+                             const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
+                             const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                             bool channels_last, DType out_dtype, Tensor& out) {
   const Path path = int8_path();
   if (out.numel() == 0) return false;
-  const bool int8_residual = residual.defined() && residual.dtype() != DType::f32;  // not here
+  const int64_t residual_dtype = residual.defined() ? static_cast<int64_t>(residual.dtype()) + 1 : 0;
   const auto prepared = memoized<PreparedDirect>(
-      ctx, "quantized_conv2d_direct", direct_variant(path, seven_bit, x, residual) * 2 + int8_residual, x.shape(),
-      {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &out_scale, &out_zero_point}, [&] {
+      ctx, "quantized_conv2d_direct", direct_variant(path, seven_bit, x, residual) * 64 + residual_dtype, x.shape(),
+      {&x_scale, &x_zero_point, &weight, &weight_scale, &bias, &residual_scale, &residual_zero_point, &out_scale, &out_zero_point}, [&] {
         return prepare_direct(ctx, path, seven_bit, residual.defined(), weight, [&](DirectConv& c, Path conv) {
-          return setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, int8_residual, out_scale,
-                              out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
-                              out.shape()[1], out.shape()[2], c);
+          return setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
+                              residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha,
+                              channels_last, out_dtype, out.shape()[1], out.shape()[2], c);
         });
       });
   if (!prepared->take) return false;
   const DirectConv& c = prepared->c;
   const ConvShape& s = c.s;
   const Epilogue& e = c.e;
-  const float* res = residual.defined() ? residual.data<float>() : nullptr;
+  const void* res = residual.defined() ? residual.raw_data() : nullptr;
   void* o = out.raw_data();
   const int64_t work = s.OW * s.CO * (s.KH * s.run / kProductsPerWork + kEpilogueWork);
   if (prepared->pixels)
@@ -357,8 +386,12 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   if (prepared->path != Path::avx2) {
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    const auto row = prepared->path == Path::vnni ? vnni_conv_row : avx2_conv_row_u8;
-    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) { row(s, e, padded, pack.w8.data(), res, o, r / s.OH, r % s.OH); });
+    if (prepared->path == Path::vnni)  // an f32 residual, if any (setup_direct)
+      cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) {
+        vnni_conv_row(s, e, padded, pack.w8.data(), static_cast<const float*>(res), o, r / s.OH, r % s.OH);
+      });
+    else
+      avx2_conv_rows(s, e, padded, pack.w8.data(), res, o, work);
   } else {
     thread_local std::vector<int16_t> in;
     const int32_t zp = c.zp;
@@ -391,8 +424,9 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
           const int64_t OH = (x.shape()[1] + 2 * padding[0] - weight.shape()[2]) / stride[0] + 1;
           const int64_t OW = (x.shape()[2] + 2 * padding[1] - weight.shape()[3]) / stride[1] + 1;
           if (2 * PH > OH || 2 * PW > OW ||  // ceil mode's partial windows
-              !setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, false, out_scale, out_zero_point,
-                            stride, padding, dilation, groups, activation, alpha, /*channels_last=*/true, out_dtype, OH, OW, c) ||
+              !setup_direct(conv, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, Tensor(), Tensor(), Tensor(),
+                            out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, /*channels_last=*/true,
+                            out_dtype, OH, OW, c) ||
               !monotonic(c.e, c.s.CO))
             return false;
           return pixel_lanes_take(c.s, false) || c.s.CO <= kLanes;
@@ -418,7 +452,7 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
 #else  // not x86-64: the reference loops and oneDNN take every call
 
 bool quantized_conv2d_direct(const KernelContext&, bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                             const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::vector<int64_t>&,
+                             const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::vector<int64_t>&,
                              const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, const std::string&, double, bool,
                              DType, Tensor&) {
   return false;

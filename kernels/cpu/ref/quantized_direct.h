@@ -16,11 +16,13 @@
 
 namespace pd::kernels::reference {
 
+// residual: f32, or u8 / i8 with its scale and zero point (taken on AVX2 only, with weights within 6 bits).
 bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Tensor& x, const Tensor& x_scale, const Tensor& x_zero_point,
                              const Tensor& weight, const Tensor& weight_scale, const Tensor& bias, const Tensor& residual,
-                             const Tensor& out_scale, const Tensor& out_zero_point, const std::vector<int64_t>& stride,
-                             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups,
-                             const std::string& activation, double alpha, bool channels_last, DType out_dtype, Tensor& out);
+                             const Tensor& residual_scale, const Tensor& residual_zero_point, const Tensor& out_scale,
+                             const Tensor& out_zero_point, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation, int64_t groups, const std::string& activation, double alpha,
+                             bool channels_last, DType out_dtype, Tensor& out);
 
 // quantized_conv2d_maxpool with 2 x 2 windows of stride 2, pooled on the int32 sums (VNNI, or AVX2 on 7-bit weights).
 // x is NHWC int8, or f32 [N, H, W, 1] (one channel, as an int8 region's entry reads it) quantized here

@@ -2,8 +2,9 @@
 // pieces in quantized_direct_common.h and quantized_direct_epilogue.h): 8 output channels a vector, P
 // pixels x 2 vectors of accumulators.
 // On u8 (Path::avx2_u8, weights within 7 bits) each lane sums 4 products with vpmaddubsw + vpmaddwd by
-// ones, and the zero point comes off in the epilogue; on int16 values (Path::avx2, 8-bit weights) each
-// lane sums 2 with vpmaddwd, the zero point already subtracted from the input.
+// ones, and the zero point comes off in the epilogue; with weights within 6 bits (ConvShape::pairs) two
+// groups' vpmaddubsw results are added first, 8 products for one vpmaddwd; on int16 values (Path::avx2,
+// 8-bit weights) each lane sums 2 with vpmaddwd, the zero point already subtracted from the input.
 #include "cpu/ref/quantized_direct_epilogue.h"
 
 #include <type_traits>
@@ -12,10 +13,10 @@
 namespace pd::kernels::reference::int8_direct {
 namespace {
 
-// P pixels x V blocks of 8 output channels; In is uint8_t or int16_t.
-template <int P, int V, typename In, typename W>
+// P pixels x V blocks of 8 output channels; In is uint8_t or int16_t; Pairs: ConvShape::pairs (u8 only).
+template <int P, int V, bool Pairs, typename In, typename W>
 PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2EpilogueFn epilogue, const In* in, const W* w, int64_t o0,
-                                const float* residual, void* out, int64_t pixel) {
+                                const void* residual, void* out, int64_t pixel) {
   constexpr bool u8 = std::is_same_v<In, uint8_t>;
   constexpr int64_t per = u8 ? 4 : 2;  // values a 32-bit lane
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C;
@@ -27,6 +28,28 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2Epilo
   for (int64_t ky = 0; ky < s.KH; ++ky) {
     const In* r = in + ky * row_step;
     const W* wk = w + (ky * s.groups * s.COp + o0) * per;
+    if constexpr (Pairs) {
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int64_t g = 0; g < s.groups; g += 2) {
+        __m256i wa[V], wb[V];
+        #pragma GCC unroll 16
+        for (int v = 0; v < V; ++v) {
+          wa[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g * s.COp + v * 8) * per));
+          wb[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + ((g + 1) * s.COp + v * 8) * per));
+        }
+        #pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          const __m256i a = _mm256_set1_epi32(load_u32(r + p * pix_step + per * g));
+          const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + per * (g + 1)));
+          #pragma GCC unroll 16
+          for (int v = 0; v < V; ++v) {
+            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a, wa[v]), _mm256_maddubs_epi16(b, wb[v]));
+            acc[p][v] = _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(pairs, ones));
+          }
+        }
+      }
+      continue;
+    }
     for (int64_t g = 0; g < s.groups; ++g) {
       __m256i wv[V];
       #pragma GCC unroll 16
@@ -48,16 +71,16 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2Epilo
   epilogue(e, {sums, P, V, o0, s.CO - o0, pixel * s.CO + o0, s.CO, out, residual, u8});
 }
 
-template <typename In, typename W>
-void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* in, const W* w, const float* residual, void* out, int64_t n,
-                   int64_t oh) {
-  using PixelsFn = void (*)(const ConvShape&, const Epilogue&, Avx2EpilogueFn, const In*, const W*, int64_t, const float*, void*, int64_t);
-  static constexpr PixelsFn kPixels[] = {avx2_pixels<1, 2, In, W>, avx2_pixels<2, 2, In, W>, avx2_pixels<3, 2, In, W>,
-                                         avx2_pixels<4, 2, In, W>, avx2_pixels<5, 2, In, W>};
+template <bool Pairs, typename In, typename W>
+void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* in, const W* w, const void* residual, void* out, int64_t n,
+                   int64_t oh, int64_t o_begin, int64_t o_end) {
+  using PixelsFn = void (*)(const ConvShape&, const Epilogue&, Avx2EpilogueFn, const In*, const W*, int64_t, const void*, void*, int64_t);
+  static constexpr PixelsFn kPixels[] = {avx2_pixels<1, 2, Pairs, In, W>, avx2_pixels<2, 2, Pairs, In, W>, avx2_pixels<3, 2, Pairs, In, W>,
+                                         avx2_pixels<4, 2, Pairs, In, W>, avx2_pixels<5, 2, Pairs, In, W>};
   const In* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
   const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
   const Avx2EpilogueFn epilogue = avx2_epilogue_for(e, residual != nullptr);
-  for (int64_t o0 = 0; o0 < s.CO; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
     balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
       kPixels[pixels - 1](s, e, epilogue, row + ow * pix_step, w, o0, residual, out, pixel0 + ow);
     });
@@ -93,14 +116,15 @@ PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, cons
 
 }  // namespace
 
-void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
-                      int64_t n, int64_t oh) {
-  avx2_conv_row(s, e, in, w, residual, out, n, oh);
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const void* residual, void* out,
+                      int64_t n, int64_t oh, int64_t o_begin, int64_t o_end) {
+  if (s.pairs) avx2_conv_row<true>(s, e, in, w, residual, out, n, oh, o_begin, o_end);
+  else avx2_conv_row<false>(s, e, in, w, residual, out, n, oh, o_begin, o_end);
 }
 
-void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
+void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const void* residual, void* out,
                        int64_t n, int64_t oh) {
-  avx2_conv_row(s, e, in, w, residual, out, n, oh);
+  avx2_conv_row<false>(s, e, in, w, residual, out, n, oh, 0, s.CO);
 }
 
 void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,

@@ -64,6 +64,9 @@ struct ConvShape {
   int64_t run;     // KW * C: the taps of one kernel row
   int64_t groups;  // run groups of 4 (VNNI) or 2 (AVX2) values
   int64_t COp;     // CO rounded up to kLanes
+  // Path::avx2_u8 on weights within 6 bits: the pair sums of two groups (4 x 255 x 32 < 32768) are added in
+  // 16 bits before one vpmaddwd, 3 multiplies per 8 products where single groups take 4 (groups even).
+  bool pairs = false;
 };
 
 // Everything after the int32 sums, per output channel (padded with zeros to whole blocks of kLanes).
@@ -77,7 +80,19 @@ struct Epilogue {
   float out_rcp = 1.0f;                            // 1 / out_scale, for the division's multiply-add form
   int32_t out_zp = 0;
   bool finite = false;  // every y (without a residual) and y / out_scale is finite, whatever the sums
+  // A u8 / i8 residual (AVX2 kernels only) adds (r - residual_zp) * residual_scale; else it is f32.
+  bool residual_bytes = false, residual_signed = false;
+  float residual_scale = 1.0f;
+  int32_t residual_zp = 0;
 };
+
+// Sets e's int8 residual (a no-op for an undefined or f32 one).
+inline void set_residual(Epilogue& e, const Tensor& residual, const Tensor& scale, const Tensor& zero_point) {
+  if (!residual.defined() || residual.dtype() == DType::f32) return;
+  e.residual_bytes = true, e.residual_signed = residual.dtype() == DType::i8;
+  e.residual_scale = scale.item<float>();
+  e.residual_zp = e.residual_signed ? int32_t{zero_point.item<int8_t>()} : int32_t{zero_point.item<uint8_t>()};
+}
 
 inline Epilogue make_epilogue(const Tensor& x_scale, const Tensor& weight_scale, const Tensor& bias, const Tensor& out_scale,
                        const Tensor& out_zero_point, Activation act, double alpha, DType out_dtype, int64_t channels,
@@ -156,6 +171,13 @@ inline Path weights_path(Path machine, const Tensor& weight, bool seven_bit) {
   return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -64 && v <= 64; }) ? Path::avx2_u8 : Path::avx2;
 }
 
+// Whether every weight lies in [-32, 32], as pd-quant --weight-bits 6 quantizes them: AVX2 then adds
+// two groups' pair sums before widening them (ConvShape::pairs).
+inline bool within_six_bits(const Tensor& weight) {
+  const int8_t* w = weight.data<int8_t>();
+  return std::all_of(w, w + weight.numel(), [](int8_t v) { return v >= -32 && v <= 32; });
+}
+
 // A row's pixels in blocks of at most `most`, as equal as they come (10 pixels at most 8: 5 + 5), so that
 // every block keeps enough independent accumulator chains to hide the multiply-add latency.
 template <typename F>
@@ -170,10 +192,11 @@ void balanced_blocks(int64_t count, int64_t most, F f) {
 
 // quantized_direct_avx2.cc: output row `oh` of image n with channel lanes, 8 a vector, from the padded
 // NHWC input (u8 for Path::avx2_u8, int16 values minus their zero point for Path::avx2) and the weights
-// packed [KH][groups][COp][4] (u8) or [2] (int16); residual (f32, or null) as avx2_store's.
-void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
-                      int64_t n, int64_t oh);
-void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const float* residual, void* out,
+// packed [KH][groups][COp][4] (u8) or [2] (int16); residual: f32, u8 / i8 where e.residual_bytes, or null.
+// The u8 form writes output channels [o_begin, o_end) (multiples of 16, or CO).
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const void* residual, void* out,
+                      int64_t n, int64_t oh, int64_t o_begin, int64_t o_end);
+void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const void* residual, void* out,
                        int64_t n, int64_t oh);
 // Pooled row `pr` of image n (PW pooled pixels, 2 x 2 windows of stride 2 pooled on the sums; u8 path).
 void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,

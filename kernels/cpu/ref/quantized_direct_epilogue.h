@@ -138,9 +138,26 @@ struct Avx2Tile {
   int64_t o0, channels;
   int64_t at, row_stride;
   void* out;
-  const float* residual;
+  const void* residual;  // f32, or u8 / i8 where e.residual_bytes
   bool offsets;
 };
+
+// 8 (or `lanes`) residual values at `at` as f32: f32 as they are, bytes as (r - zero point) x scale.
+PD_AVX2_TARGET __attribute__((always_inline)) inline __m256 avx2_residual(const Epilogue& e, const void* residual, int64_t at,
+                                                                          int64_t lanes, __m256i mask) {
+  if (!e.residual_bytes) return _mm256_maskload_ps(static_cast<const float*>(residual) + at, mask);
+  const auto* r = static_cast<const uint8_t*>(residual) + at;
+  __m128i b;
+  if (lanes == 8) {
+    b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r));
+  } else {
+    int64_t bytes = 0;
+    std::memcpy(&bytes, r, static_cast<size_t>(lanes));
+    b = _mm_cvtsi64_si128(bytes);
+  }
+  const __m256i v = e.residual_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(e.residual_zp))), _mm256_set1_ps(e.residual_scale));
+}
 
 // vnni_tile_epilogue's AVX2 form, the same operations in the same order on 8 lanes.
 template <Activation A, bool F32, bool Residual, bool Finite>
@@ -153,7 +170,7 @@ PD_AVX2_TARGET void avx2_tile_epilogue(const Epilogue& e, const Avx2Tile& t) {
   // The tile's fields in locals: the stores may alias anything, `t` included.
   const __m256i* const acc = t.acc;
   const int64_t rows = t.rows, V = t.V, row_stride = t.row_stride;
-  const float* const residual = t.residual;
+  const void* const residual = t.residual;
   char* const out = static_cast<char*>(t.out);
   for (int64_t v = 0; v < V; ++v) {
     const int64_t o = t.o0 + 8 * v, lanes = std::min<int64_t>(8, t.o0 + t.channels - o);
@@ -165,7 +182,7 @@ PD_AVX2_TARGET void avx2_tile_epilogue(const Epilogue& e, const Avx2Tile& t) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = at0 + r * row_stride;
       __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r * V + v], offset)), scale, bias);
-      if constexpr (Residual) y = _mm256_add_ps(y, _mm256_maskload_ps(residual + at, mask));
+      if constexpr (Residual) y = _mm256_add_ps(y, avx2_residual(e, residual, at, lanes, mask));
       if constexpr (!kInClamp) y = avx2_activate<A>(alpha, y);
       if constexpr (F32) {
         if (lanes == 8) _mm256_storeu_ps(reinterpret_cast<float*>(out) + at, y);

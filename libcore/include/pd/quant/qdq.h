@@ -22,7 +22,9 @@ struct QdqOptions {
   double percentile = 99.99;
   DType activations = DType::u8;  // u8 (asymmetric) or i8 (symmetric)
   bool per_channel = true;        // weights: symmetric s8 per output channel, else one scale per weight
-  bool reduce_range = false;      // weights in [-63, 63] (7 bits): exact on CPUs without VNNI too
+  // Weights in [-(2^(b-1) - 1), 2^(b-1) - 1]: 8 bits, 7 (onnxruntime's reduce_range: exact on CPUs without
+  // VNNI too) or 6 (AVX2 without VNNI then sums 8 products a vpmaddwd: faster, less precise weights).
+  int weight_bits = 8;
   // Ops left in f32: an op matches by its type, its output value's name, or its weight param's name or
   // a dotted prefix of it ("b1_conv1" and "b1_conv1.weight" both name "b1_conv1.weight.bn_folded").
   std::vector<std::string> exclude;
@@ -55,7 +57,7 @@ int64_t insert_qdq(ir::Program& p, const std::map<std::string, Observer>& observ
 // Weight-only quantization (pd-quant --weight-only): the weights of linear ops, and of matmuls by a
 // 2-D param, become s8 params per output channel with a dequantize_linear in front; activations stay
 // f32, so nothing is calibrated. The weight_only_lower pass turns the pairs into weight_only_linear.
-// Honours per_channel, reduce_range and exclude. Returns the number of ops whose weight was quantized.
+// Honours per_channel, weight_bits and exclude. Returns the number of ops whose weight was quantized.
 int64_t insert_weight_only(ir::Program& p, const QdqOptions& options = {});
 
 }  // namespace pd::quant
