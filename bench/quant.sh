@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # int8 against f32 with pd-infer: a trained run's model after pd-opt -O2 (f32), and the same model
 # quantized by pd-quant (u8 activations, percentile, s8 per-channel weights, 512 calibration samples)
-# then pd-opt -O2 (pd-infer lowers its QDQ form to int8 kernels at load). Prints the test accuracy of
-# both on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64 (f32 twice:
-# lowered at load and op by op), timed in alternation for ROUNDS rounds (median of each round's p50:
-# the machine is shared and noisy).
+# then pd-opt -O2 (pd-infer lowers its QDQ form to int8 kernels at load), and once more with
+# --weight-bits 6 (the int8-w6 row: faster on AVX2 without VNNI, less precise weights). Prints the test
+# accuracy of each on the full test set, the params file sizes, and pd-infer latency at batch 1 and 64
+# (f32 twice: lowered at load and op by op), timed in alternation for ROUNDS rounds (median of each
+# round's p50: the machine is shared and noisy).
 # With ORT_PY set (a python with numpy, onnx and onnxruntime), a second table follows: the same model
 # exported by pd-convert and quantized by onnxruntime's quantize_static with pd-quant's defaults (QDQ,
 # u8 activations, percentile 99.99, s8 per-channel weights, the same 512 calibration samples), timed in
@@ -26,13 +27,18 @@ trap 'rm -rf "$OUT"' EXIT
 "$PD_OPT" "$RUN/model.pdmodel" "$OUT/f32.pdmodel" -O2 > /dev/null
 "$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" | grep -E "^(int8 path|quantized)"
 "$PD_OPT" "$OUT/q.pdmodel" "$OUT/int8.pdmodel" -O2 > /dev/null
+runs="f32 f32-unlowered int8"
+if [[ " $* " != *" --reduce-range "* && " $* " != *" --weight-bits"* ]]; then  # flags naming the bits: their row only
+  "$PD_QUANT" "$RUN/model.pdmodel" "$OUT/q6.pdmodel" --calib "$RUN/config.yaml" --threads "$THREADS" "$@" --weight-bits 6 > /dev/null
+  "$PD_OPT" "$OUT/q6.pdmodel" "$OUT/int8-w6.pdmodel" -O2 > /dev/null
+  runs+=" int8-w6"
+fi
 source bench/common.sh  # field, median
 
 # Two f32 rows: lowered at load as pd-infer runs it by default, and op by op (--no-lower). Which is
 # faster depends on the host (Winograd against oneDNN's direct convolution); the speedup column is
 # against the faster one.
-declare -A model=([f32]=f32 [f32-unlowered]=f32 [int8]=int8) flags=([f32]="" [f32-unlowered]="--no-lower" [int8]="")
-runs="f32 f32-unlowered int8"
+declare -A model=([f32]=f32 [f32-unlowered]=f32 [int8]=int8 [int8-w6]=int8-w6) flags=([f32]="" [f32-unlowered]="--no-lower" [int8]="" [int8-w6]="")
 echo "| run | batch | p50 ms (median of $ROUNDS) | speedup vs faster f32 | test acc | params KiB |"
 echo "|---|---|---|---|---|---|"
 for batch in 1 64; do

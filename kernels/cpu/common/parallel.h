@@ -53,4 +53,17 @@ void parallel_for_images(int64_t parts, int64_t n, int64_t work_per_item, F&& f)
   parallel_for(n, work_per_item, std::forward<F>(f), parts > 1 ? 1 : 4);
 }
 
+// parallel_for_images handing each thread's ranges of items whole: f(begin, end), for kernels that
+// prepare what a range reads first (each its own copy, in its own core's cache).
+template <typename F>
+void parallel_ranges_images(int64_t parts, int64_t n, int64_t work_per_item, F&& f) {
+  using Body = std::remove_reference_t<F>;
+  if (n > 1 && n * work_per_item >= (int64_t{1} << 15))
+    pd::parallel_ranges(
+        n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Body*>(ctx))(begin, end); },
+        const_cast<void*>(static_cast<const void*>(&f)), parts > 1 ? 1 : 4);
+  else if (n > 0)
+    f(int64_t{0}, n);
+}
+
 }  // namespace pd::kernels::cpu

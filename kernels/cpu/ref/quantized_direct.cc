@@ -84,26 +84,29 @@ ConvPack pack_conv(const ConvShape& s, const Tensor& weight, Path path, bool sev
 
 // The NHWC input with `pad` rows and columns of the zero point around each image, mapped to the path's
 // values, and a tail of zeros for the last run group's read past the end.
+// Padded row hp (of Hp) of image n into `row` (Wp x C values).
+template <typename Q, typename T, typename Map>
+void pad_row(const ConvShape& s, const T* x, Q pad, Map map, int64_t n, int64_t hp, Q* row) {
+  const int64_t h = hp - s.ph;
+  if (h < 0 || h >= s.H) {
+    std::fill(row, row + s.Wp * s.C, pad);
+    return;
+  }
+  std::fill(row, row + s.pw * s.C, pad);
+  const T* src = x + (n * s.H + h) * s.W * s.C;
+  Q* dst = row + s.pw * s.C;
+  if constexpr (std::is_same_v<Q, T>) std::memcpy(dst, src, static_cast<size_t>(s.W * s.C));  // u8 as it is
+  else
+    for (int64_t i = 0; i < s.W * s.C; ++i) dst[i] = map(src[i]);
+  std::fill(dst + s.W * s.C, row + s.Wp * s.C, pad);
+}
+
 template <typename Q, typename T, typename Map>
 void fill_padded(const ConvShape& s, const T* x, Q pad, Map map, std::vector<Q>& buffer) {
   buffer.resize(static_cast<size_t>(s.N * s.Hp * s.Wp * s.C + 64));
   Q* b = buffer.data();
   std::fill(b + s.N * s.Hp * s.Wp * s.C, b + buffer.size(), Q(0));
-  cpu::parallel_for(s.N * s.Hp, s.Wp * s.C, [&](int64_t r) {
-    const int64_t n = r / s.Hp, h = r % s.Hp - s.ph;
-    Q* row = b + r * s.Wp * s.C;
-    if (h < 0 || h >= s.H) {
-      std::fill(row, row + s.Wp * s.C, pad);
-      return;
-    }
-    std::fill(row, row + s.pw * s.C, pad);
-    const T* src = x + (n * s.H + h) * s.W * s.C;
-    Q* dst = row + s.pw * s.C;
-    if constexpr (std::is_same_v<Q, T>) std::memcpy(dst, src, static_cast<size_t>(s.W * s.C));  // u8 as it is
-    else
-      for (int64_t i = 0; i < s.W * s.C; ++i) dst[i] = map(src[i]);
-    std::fill(dst + s.W * s.C, row + s.Wp * s.C, pad);
-  });
+  cpu::parallel_for(s.N * s.Hp, s.Wp * s.C, [&](int64_t r) { pad_row(s, x, pad, map, r / s.Hp, r % s.Hp, b + r * s.Wp * s.C); });
 }
 
 // AVX-512 VNNI: the sums of P pixels x V blocks of 16 output channels, into sums[p * V + v]. The loops
@@ -243,7 +246,8 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   s.OH = OH, s.OW = OW;
   s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
   s.run = s.KW * s.C;
-  s.pairs = path == Path::avx2_u8 && !seven_bit && within_six_bits(weight);
+  // Not where oneDNN has AVX-VNNI's vpdpbusd (int8_path() says avx2 there too).
+  s.pairs = path == Path::avx2_u8 && !seven_bit && !cpu_has_vnni() && within_six_bits(weight);
   // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win, but
   // for pair sums up to 128 (the residual example's widest; more is untried).
   if ((s.C >= 16 || s.run > 64) && !(s.pairs && s.C <= 128)) return false;
@@ -296,19 +300,40 @@ bool monotonic(const Epilogue& e, int64_t channels) {
 // The AVX2 u8 kernel over every output row. At batch 1 each thread takes a band of rows (it reads what
 // its core wrote, as the channel-block kernels do: cpu::parallel_for_images), or where the rows do not
 // divide among the threads (a 7x7 map's 7 rows split 4 / 3 made a thread wait 1 / 7 of the op) and the
-// blocks of 16 output channels do, a share of the channels of every row.
-void avx2_conv_rows(const ConvShape& s, const Epilogue& e, const uint8_t* padded, const int8_t* w, const void* res, void* o,
-                    int64_t work) {
+// blocks of 16 output channels do, a share of the channels of every row. Each thread pads the input rows
+// its rows read into its own buffer (not one copy on the caller's core that the others then read).
+void avx2_conv_rows(const DirectConv& c, const Tensor& x, const int8_t* w, const void* res, void* o, int64_t work) {
+  const ConvShape& s = c.s;
+  const uint8_t pad = static_cast<uint8_t>(u8_zero_point(c));
+  // Output rows [r0, r1) of the batch, channels [ob, oe).
+  const auto rows_of = [&](int64_t r0, int64_t r1, int64_t ob, int64_t oe) {
+    thread_local std::vector<uint8_t> local;
+    for (int64_t r = r0; r < r1;) {
+      const int64_t n = r / s.OH, oh0 = r % s.OH, oh1 = std::min(s.OH, oh0 + (r1 - r));
+      const int64_t first = oh0 * s.sh, last = (oh1 - 1) * s.sh + s.KH, row_size = s.Wp * s.C;
+      local.resize(static_cast<size_t>((last - first) * row_size + 64));
+      std::fill(local.end() - 64, local.end(), uint8_t{0});  // the last run group's read past the end
+      for (int64_t hp = first; hp < last; ++hp) {
+        uint8_t* row = local.data() + (hp - first) * row_size;
+        if (c.u8) pad_row(s, x.data<uint8_t>(), pad, [](uint8_t v) { return v; }, n, hp, row);
+        else pad_row(s, x.data<int8_t>(), pad, [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, n, hp, row);
+      }
+      for (int64_t oh = oh0; oh < oh1; ++oh)
+        avx2_conv_row_u8(s, c.e, local.data() + (oh * s.sh - first) * row_size, w, res, o, (n * s.OH + oh) * s.OW, ob, oe);
+      r += oh1 - oh0;
+    }
+  };
   const int64_t rows = s.N * s.OH, threads = std::max(1, pd::parallel_threads()), blocks = (s.CO + 15) / 16;
   if (rows % threads != 0 && blocks % threads == 0 && s.N < threads) {
     const int64_t share = blocks / threads * 16;
-    return cpu::parallel_for_images(threads, threads * rows, work / threads, [&](int64_t i) {
-      const int64_t q = i / rows, r = i % rows;
-      avx2_conv_row_u8(s, e, padded, w, res, o, r / s.OH, r % s.OH, q * share, std::min(s.CO, (q + 1) * share));
+    return cpu::parallel_ranges_images(threads, threads * rows, work / threads, [&](int64_t begin, int64_t end) {
+      for (int64_t q = begin / rows; q * rows < end; ++q)
+        rows_of(std::max(begin, q * rows) - q * rows, std::min(end, (q + 1) * rows) - q * rows, q * share,
+                std::min(s.CO, (q + 1) * share));
     });
   }
-  cpu::parallel_for_images(cpu::image_parts(s.N, s.OH), rows, work,
-                           [&](int64_t r) { avx2_conv_row_u8(s, e, padded, w, res, o, r / s.OH, r % s.OH, 0, s.CO); });
+  cpu::parallel_ranges_images(cpu::image_parts(s.N, s.OH), rows, work,
+                              [&](int64_t begin, int64_t end) { rows_of(begin, end, 0, s.CO); });
 }
 
 }  // namespace
@@ -383,15 +408,14 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
   if (prepared->pixels)
     return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, pixel_input(c, x, x_scale), o, /*pooled=*/false), true;
   const ConvPack& pack = *prepared->conv_pack;
-  if (prepared->path != Path::avx2) {
+  if (prepared->path == Path::vnni) {
     int32_t zp_u8 = 0;
     const uint8_t* padded = padded_u8(c, x, zp_u8);
-    if (prepared->path == Path::vnni)  // an f32 residual, if any (setup_direct)
-      cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) {
-        vnni_conv_row(s, e, padded, pack.w8.data(), static_cast<const float*>(res), o, r / s.OH, r % s.OH);
-      });
-    else
-      avx2_conv_rows(s, e, padded, pack.w8.data(), res, o, work);
+    cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) {  // an f32 residual, if any (setup_direct)
+      vnni_conv_row(s, e, padded, pack.w8.data(), static_cast<const float*>(res), o, r / s.OH, r % s.OH);
+    });
+  } else if (prepared->path == Path::avx2_u8) {
+    avx2_conv_rows(c, x, pack.w8.data(), res, o, work);
   } else {
     thread_local std::vector<int16_t> in;
     const int32_t zp = c.zp;

@@ -71,14 +71,14 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2Epilo
   epilogue(e, {sums, P, V, o0, s.CO - o0, pixel * s.CO + o0, s.CO, out, residual, u8});
 }
 
+// One output row from `row`, its first padded input row; pixel0: the row's first output pixel.
 template <bool Pairs, typename In, typename W>
-void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* in, const W* w, const void* residual, void* out, int64_t n,
-                   int64_t oh, int64_t o_begin, int64_t o_end) {
+void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* row, const W* w, const void* residual, void* out, int64_t pixel0,
+                   int64_t o_begin, int64_t o_end) {
   using PixelsFn = void (*)(const ConvShape&, const Epilogue&, Avx2EpilogueFn, const In*, const W*, int64_t, const void*, void*, int64_t);
   static constexpr PixelsFn kPixels[] = {avx2_pixels<1, 2, Pairs, In, W>, avx2_pixels<2, 2, Pairs, In, W>, avx2_pixels<3, 2, Pairs, In, W>,
                                          avx2_pixels<4, 2, Pairs, In, W>, avx2_pixels<5, 2, Pairs, In, W>};
-  const In* row = in + (n * s.Hp + oh * s.sh) * s.Wp * s.C;
-  const int64_t pixel0 = (n * s.OH + oh) * s.OW, pix_step = s.sw * s.C;
+  const int64_t pix_step = s.sw * s.C;
   const Avx2EpilogueFn epilogue = avx2_epilogue_for(e, residual != nullptr);
   for (int64_t o0 = o_begin; o0 < o_end; o0 += 16)  // 2 vectors of 8 channels: 10 accumulators of 16 registers
     balanced_blocks(s.OW, 5, [&](int64_t ow, int64_t pixels) {
@@ -116,15 +116,15 @@ PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, cons
 
 }  // namespace
 
-void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const void* residual, void* out,
-                      int64_t n, int64_t oh, int64_t o_begin, int64_t o_end) {
-  if (s.pairs) avx2_conv_row<true>(s, e, in, w, residual, out, n, oh, o_begin, o_end);
-  else avx2_conv_row<false>(s, e, in, w, residual, out, n, oh, o_begin, o_end);
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* row, const int8_t* w, const void* residual, void* out,
+                      int64_t pixel0, int64_t o_begin, int64_t o_end) {
+  if (s.pairs) avx2_conv_row<true>(s, e, row, w, residual, out, pixel0, o_begin, o_end);
+  else avx2_conv_row<false>(s, e, row, w, residual, out, pixel0, o_begin, o_end);
 }
 
 void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const void* residual, void* out,
                        int64_t n, int64_t oh) {
-  avx2_conv_row<false>(s, e, in, w, residual, out, n, oh, 0, s.CO);
+  avx2_conv_row<false>(s, e, in + (n * s.Hp + oh * s.sh) * s.Wp * s.C, w, residual, out, (n * s.OH + oh) * s.OW, 0, s.CO);
 }
 
 void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,

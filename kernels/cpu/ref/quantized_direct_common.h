@@ -193,9 +193,10 @@ void balanced_blocks(int64_t count, int64_t most, F f) {
 // quantized_direct_avx2.cc: output row `oh` of image n with channel lanes, 8 a vector, from the padded
 // NHWC input (u8 for Path::avx2_u8, int16 values minus their zero point for Path::avx2) and the weights
 // packed [KH][groups][COp][4] (u8) or [2] (int16); residual: f32, u8 / i8 where e.residual_bytes, or null.
-// The u8 form writes output channels [o_begin, o_end) (multiples of 16, or CO).
-void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const void* residual, void* out,
-                      int64_t n, int64_t oh, int64_t o_begin, int64_t o_end);
+// The u8 form reads from `row`, the output row's first padded input row, and writes the output channels
+// [o_begin, o_end) (multiples of 16, or CO) of the pixels from pixel0.
+void avx2_conv_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* row, const int8_t* w, const void* residual, void* out,
+                      int64_t pixel0, int64_t o_begin, int64_t o_end);
 void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in, const int16_t* w, const void* residual, void* out,
                        int64_t n, int64_t oh);
 // Pooled row `pr` of image n (PW pooled pixels, 2 x 2 windows of stride 2 pooled on the sums; u8 path).
