@@ -323,10 +323,11 @@ TEST_CASE("int8 direct convolution: exact sums for 7-bit and 8-bit weights, pool
   }
 }
 
-// Weights within 6 bits (pd-quant --weight-bits 6): on AVX2 the direct kernel adds two groups' pair sums
-// before widening them and takes wide inputs too (20 channels: 15 groups a kernel row, the last pair half
-// padding), with a u8 residual in its epilogue. Exact against a plain sum (scales powers of 2) on both
-// backends and on 1, 2 and 3 threads: 7 rows on 2 threads split the 4 blocks of 16 output channels instead.
+// Weights within 6 bits (pd-quant --weight-bits 6): on AVX2 the direct kernels add two groups' pair sums
+// before widening them, and the convolution takes wide inputs too (20 channels: 15 groups a kernel row,
+// the last pair half padding), with a u8 residual in its epilogue. Exact against plain sums (scales powers
+// of 2) on both backends and on 1, 2 and 3 threads: 7 rows on 2 threads split the 4 blocks of 16 output
+// channels instead; the pooled convolution and the linear kernel too.
 TEST_CASE("int8 direct convolution: 6-bit weights in pair sums, wide inputs, int8 residual, channel shares", "[quant][int8_isa]") {
   const int64_t N = 1, H = 7, W = 9, C = 20, CO = 64, K = 3, P = 1;
   std::vector<uint8_t> xv(static_cast<size_t>(N * H * W * C)), rv(static_cast<size_t>(N * H * W * CO));
@@ -357,6 +358,34 @@ TEST_CASE("int8 direct convolution: 6-bit weights in pair sums, wide inputs, int
   const Tensor xs = Tensor::scalar<float>(0.25f), xz = Tensor::scalar<uint8_t>(zp);
   const Tensor rs = Tensor::scalar<float>(0.5f), rz = Tensor::scalar<uint8_t>(rzp);
   const Tensor exact = Tensor::from_vector<float>(want, {N, H, W, CO});
+  // The first 16 output channels with the 2 x 2 max pool fused (no residual), and a linear of 24 outputs
+  // on the first 3 x 64 bytes of x as rows: the pooled and the linear kernel's pair sums.
+  std::vector<float> pooled_v(static_cast<size_t>((H / 2) * (W / 2) * 16));
+  for (int64_t ph = 0; ph < H / 2; ++ph)
+    for (int64_t pw = 0; pw < W / 2; ++pw)
+      for (int64_t o = 0; o < 16; ++o) {
+        float m = -1e30f;
+        for (int64_t d = 0; d < 4; ++d) {
+          const size_t at = static_cast<size_t>(((2 * ph + d / 2) * W + 2 * pw + d % 2) * CO + o);
+          m = std::max(m, want[at] - 0.5f * static_cast<float>(rv[at] - rzp));
+        }
+        pooled_v[static_cast<size_t>((ph * (W / 2) + pw) * 16 + o)] = m;
+      }
+  const Tensor pooled = Tensor::from_vector<float>(pooled_v, {N, H / 2, W / 2, 16});
+  const Tensor w16 = Tensor::from_vector<int8_t>(std::vector<int8_t>(wv.begin(), wv.begin() + 16 * C * K * K), {16, C, K, K});
+  const Tensor ws16 = Tensor::from_vector<float>(std::vector<float>(wsv.begin(), wsv.begin() + 16), {16});
+  const int64_t LK = 64, LO = 24;
+  const Tensor rows = Tensor::from_vector<uint8_t>(std::vector<uint8_t>(xv.begin(), xv.begin() + 3 * LK), {3, LK});
+  const Tensor lw = Tensor::from_vector<int8_t>(std::vector<int8_t>(wv.begin(), wv.begin() + LO * LK), {LO, LK});
+  const Tensor lws = Tensor::from_vector<float>(std::vector<float>(wsv.begin(), wsv.begin() + LO), {LO});
+  std::vector<float> linear_v(static_cast<size_t>(3 * LO));
+  for (int64_t m = 0; m < 3; ++m)
+    for (int64_t o = 0; o < LO; ++o) {
+      int64_t sum = 0;
+      for (int64_t k = 0; k < LK; ++k) sum += (xv[static_cast<size_t>(m * LK + k)] - zp) * wv[static_cast<size_t>(o * LK + k)];
+      linear_v[static_cast<size_t>(m * LO + o)] = static_cast<float>(0.25 * wsv[o] * static_cast<double>(sum));
+    }
+  const Tensor linear = Tensor::from_vector<float>(linear_v, {3, LO});
   std::vector<pd::Backend> backends{pd::Backend::reference};
   for (const auto& k : pd::registry::registered_kernels("quantized_conv2d"))
     if (k.backend == pd::Backend::onednn && backends.size() == 1) backends.push_back(k.backend);
@@ -370,6 +399,10 @@ TEST_CASE("int8 direct convolution: 6-bit weights in pair sums, wide inputs, int
       kept.push_back(pd::ops::quantized_conv2d(x, xs, xz, w, ws, {}, r, rs, rz, {}, {}, {1, 1}, {P, P}, {1, 1}, 1, "none", 0.0,
                                                /*channels_last=*/true));
       CHECK(pd::test::max_abs_diff(kept.back(), exact) == 0.0f);
+      kept.push_back(pd::ops::quantized_conv2d_maxpool(x, xs, xz, w16, ws16, {}, {}, {}, {1, 1}, {P, P}));
+      CHECK(pd::test::max_abs_diff(kept.back(), pooled) == 0.0f);
+      kept.push_back(pd::ops::quantized_linear(rows, xs, xz, lw, lws, {}));
+      CHECK(pd::test::max_abs_diff(kept.back(), linear) == 0.0f);
     }
   pd::set_num_threads(threads);
 }

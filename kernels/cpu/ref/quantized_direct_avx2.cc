@@ -87,24 +87,34 @@ void avx2_conv_row(const ConvShape& s, const Epilogue& e, const In* row, const W
 }
 
 // quantized_conv2d_maxpool (u8): J pairs of output pixels in each of two conv rows for the 8 channels from
-// o, each 2 x 2 window's maximum taken on the int32 sums, then one epilogue.
-template <int J>
+// o, each 2 x 2 window's maximum taken on the int32 sums, then one epilogue. Pairs: as avx2_pixels'.
+template <int J, bool Pairs>
 PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, int64_t o, void* out,
                                      int64_t pooled) {
   const int64_t pix_step = s.sw * s.C, row_step = s.Wp * s.C, pair_step = s.sh * row_step;
   __m256i acc[2][2 * J];
   #pragma GCC unroll 16
   for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm256_setzero_si256();
+  const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ky = 0; ky < s.KH; ++ky) {
     const uint8_t* r = in + ky * row_step;
     const int8_t* wk = w + (ky * s.groups * s.COp + o) * 4;
-    for (int64_t g = 0; g < s.groups; ++g) {
+    for (int64_t g = 0; g < s.groups; g += Pairs ? 2 : 1) {
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + g * s.COp * 4));
+      const __m256i wb = Pairs ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + (g + 1) * s.COp * 4)) : wv;
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
         #pragma GCC unroll 16
-        for (int p = 0; p < 2 * J; ++p)
-          acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(r + h * pair_step + p * pix_step + 4 * g)), wv);
+        for (int p = 0; p < 2 * J; ++p) {
+          const uint8_t* x = r + h * pair_step + p * pix_step + 4 * g;
+          if constexpr (Pairs) {
+            const __m256i sums = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(load_u32(x)), wv),
+                                                  _mm256_maddubs_epi16(_mm256_set1_epi32(load_u32(x + 4)), wb));
+            acc[h][p] = _mm256_add_epi32(acc[h][p], _mm256_madd_epi16(sums, ones));
+          } else {
+            acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(x)), wv);
+          }
+        }
     }
   }
   alignas(32) __m256i sums[J];
@@ -130,11 +140,12 @@ void avx2_conv_row_i16(const ConvShape& s, const Epilogue& e, const int16_t* in,
 void avx2_pool_row_u8(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
                       int64_t PH, int64_t PW) {
   using PoolFn = void (*)(const ConvShape&, const Epilogue&, const uint8_t*, const int8_t*, int64_t, void*, int64_t);
-  static constexpr PoolFn kPool[] = {avx2_pool_pixels<1>, avx2_pool_pixels<2>, avx2_pool_pixels<3>};
+  static constexpr PoolFn kPool[2][3] = {{avx2_pool_pixels<1, false>, avx2_pool_pixels<2, false>, avx2_pool_pixels<3, false>},
+                                         {avx2_pool_pixels<1, true>, avx2_pool_pixels<2, true>, avx2_pool_pixels<3, true>}};
   const uint8_t* row = in + (n * s.Hp + 2 * pr * s.sh) * s.Wp * s.C;
   for (int64_t o = 0; o < s.CO; o += 8)  // 12 accumulators of 16 registers
     balanced_blocks(PW, 3, [&](int64_t j0, int64_t pairs) {
-      kPool[pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, o, out, (n * PH + pr) * PW + j0);
+      kPool[s.pairs][pairs - 1](s, e, row + 2 * j0 * s.sw * s.C, w, o, out, (n * PH + pr) * PW + j0);
     });
 }
 

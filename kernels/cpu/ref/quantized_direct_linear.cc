@@ -48,6 +48,7 @@ struct LinearCall {
   std::vector<int8_t> w;     // VNNI, packed as above
   std::vector<int16_t> w16;  // AVX2, packed as above
   int32_t zp = 0;            // x's zero point (VNNI: of the u8 values, s8 shifted by 128)
+  bool pairs = false;        // AVX2 on u8, weights within 6 bits, K4 even: ConvShape::pairs' sums
   VnniEpilogueFn epilogue = nullptr;       // VNNI's, for e
   Avx2EpilogueFn avx2_epilogue = nullptr;  // AVX2's
 };
@@ -71,6 +72,7 @@ LinearCall make_linear_call(Path path, bool seven_bit, const Tensor& x, const Te
     return c;
   }
   c.epilogue = vnni_epilogue_for(c.e, /*residual=*/false);
+  c.pairs = c.path == Path::avx2_u8 && !seven_bit && !cpu_has_vnni() && c.K4 % 2 == 0 && within_six_bits(weight);
   if (!u8) c.zp += 128;
   c.w.assign(static_cast<size_t>(c.blocks * c.K4 * kLanes * 4), 0);
   for (int64_t o = 0; o < c.O; ++o) {
@@ -176,21 +178,34 @@ PD_AVX2_TARGET void avx2_linear_tile(const LinearCall& c, const int16_t* x, int6
 }
 
 // AVX2 on u8: R rows of x (as vnni_linear_tile's) against block b of 16 outputs in VNNI's packing, as
-// two vectors of 8 outputs.
-template <int R>
+// two vectors of 8 outputs. Pairs: two groups' vpmaddubsw sums added before one vpmaddwd (c.pairs).
+template <int R, bool Pairs>
 PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* const* x, int64_t b, void* out, int64_t row_at) {
   __m256i acc[R][2];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const int8_t* w = c.w.data() + b * c.K4 * kLanes * 4;
-  for (int64_t k4 = 0; k4 < c.K4; ++k4) {
-    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k4 * kLanes * 4));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k4 * kLanes * 4 + 32));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t k4 = 0; k4 < c.K4; k4 += Pairs ? 2 : 1) {
+    const int8_t* wk = w + k4 * kLanes * 4;
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + 32));
+    if constexpr (Pairs) {
+      const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + kLanes * 4));
+      const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + kLanes * 4 + 32));
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256i xv = _mm256_set1_epi32(load_u32(x[r] + 4 * k4));
-      acc[r][0] = avx2_dot_u8(acc[r][0], xv, w0);
-      acc[r][1] = avx2_dot_u8(acc[r][1], xv, w1);
+      for (int r = 0; r < R; ++r) {
+        const __m256i xa = _mm256_set1_epi32(load_u32(x[r] + 4 * k4)), xb = _mm256_set1_epi32(load_u32(x[r] + 4 * k4 + 4));
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(xa, w0), _mm256_maddubs_epi16(xb, v0)), ones));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(xa, w1), _mm256_maddubs_epi16(xb, v1)), ones));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256i xv = _mm256_set1_epi32(load_u32(x[r] + 4 * k4));
+        acc[r][0] = avx2_dot_u8(acc[r][0], xv, w0);
+        acc[r][1] = avx2_dot_u8(acc[r][1], xv, w1);
+      }
     }
   }
   alignas(32) __m256i sums[R * 2];
@@ -200,7 +215,9 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* cons
 }
 
 using Avx2U8TileFn = void (*)(const LinearCall&, const uint8_t* const*, int64_t, void*, int64_t);
-constexpr Avx2U8TileFn kAvx2U8Tiles[] = {avx2_u8_linear_tile<1>, avx2_u8_linear_tile<2>, avx2_u8_linear_tile<3>, avx2_u8_linear_tile<4>};
+constexpr Avx2U8TileFn kAvx2U8Tiles[2][4] = {
+    {avx2_u8_linear_tile<1, false>, avx2_u8_linear_tile<2, false>, avx2_u8_linear_tile<3, false>, avx2_u8_linear_tile<4, false>},
+    {avx2_u8_linear_tile<1, true>, avx2_u8_linear_tile<2, true>, avx2_u8_linear_tile<3, true>, avx2_u8_linear_tile<4, true>}};
 
 using Avx2TileFn = void (*)(const LinearCall&, const int16_t*, int64_t, void*, int64_t);
 constexpr Avx2TileFn kAvx2Tiles[] = {avx2_linear_tile<1>, avx2_linear_tile<2>, avx2_linear_tile<3>, avx2_linear_tile<4>};
@@ -282,7 +299,7 @@ bool linear_direct(const KernelContext& ctx, bool seven_bit, const RowSource& sr
         const int64_t m = t / c.blocks * 4, b = t % c.blocks, count = std::min<int64_t>(4, M - m);
         const uint8_t* at[4];
         tile_rows(m, count, at);
-        kAvx2U8Tiles[count - 1](c, at, b, o, m * O);
+        kAvx2U8Tiles[c.pairs][count - 1](c, at, b, o, m * O);
       });
     }
   } else {
