@@ -97,6 +97,7 @@ std::map<std::string, pd::quant::Observer> observe(const Options& o, const pd::i
   return observers;
 }
 
+// The weights' bits as asked: --weight-bits, or 7 for --reduce-range.
 int weight_bits(const Options& o) { return o.reduce_range ? 7 : o.weight_bits; }
 
 // The summary's note on the weights' bits, empty at 8.

@@ -82,9 +82,8 @@ ConvPack pack_conv(const ConvShape& s, const Tensor& weight, Path path, bool sev
   return p;
 }
 
-// The NHWC input with `pad` rows and columns of the zero point around each image, mapped to the path's
-// values, and a tail of zeros for the last run group's read past the end.
-// Padded row hp (of Hp) of image n into `row` (Wp x C values).
+// Padded row hp (of Hp) of image n into `row` (Wp x C values): `pad` (the zero point) beyond the input,
+// the input's values mapped to the path's.
 template <typename Q, typename T, typename Map>
 void pad_row(const ConvShape& s, const T* x, Q pad, Map map, int64_t n, int64_t hp, Q* row) {
   const int64_t h = hp - s.ph;
@@ -101,6 +100,8 @@ void pad_row(const ConvShape& s, const T* x, Q pad, Map map, int64_t n, int64_t 
   std::fill(dst + s.W * s.C, row + s.Wp * s.C, pad);
 }
 
+// The NHWC input with `pad` rows and columns of the zero point around each image, mapped to the path's
+// values, and a tail of zeros for the last run group's read past the end.
 template <typename Q, typename T, typename Map>
 void fill_padded(const ConvShape& s, const T* x, Q pad, Map map, std::vector<Q>& buffer) {
   buffer.resize(static_cast<size_t>(s.N * s.Hp * s.Wp * s.C + 64));
@@ -251,7 +252,7 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win, but
   // for pair sums up to 128 (the residual example's widest; more is untried).
   if ((s.C >= 16 || s.run > 64) && !(s.pairs && s.C <= 128)) return false;
-  if (int8_residual && !s.pairs) return false;  // oneDNN's sum post-op serves it as fast
+  if (int8_residual && !s.pairs) return false;  // taken only with the layer's pair sums: else oneDNN's sum post-op
   s.Hp = s.H + 2 * s.ph, s.Wp = s.W + 2 * s.pw;
   s.groups = path == Path::avx2 ? (s.run + 1) / 2 : (s.run + 3) / 4;
   if (s.pairs) s.groups = round_up(s.groups, 2);  // the last pair's second group reads zero weights
