@@ -89,6 +89,12 @@ out=$("$PD_QUANT" "$MODEL" "$WORK/m.pdmodel" --calib "$WORK/data.yaml" --samples
 grep -q "^layer weight (alone int8) *type *accuracy *vs f32 *output err *f32 time *kept" <<< "$out" || fail "no table: $out"
 grep -q "^fc1.weight *linear .*%  \(int8\|f32 (fell back)\)" <<< "$out" || fail "no fc1 row: $out"
 [ ! -e "$WORK/m.pdmodel" ] || fail "a missed budget wrote its output"
+# With 6-bit weights the sensitive layers get 8-bit weights back first, and only then fall back to f32:
+# where nothing meets the budget, the last model tried has the least sensitive layer still int8 at 8 bits.
+out=$("$PD_QUANT" "$MODEL" "$WORK/m.pdmodel" --calib "$WORK/data.yaml" --samples 256 --percentile 50.1 --eval "$WORK/data.yaml" --max-drop 0 --weight-bits 6 --threads 1 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "unmeetable budget at 6 bits: $rc $out"
+[ "$(grep -c '%  int8 at 8 bits$' <<< "$out")" -eq 1 ] && [ "$(grep -c '%  f32 (fell back)$' <<< "$out")" -eq 1 ] ||
+  fail "6-bit fallback order: $out"
 # A generous budget is met with every layer int8, and the table says so.
 out=$("$PD_QUANT" "$MODEL" "$WORK/m.pdmodel" --calib "$WORK/data.yaml" --samples 256 --eval "$WORK/data.yaml" --max-drop 0.2 --threads 1 2>&1) || fail "--max-drop 0.2: $out"
 [ "$(grep -c '%  int8$' <<< "$out")" -eq 2 ] || fail "--max-drop 0.2 fell back: $out"

@@ -226,14 +226,16 @@ TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close 
     INFO(pd::quant::method_name(m));
     CHECK(pd::test::max_abs_diff(pd::exec::Executor(r).run({{"x", x}})[0], want) < 0.5f * scale);
   }
-  // weight_bits: every channel's largest weight lands on 2^(bits-1) - 1 (per-channel scales), none beyond.
-  for (const int bits : {8, 7, 6}) {
+  // weight_bits: every channel's largest weight lands on 2^(bits-1) - 1 (per-channel scales), none beyond;
+  // a layer full_bits names keeps 8 bits.
+  for (const int bits : {8, 7, 6, -6}) {
     pd::ir::Program r = f32;
     pd::quant::QdqOptions o;
-    o.weight_bits = bits;
+    o.weight_bits = std::abs(bits);
+    if (bits < 0) o.full_bits = {"conv"};
     pd::quant::insert_qdq(r, observers, o);
     const Tensor w = r.params().at("conv.weight.q");
-    const int64_t per = w.numel() / w.shape()[0], most = (1 << (bits - 1)) - 1;
+    const int64_t per = w.numel() / w.shape()[0], most = bits < 0 ? 127 : (1 << (bits - 1)) - 1;
     const std::vector<int8_t> v = w.to_vector<int8_t>();
     for (int64_t c = 0; c < w.shape()[0]; ++c) {
       int64_t amax = 0;
@@ -241,6 +243,10 @@ TEST_CASE("qdq: calibrate, insert Q/DQ pairs and s8 weights; outputs stay close 
       INFO(bits << " bits, channel " << c);
       CHECK(amax == most);
     }
+    const std::vector<int8_t> fc = r.params().at("fc.weight.q").to_vector<int8_t>();
+    int64_t fc_max = 0;
+    for (int8_t v : fc) fc_max = std::max<int64_t>(fc_max, std::abs(v));
+    CHECK(fc_max == (1 << (std::abs(bits) - 1)) - 1);  // full_bits names the conv only
   }
   pd::ir::Program bad = f32;
   CHECK_THAT(error_of([&] { pd::quant::insert_qdq(bad, {}); }), Catch::Contains("no calibration values were observed for 'x'"));

@@ -163,9 +163,10 @@ int run(const Options& o) {
   std::map<std::string, pd::quant::Observer> observers;
   int64_t calib_samples = 0;
   if (o.weight_only) {
-    quantize = [&](const std::vector<std::string>& kept) {
+    quantize = [&](const std::vector<std::string>& kept, const std::vector<std::string>& full_bits) {
       pd::quant::QdqOptions qk = q;
       qk.exclude.insert(qk.exclude.end(), kept.begin(), kept.end());
+      qk.full_bits = full_bits;
       pd::ir::Program p = program;
       pd::quant::insert_weight_only(p, qk);
       return p;
@@ -181,9 +182,10 @@ int run(const Options& o) {
       if (obs.non_finite() > 0)
         fmt::print(stderr, "pd-quant: warning: '{}' saw {} NaN or Inf values in calibration; they were left out of its range\n",
                    name, obs.non_finite());
-    quantize = [&](const std::vector<std::string>& kept) {
+    quantize = [&](const std::vector<std::string>& kept, const std::vector<std::string>& full_bits) {
       pd::quant::QdqOptions qk = q;
       qk.exclude.insert(qk.exclude.end(), kept.begin(), kept.end());
+      qk.full_bits = full_bits;
       pd::ir::Program p = program;
       pd::quant::insert_qdq(p, observers, qk);
       return p;
@@ -191,24 +193,26 @@ int run(const Options& o) {
   }
 
   pd::ir::Program quantized;
-  std::vector<std::string> fell_back;
+  std::vector<std::string> fell_back, full_bits;  // --max-drop's: layers in f32, layers with 8-bit weights
   std::string accuracy_line, table;
   double drop = 0;
   bool met = true;
   if (o.eval.empty()) {
-    quantized = quantize({});
+    quantized = quantize({}, {});
   } else {
     const pd::tools::TestSet eval = pd::tools::load_test_set(program, o.eval, o.eval_limit, "--eval");
     const pd::tools::Evaluator evaluator(program, eval.input, batches_of(eval, o.batch));
     pd::tools::Score score;
     if (o.max_drop >= 0) {
-      pd::tools::BudgetResult r = pd::tools::fit_budget(program, layers, quantize, evaluator, o.max_drop);
+      pd::tools::BudgetResult r = pd::tools::fit_budget(program, layers, quantize, evaluator, o.max_drop, weight_bits(o) < 8);
       table = pd::tools::format_budget_table(r, evaluator.f32_accuracy());
-      for (const auto& l : r.layers)
+      for (const auto& l : r.layers) {
         if (!l.int8) fell_back.push_back(l.name);
+        else if (l.full_bits) full_bits.push_back(l.name);
+      }
       quantized = std::move(r.program), score = r.score, met = r.met;
     } else {
-      quantized = quantize({});
+      quantized = quantize({}, {});
       score = evaluator.score(quantized, "int8");
     }
     drop = evaluator.f32_accuracy() - score.accuracy;
@@ -248,6 +252,7 @@ int run(const Options& o) {
                     : fmt::format("pd-quant --method {} --activations {} --{}{} ({} samples)", o.method, o.activations,
                                   o.per_tensor ? "per-tensor" : "per-channel", bits_flag(o), calib_samples);
   if (!fell_back.empty()) metadata["kept_f32"] = fmt::format("{}", fmt::join(fell_back, ","));
+  if (!full_bits.empty()) metadata["kept_8bit_weights"] = fmt::format("{}", fmt::join(full_bits, ","));
   pd::io::save_program(o.out, quantized, metadata);
   fmt::print("params     {:.1f} KiB -> {:.1f} KiB\n", file_bytes(pd::io::params_path_for(o.model)) / 1024.0,
              file_bytes(pd::io::params_path_for(o.out)) / 1024.0);

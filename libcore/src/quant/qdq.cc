@@ -51,11 +51,13 @@ Tensor zero_points(DType dtype, int64_t n, int32_t value) {
   return ops::cast(z, dtype);
 }
 
-// Replaces weight param `w` by s8 values, scales and zero points (symmetric, per slice along `axis`,
-// or one scale per tensor) and inserts their dequantize_linear at op position `at`; returns its value.
+// Replaces weight param `w` of the op at position `at` by s8 values (o.weight_bits, or 8 for a layer
+// o.full_bits names), scales and zero points (symmetric, per slice along `axis`, or one scale per
+// tensor) and inserts their dequantize_linear there; returns its value.
 ir::ValueId insert_weight_dequantize(ir::Program& p, int32_t at, ir::ValueId w, int64_t axis, const QdqOptions& o) {
   const Tensor wt = p.param(w);  // a handle: set_param and add_param leave the tensor alive
-  std::vector<float> scales = weight_scales(wt, axis, (1 << (o.weight_bits - 1)) - 1);
+  const int bits = excluded(p, p.ops()[at], o.full_bits) ? 8 : o.weight_bits;
+  std::vector<float> scales = weight_scales(wt, axis, (1 << (bits - 1)) - 1);
   if (!o.per_channel) scales.assign(scales.size(), *std::max_element(scales.begin(), scales.end()));
   const auto channels = static_cast<int64_t>(scales.size());
   const Tensor scale_t = Tensor::from_vector<float>(scales, {channels}), zp_t = zero_points(DType::i8, channels, 0);

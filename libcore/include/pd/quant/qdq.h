@@ -25,6 +25,9 @@ struct QdqOptions {
   // Weights in [-(2^(b-1) - 1), 2^(b-1) - 1]: 8 bits, 7 (onnxruntime's reduce_range: exact on CPUs without
   // VNNI too) or 6 (AVX2 without VNNI then sums 8 products a vpmaddwd: faster, less precise weights).
   int weight_bits = 8;
+  // Layers whose weights keep 8 bits whatever weight_bits says, named as `exclude` names them
+  // (pd-quant --max-drop's first fallback for narrow weights).
+  std::vector<std::string> full_bits = {};
   // Ops left in f32: an op matches by its type, its output value's name, or its weight param's name or
   // a dotted prefix of it ("b1_conv1" and "b1_conv1.weight" both name "b1_conv1.weight.bn_folded").
   std::vector<std::string> exclude;
