@@ -57,9 +57,13 @@ Program run_pass(const Program& p, const std::string& name, pd::ir::PassStats* s
   return q;
 }
 
+// minmax scales and 7-bit weights: the int8 kernels multiply those exactly with or without VNNI, so
+// the lowered program matches its QDQ form on both paths (these tests also run under PD_CPU_ISA=avx2:
+// [int8_isa]).
 pd::quant::QdqOptions minmax() {
   pd::quant::QdqOptions o;
   o.method = pd::quant::Method::minmax;
+  o.weight_bits = 7;
   return o;
 }
 
@@ -774,7 +778,7 @@ Program small_cnn_f32(bool dilated) {
 // (its weight dequantized, its input's Q/DQ dropped); a 16-channel conv and the linear become int8
 // kernels, the quantize after the pool moves up and is requantized into the conv's epilogue, and the
 // result stays close to the QDQ program run in f32. Undilated, the 2-channel conv goes int8 as well.
-TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant]") {
+TEST_CASE("pass: int8 lowering of the QDQ form", "[pass][quant][int8_isa]") {
   const bool dilated = GENERATE(true, false);
   const Program p = small_cnn_f32(dilated);
   std::vector<std::map<std::string, pd::Tensor>> batches = {inputs_for(p, 21), inputs_for(p, 22)};
@@ -851,7 +855,7 @@ Program lowered(const Program& p, bool channels_last) {
 // (the residual block's input is both quantized for a conv and added in f32: one transpose serves
 // both) and one out; the same numbers as the NCHW int8 program. A max_pool2d in the region pools in
 // NHWC (max_pool2d_nhwc), so the transposes around it cancel too.
-TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them cancelled", "[pass][quant]") {
+TEST_CASE("pass: int8 convolutions in NHWC with the transposes between them cancelled", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
     return;
@@ -889,7 +893,7 @@ ValueId add_conv(Program& p, ValueId in, const std::string& name, int64_t out, i
 // takes it in int8, so it is lowered like the others (it stayed f32 between two dequantizes and
 // transposes, and relu6 ran the int8 reference kernel: MobileNetV2's int8 model took 50x its f32 time),
 // all four NHWC.
-TEST_CASE("pass: a MobileNet block's depthwise convolution stays int8", "[pass][quant]") {
+TEST_CASE("pass: a MobileNet block's depthwise convolution stays int8", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
@@ -920,7 +924,7 @@ TEST_CASE("pass: a MobileNet block's depthwise convolution stays int8", "[pass][
 // into both expand convolutions' epilogues (requantized to the concat's one scale), and the concat
 // joins their NHWC results (axis 3) in u8: no transpose inside the region (the concat in f32 NCHW,
 // between transposes and the quantize, took SqueezeNet's int8 model past its f32 time).
-TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][quant]") {
+TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
@@ -959,7 +963,7 @@ TEST_CASE("pass: a fire module's concat joins int8 results in NHWC", "[pass][qua
 // shuffled again into a last convolution. Every read of a shuffle becomes a gather_channels of the
 // NHWC results: no concat, reshape, slice or transpose inside the region (in NCHW each unit's transposed
 // concat and the shuffle's copy took a quarter of ShuffleNetV2's int8 time), the same numbers.
-TEST_CASE("pass: a channel shuffle between int8 convolutions gathers NHWC channels", "[pass][quant]") {
+TEST_CASE("pass: a channel shuffle between int8 convolutions gathers NHWC channels", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
@@ -1000,7 +1004,7 @@ TEST_CASE("pass: a channel shuffle between int8 convolutions gathers NHWC channe
 // out and as the view the pool reads (which global_pool_fuse makes an NHWC pool). EfficientNet's int8
 // model spent a fifth of its time in these muls on transposed views. The mul and the projection's
 // quantize then become one gated_quantize (the product never stored).
-TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quant]") {
+TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
@@ -1036,7 +1040,7 @@ TEST_CASE("pass: a squeeze-and-excitation gate multiplies in NHWC", "[pass][quan
 // LeNet's int8 tail: conv (NHWC) -> max_pool -> flatten -> linear. The pool runs in NHWC and the
 // linear reads the NHWC pixels flattened, its weight's columns permuted to match: no transpose after
 // the last conv, and the same numbers as the NCHW int8 program.
-TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quant]") {
+TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
     return;
@@ -1060,7 +1064,7 @@ TEST_CASE("pass: an int8 pool and flatten into a linear stay NHWC", "[pass][quan
 // each conv and its pool one quantized_conv2d_maxpool, pooling the sums: the same bytes as the two
 // kernels in turn. Without AVX2 the first conv stays f32 and nothing int8 is fused (the fused op would
 // run the same two kernels).
-TEST_CASE("pass: int8 conv and max pool fused into quantized_conv2d_maxpool", "[pass][quant]") {
+TEST_CASE("pass: int8 conv and max pool fused into quantized_conv2d_maxpool", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: the int8 passes do not run");
     return;
@@ -1097,7 +1101,7 @@ TEST_CASE("pass: int8 conv and max pool fused into quantized_conv2d_maxpool", "[
 // the 1x1 projection d for e), as onnxruntime quantizes both inputs of an Add: int8_lower then hands the
 // conv its residual in u8 with that scale and zero point, and a block's conv requantizes its own result,
 // so only the graph input and the pooled features are quantized from f32. Noise apart, the same function.
-TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass][quant]") {
+TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_lower")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_lower does not run");
     return;
@@ -1131,7 +1135,7 @@ TEST_CASE("pass: a quantized residual keeps the residual block in int8", "[pass]
 
 // What must stop a transpose: a per-channel quantization (its axis names the NCHW channel), a value
 // that is also a graph output, an op that is not elementwise (softmax over the channels).
-TEST_CASE("pass: int8_channels_last leaves transposes where moving them would change results", "[pass][quant]") {
+TEST_CASE("pass: int8_channels_last leaves transposes where moving them would change results", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
     return;
@@ -1169,7 +1173,7 @@ TEST_CASE("pass: int8_channels_last leaves transposes where moving them would ch
 // The region's entry: quantize_linear -> transpose to NHWC -> quantized_conv2d becomes one
 // quantized_conv2d{quantize_x} reading the f32 NCHW input, only when nothing else reads the quantized
 // value and the conv dequantizes with the quantize's own scale and zero point.
-TEST_CASE("pass: the int8 region's entry quantize is read by the first convolution", "[pass][quant]") {
+TEST_CASE("pass: the int8 region's entry quantize is read by the first convolution", "[pass][quant][int8_isa]") {
   if (!pd::ir::make_pass("int8_channels_last")->supports(pd::Target::host())) {
     WARN("no oneDNN int8 kernels in this build: int8_channels_last does not run");
     return;
