@@ -247,8 +247,9 @@ bool setup_direct(Path path, bool seven_bit, const Tensor& x, const Tensor& x_sc
   s.OH = OH, s.OW = OW;
   s.sh = stride[0], s.sw = stride[1], s.ph = padding[0], s.pw = padding[1];
   s.run = s.KW * s.C;
-  // Not where oneDNN has AVX-VNNI's vpdpbusd (int8_path() says avx2 there too).
-  s.pairs = path == Path::avx2_u8 && !seven_bit && !cpu_has_vnni() && within_six_bits(weight);
+  // Not where oneDNN has AVX-VNNI's vpdpbusd (int8_path() says avx2 there too), nor for a kernel row of
+  // one group (a stem's 3 taps), which a pair would only pad.
+  s.pairs = path == Path::avx2_u8 && !seven_bit && !cpu_has_vnni() && s.run > 4 && within_six_bits(weight);
   // Few input channels only: from 16 on, oneDNN's blocked kernels lose nothing to padding and win, but
   // for pair sums up to 128 (the residual example's widest; more is untried).
   if ((s.C >= 16 || s.run > 64) && !(s.pairs && s.C <= 128)) return false;
