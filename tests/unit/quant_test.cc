@@ -285,6 +285,25 @@ TEST_CASE("int8 kernels: exact with VNNI, 7-bit weights without it", "[quant][in
   CHECK((pd::test::max_abs_diff(got, exact) <= 1e-3f) == vnni);
 }
 
+namespace {
+
+// A plain convolution's int32 sum for output (n, oh, ow, o): NHWC u8 x [N, H, W, C] with zero point zp
+// (also the padding's value), weights [CO][C][K][K], stride 1, padding P.
+int64_t plain_conv_sum(const std::vector<uint8_t>& xv, const std::vector<int8_t>& wv, int64_t H, int64_t W, int64_t C, int64_t K,
+                       int64_t P, int64_t zp, int64_t n, int64_t oh, int64_t ow, int64_t o) {
+  int64_t sum = 0;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t ky = 0; ky < K; ++ky)
+      for (int64_t kx = 0; kx < K; ++kx) {
+        const int64_t h = oh + ky - P, v = ow + kx - P;
+        const int64_t xq = h < 0 || h >= H || v < 0 || v >= W ? zp : xv[static_cast<size_t>(((n * H + h) * W + v) * C + c)];
+        sum += (xq - zp) * wv[static_cast<size_t>(((o * C + c) * K + ky) * K + kx)];
+      }
+  return sum;
+}
+
+}  // namespace
+
 // The direct int8 convolution (few input channels, NHWC) on the reference backend, which multiplies the
 // weights as given: exact against a plain sum on each of its paths. On AVX2 without VNNI, weights within 7
 // bits take vpmaddubsw (the largest products, 255 x 64 in pairs, just fit 16 bits) and 8-bit weights the
@@ -309,14 +328,7 @@ TEST_CASE("int8 direct convolution: exact sums for 7-bit and 8-bit weights, pool
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow)
           for (int64_t o = 0; o < CO; ++o) {
-            int64_t sum = 0;
-            for (int64_t c = 0; c < C; ++c)
-              for (int64_t ky = 0; ky < K; ++ky)
-                for (int64_t kx = 0; kx < K; ++kx) {
-                  const int64_t h = oh + ky - P, v = ow + kx - P;
-                  const int64_t xq = h < 0 || h >= H || v < 0 || v >= W ? zp : xv[static_cast<size_t>(((n * H + h) * W + v) * C + c)];
-                  sum += (xq - zp) * wv[static_cast<size_t>(((o * C + c) * K + ky) * K + kx)];
-                }
+            const int64_t sum = plain_conv_sum(xv, wv, H, W, C, K, P, zp, n, oh, ow, o);
             want[static_cast<size_t>(((n * OH + oh) * OW + ow) * CO + o)] = static_cast<float>(0.5 * wsv[o] * static_cast<double>(sum));
           }
     INFO("weights within " << most << ", int8 path " << pd::int8_path_name());
@@ -348,14 +360,7 @@ TEST_CASE("int8 direct convolution: 6-bit weights in pair sums, wide inputs, int
   for (int64_t oh = 0; oh < H; ++oh)
     for (int64_t ow = 0; ow < W; ++ow)
       for (int64_t o = 0; o < CO; ++o) {
-        int64_t sum = 0;
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t ky = 0; ky < K; ++ky)
-            for (int64_t kx = 0; kx < K; ++kx) {
-              const int64_t h = oh + ky - P, v = ow + kx - P;
-              const int64_t xq = h < 0 || h >= H || v < 0 || v >= W ? zp : xv[static_cast<size_t>((h * W + v) * C + c)];
-              sum += (xq - zp) * wv[static_cast<size_t>(((o * C + c) * K + ky) * K + kx)];
-            }
+        const int64_t sum = plain_conv_sum(xv, wv, H, W, C, K, P, zp, 0, oh, ow, o);
         const size_t at = static_cast<size_t>((oh * W + ow) * CO + o);
         want[at] = static_cast<float>(0.25 * wsv[o] * static_cast<double>(sum) + 0.5 * (rv[at] - rzp));
       }
