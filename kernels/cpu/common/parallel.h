@@ -9,12 +9,15 @@
 
 namespace pd::kernels::cpu {
 
+// Whether n items of work_per_item each pay for waking the other threads.
+inline bool worth_threads(int64_t n, int64_t work_per_item) { return n > 1 && n * work_per_item >= (int64_t{1} << 15); }
+
 // Runs f(i) for i in [0, n), across threads when n * work_per_item is large enough to pay for waking
 // them. Each item runs start to finish on one thread, so results never depend on the thread count.
 // `chunks_per_thread` as pd::parallel_items' (1: one contiguous band a thread, the caller's the first).
 template <typename F>
 void parallel_for(int64_t n, int64_t work_per_item, F&& f, int chunks_per_thread = 4) {
-  if (n > 1 && n * work_per_item >= (int64_t{1} << 15)) {
+  if (worth_threads(n, work_per_item)) {
     pd::parallel_items(n, f, chunks_per_thread);
   } else {
     for (int64_t i = 0; i < n; ++i) f(i);
@@ -58,7 +61,7 @@ void parallel_for_images(int64_t parts, int64_t n, int64_t work_per_item, F&& f)
 template <typename F>
 void parallel_ranges_images(int64_t parts, int64_t n, int64_t work_per_item, F&& f) {
   using Body = std::remove_reference_t<F>;
-  if (n > 1 && n * work_per_item >= (int64_t{1} << 15))
+  if (worth_threads(n, work_per_item))
     pd::parallel_ranges(
         n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Body*>(ctx))(begin, end); },
         const_cast<void*>(static_cast<const void*>(&f)), parts > 1 ? 1 : 4);

@@ -280,14 +280,24 @@ PixelInput pixel_input(const DirectConv& c, const Tensor& x, const Tensor& x_sca
   return {x.raw_data(), dtype, u8_zero_point(c), x_scale.item<float>()};
 }
 
-// The input in this thread's padded buffer as the u8 kernels (VNNI, AVX2 on u8) read it. Returns the
-// buffer (the workers get the pointer) and the zero point as read.
-const uint8_t* padded_u8(const DirectConv& c, const Tensor& x, int32_t& zp_u8) {
+// Padded row hp of image n as the u8 kernels (VNNI, AVX2 on u8) read it: u8 as it is, s8 shifted by
+// 128, the zero point (shifted alike) around it.
+void pad_row_u8(const DirectConv& c, const Tensor& x, int64_t n, int64_t hp, uint8_t* row) {
+  const auto pad = static_cast<uint8_t>(u8_zero_point(c));
+  if (c.u8) pad_row(c.s, x.data<uint8_t>(), pad, [](uint8_t v) { return v; }, n, hp, row);
+  else pad_row(c.s, x.data<int8_t>(), pad, [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, n, hp, row);
+}
+
+// The input in this thread's padded buffer as the u8 kernels read it (pad_row_u8), and a tail of zeros
+// for the last run group's read past the end. Returns the buffer (the workers get the pointer).
+const uint8_t* padded_u8(const DirectConv& c, const Tensor& x) {
   thread_local std::vector<uint8_t> in;
-  zp_u8 = u8_zero_point(c);
-  if (c.u8) fill_padded<uint8_t>(c.s, x.data<uint8_t>(), static_cast<uint8_t>(zp_u8), [](uint8_t v) { return v; }, in);
-  else fill_padded<uint8_t>(c.s, x.data<int8_t>(), static_cast<uint8_t>(zp_u8), [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, in);
-  return in.data();
+  const ConvShape& s = c.s;
+  in.resize(static_cast<size_t>(s.N * s.Hp * s.Wp * s.C + 64));
+  std::fill(in.end() - 64, in.end(), uint8_t{0});
+  uint8_t* b = in.data();
+  cpu::parallel_for(s.N * s.Hp, s.Wp * s.C, [&](int64_t r) { pad_row_u8(c, x, r / s.Hp, r % s.Hp, b + r * s.Wp * s.C); });
+  return b;
 }
 
 // Whether the epilogue keeps the order of the sums, so that pooling them first changes nothing.
@@ -306,7 +316,6 @@ bool monotonic(const Epilogue& e, int64_t channels) {
 // its rows read into its own buffer (not one copy on the caller's core that the others then read).
 void avx2_conv_rows(const DirectConv& c, const Tensor& x, const int8_t* w, const void* res, void* o, int64_t work) {
   const ConvShape& s = c.s;
-  const uint8_t pad = static_cast<uint8_t>(u8_zero_point(c));
   // Output rows [r0, r1) of the batch, channels [ob, oe).
   const auto rows_of = [&](int64_t r0, int64_t r1, int64_t ob, int64_t oe) {
     thread_local std::vector<uint8_t> local;
@@ -315,11 +324,7 @@ void avx2_conv_rows(const DirectConv& c, const Tensor& x, const int8_t* w, const
       const int64_t first = oh0 * s.sh, last = (oh1 - 1) * s.sh + s.KH, row_size = s.Wp * s.C;
       local.resize(static_cast<size_t>((last - first) * row_size + 64));
       std::fill(local.end() - 64, local.end(), uint8_t{0});  // the last run group's read past the end
-      for (int64_t hp = first; hp < last; ++hp) {
-        uint8_t* row = local.data() + (hp - first) * row_size;
-        if (c.u8) pad_row(s, x.data<uint8_t>(), pad, [](uint8_t v) { return v; }, n, hp, row);
-        else pad_row(s, x.data<int8_t>(), pad, [](int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }, n, hp, row);
-      }
+      for (int64_t hp = first; hp < last; ++hp) pad_row_u8(c, x, n, hp, local.data() + (hp - first) * row_size);
       for (int64_t oh = oh0; oh < oh1; ++oh)
         avx2_conv_row_u8(s, c.e, local.data() + (oh * s.sh - first) * row_size, w, res, o, (n * s.OH + oh) * s.OW, ob, oe);
       r += oh1 - oh0;
@@ -411,8 +416,7 @@ bool quantized_conv2d_direct(const KernelContext& ctx, bool seven_bit, const Ten
     return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, pixel_input(c, x, x_scale), o, /*pooled=*/false), true;
   const ConvPack& pack = *prepared->conv_pack;
   if (prepared->path == Path::vnni) {
-    int32_t zp_u8 = 0;
-    const uint8_t* padded = padded_u8(c, x, zp_u8);
+    const uint8_t* padded = padded_u8(c, x);
     cpu::parallel_for(s.N * s.OH, work, [&](int64_t r) {  // an f32 residual, if any (setup_direct)
       vnni_conv_row(s, e, padded, pack.w8.data(), static_cast<const float*>(res), o, r / s.OH, r % s.OH);
     });
@@ -465,8 +469,7 @@ bool quantized_conv2d_maxpool_direct(const KernelContext& ctx, bool seven_bit, c
   void* o = out.raw_data();
   if (prepared->pixels)
     return conv_pixel_lanes(ctx, s, e, *prepared->pixel_pack, pixel_input(c, x, x_scale), o, /*pooled=*/true), true;
-  int32_t zp_u8 = 0;
-  const uint8_t* padded = padded_u8(c, x.dtype() == DType::f32 ? quantized_one_channel(x, x_scale, x_zero_point) : x, zp_u8);
+  const uint8_t* padded = padded_u8(c, x.dtype() == DType::f32 ? quantized_one_channel(x, x_scale, x_zero_point) : x);
   const ConvPack& pack = *prepared->conv_pack;
   const auto row = prepared->path == Path::vnni ? vnni_pool_row : avx2_pool_row_u8;
   cpu::parallel_for(s.N * PH, 4 * PW * s.CO * s.KH * s.run / kProductsPerWork,

@@ -29,7 +29,6 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2Epilo
     const In* r = in + ky * row_step;
     const W* wk = w + (ky * s.groups * s.COp + o0) * per;
     if constexpr (Pairs) {
-      const __m256i ones = _mm256_set1_epi16(1);
       for (int64_t g = 0; g < s.groups; g += 2) {
         __m256i wa[V], wb[V];
         #pragma GCC unroll 16
@@ -42,10 +41,7 @@ PD_AVX2_TARGET void avx2_pixels(const ConvShape& s, const Epilogue& e, Avx2Epilo
           const __m256i a = _mm256_set1_epi32(load_u32(r + p * pix_step + per * g));
           const __m256i b = _mm256_set1_epi32(load_u32(r + p * pix_step + per * (g + 1)));
           #pragma GCC unroll 16
-          for (int v = 0; v < V; ++v) {
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a, wa[v]), _mm256_maddubs_epi16(b, wb[v]));
-            acc[p][v] = _mm256_add_epi32(acc[p][v], _mm256_madd_epi16(pairs, ones));
-          }
+          for (int v = 0; v < V; ++v) acc[p][v] = avx2_dot_u8_pairs(acc[p][v], a, wa[v], b, wb[v]);
         }
       }
       continue;
@@ -95,7 +91,6 @@ PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, cons
   __m256i acc[2][2 * J];
   #pragma GCC unroll 16
   for (int p = 0; p < 2 * J; ++p) acc[0][p] = acc[1][p] = _mm256_setzero_si256();
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ky = 0; ky < s.KH; ++ky) {
     const uint8_t* r = in + ky * row_step;
     const int8_t* wk = w + (ky * s.groups * s.COp + o) * 4;
@@ -107,13 +102,10 @@ PD_AVX2_TARGET void avx2_pool_pixels(const ConvShape& s, const Epilogue& e, cons
         #pragma GCC unroll 16
         for (int p = 0; p < 2 * J; ++p) {
           const uint8_t* x = r + h * pair_step + p * pix_step + 4 * g;
-          if constexpr (Pairs) {
-            const __m256i sums = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(load_u32(x)), wv),
-                                                  _mm256_maddubs_epi16(_mm256_set1_epi32(load_u32(x + 4)), wb));
-            acc[h][p] = _mm256_add_epi32(acc[h][p], _mm256_madd_epi16(sums, ones));
-          } else {
+          if constexpr (Pairs)
+            acc[h][p] = avx2_dot_u8_pairs(acc[h][p], _mm256_set1_epi32(load_u32(x)), wv, _mm256_set1_epi32(load_u32(x + 4)), wb);
+          else
             acc[h][p] = avx2_dot_u8(acc[h][p], _mm256_set1_epi32(load_u32(x)), wv);
-          }
         }
     }
   }

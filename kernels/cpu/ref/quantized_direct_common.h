@@ -135,6 +135,14 @@ PD_AVX2_TARGET inline __m256i avx2_dot_u8(__m256i acc, __m256i x, __m256i w) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), _mm256_set1_epi16(1)));
 }
 
+// acc + the sums of 8 u8 x s8 products a 32-bit lane, 4 from (xa, wa) and 4 from (xb, wb), weights within
+// 6 bits: the two vpmaddubsw results add in 16 bits (4 x 255 x 32 < 32768) before one vpmaddwd.
+PD_AVX2_TARGET __attribute__((always_inline)) inline __m256i avx2_dot_u8_pairs(__m256i acc, __m256i xa, __m256i wa, __m256i xb,
+                                                                               __m256i wb) {
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(xa, wa), _mm256_maddubs_epi16(xb, wb));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
 // acc + the sums of 4 u8 x s8 products a 32-bit lane: vpdpbusd, written as one instruction on the
 // accumulator's own register. GCC 12 compiles _mm512_dpbusd_epi32 with a register copy around every
 // call (the builtin's result is not tied to its accumulator), which outnumbered the multiply-adds in the

@@ -185,7 +185,6 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* cons
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const int8_t* w = c.w.data() + b * c.K4 * kLanes * 4;
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t k4 = 0; k4 < c.K4; k4 += Pairs ? 2 : 1) {
     const int8_t* wk = w + k4 * kLanes * 4;
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk));
@@ -196,8 +195,8 @@ PD_AVX2_TARGET void avx2_u8_linear_tile(const LinearCall& c, const uint8_t* cons
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256i xa = _mm256_set1_epi32(load_u32(x[r] + 4 * k4)), xb = _mm256_set1_epi32(load_u32(x[r] + 4 * k4 + 4));
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(xa, w0), _mm256_maddubs_epi16(xb, v0)), ones));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(xa, w1), _mm256_maddubs_epi16(xb, v1)), ones));
+        acc[r][0] = avx2_dot_u8_pairs(acc[r][0], xa, w0, xb, v0);
+        acc[r][1] = avx2_dot_u8_pairs(acc[r][1], xa, w1, xb, v1);
       }
     } else {
 #pragma GCC unroll 8
