@@ -17,7 +17,9 @@ write_test_spec "$WORK/data.yaml" 1000
 out=$("$PD_QUANT" "$MODEL" "$WORK/q.pdmodel" --calib "$WORK/data.yaml" --samples 256 --eval "$WORK/data.yaml" --report --threads 1 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "pd-quant: exit $rc: $out"
 grep -q "^quantized  2 conv2d / linear ops: activations u8 (percentile), weights s8 per output channel" <<< "$out" || fail "summary: $out"
-grep -q "^activation  *min  *max  *scale  *zero point" <<< "$out" || fail "--report table: $out"
+grep -q "^activation  *min  *max  *scale  *zero point  read by" <<< "$out" || fail "--report table: $out"
+grep -Eq "^[^ ]+ .* fc1$" <<< "$out" || fail "--report: no activation read by fc1: $out"
+grep -Eq "^[^ ]+ .* logits$" <<< "$out" || fail "--report: no activation read by logits: $out"
 f32=$(sed -n 's/^accuracy   f32 \([0-9.]*\), quantized \([0-9.]*\).*/\1/p' <<< "$out")
 q=$(sed -n 's/^accuracy   f32 \([0-9.]*\), quantized \([0-9.]*\).*/\2/p' <<< "$out")
 awk -v a="${f32:-0}" -v b="${q:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.5 && d <= 0.03) }' || fail "accuracy f32 '$f32' vs quantized '$q': $out"

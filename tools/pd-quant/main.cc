@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -40,6 +41,29 @@ struct Options {
   std::vector<std::string> exclude;
   int threads = 0;
 };
+
+// The layers that read each value, for --report: an activation's name is the IR's (a number for most),
+// so the table also names the ops reading it by their weight's layer ("b1_conv1" of
+// "b1_conv1.weight.bn_folded"), or by their type where they have no weight (a residual's add).
+std::map<std::string, std::vector<std::string>> readers(const pd::ir::Program& program) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const pd::ir::Operation& op : program.ops()) {
+    std::string layer = op.type;
+    for (const auto& slot : op.inputs)
+      for (const pd::ir::ValueId v : slot)
+        if (program.value(v).kind == pd::ir::ValueKind::Param) {
+          const std::string& name = program.value(v).name;
+          layer = name.substr(0, name.find('.'));
+          break;
+        }
+    for (const auto& slot : op.inputs)
+      for (const pd::ir::ValueId v : slot) {
+        std::vector<std::string>& names = out[program.value(v).name];
+        if (std::find(names.begin(), names.end(), layer) == names.end()) names.push_back(layer);
+      }
+  }
+  return out;
+}
 
 // The batches of a labelled set, as program inputs (and their labels, for accuracy).
 std::vector<pd::data::Batch> batches_of(const pd::tools::TestSet& t, int64_t batch) {
@@ -228,11 +252,13 @@ int run(const Options& o) {
     fmt::print("quantized  {} conv2d / linear ops: activations {} ({}), weights s8{} per {}\n", ops_quantized, o.activations,
                o.method, bits_note(o), o.per_tensor ? "tensor" : "output channel");
   if (o.report && !o.weight_only) {
-    fmt::print("{:<24} {:>12} {:>12} {:>12} {:>10}\n", "activation", "min", "max", "scale", "zero point");
+    fmt::print("{:<24} {:>12} {:>12} {:>12} {:>10}  {}\n", "activation", "min", "max", "scale", "zero point", "read by");
+    const auto read_by = readers(program);
     for (const std::string& name : pd::quant::quantizable_inputs(program, o.exclude)) {
       const pd::quant::Observer& obs = observers.at(name);
       const pd::quant::QParams p = pd::quant::qparams_for(obs.range(q.method, q.percentile), q.activations);
-      fmt::print("{:<24} {:>12.5g} {:>12.5g} {:>12.5g} {:>10}\n", name, obs.min(), obs.max(), p.scale, p.zero_point);
+      fmt::print("{:<24} {:>12.5g} {:>12.5g} {:>12.5g} {:>10}  {}\n", name, obs.min(), obs.max(), p.scale, p.zero_point,
+                 fmt::join(read_by.at(name), ", "));
     }
   }
   fmt::print("{}{}", table, accuracy_line);
