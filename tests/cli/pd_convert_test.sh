@@ -14,7 +14,7 @@ DATA=$HERE/../data/onnx
 NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
 
 # 1. Every fixture imports and matches onnxruntime's saved output.
-for m in convnet mobile_block dense_fire encoder shuffle_block; do
+for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token; do
   input=input; [ $m = encoder ] && input=ids
   out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
         --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
@@ -31,6 +31,12 @@ out=$("$PD_INFER" "$WORK/convnet.pdmodel" --batch 7 --repeat 1 --output-dir "$WO
 out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 5 --repeat 1 --output-dir "$WORK/out5" --profile 2>&1) || fail "pd-infer on the shuffle block: $out"
 [ "$(od -An -c -N 80 "$WORK/out5/output.npy" | tr -d ' \n' | grep -o "(5,4)")" = "(5,4)" ] || fail "the shuffle block did not give a (5, 4) output: $out"
 grep -q "fused_elementwise\|^ *sigmoid " <<< "$out" && fail "the shuffle block's SiLU did not become an activation: $out"
+# Swin's shifted windows (the batch folded with the windows and back, a ScatterND mask) and a ViT's class
+# token expanded to the batch run at other batches too.
+for m in window_block class_token; do
+  out=$("$PD_INFER" "$WORK/$m.pdmodel" --batch 3 --repeat 1 --output-dir "$WORK/$m-3" 2>&1) || fail "pd-infer on $m at batch 3: $out"
+  [ "$(od -An -c -N 80 "$WORK/$m-3/output.npy" | tr -d ' \n' | grep -o "(3,5)")" = "(3,5)" ] || fail "$m did not give a (3, 5) output: $out"
+done
 # At batch 1 its small convolutions (the squeeze-excitation's, on 1x1 maps) run on the calling thread,
 # not on OpenMP's team.
 out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 1 --repeat 3 --profile 2>&1) || fail "pd-infer on the shuffle block at batch 1: $out"
@@ -98,6 +104,8 @@ expect_error "12 bytes of data for dims \[4\]" "$DATA/bad_initializer.onnx" "$WO
 expect_error "weights.bin" "$DATA/bad_external.onnx" "$WORK/t.pdmodel"
 expect_error "ghost" "$DATA/bad_undefined.onnx" "$WORK/t.pdmodel"
 expect_error "Gemm.*differ in dimension 1: (3) vs (4)" "$DATA/bad_shapes.onnx" "$WORK/t.pdmodel"
+expect_error "scatter0.*ScatterND on values computed at run time is not supported" "$DATA/bad_scatter_runtime.onnx" "$WORK/t.pdmodel"
+expect_error "scatter1.*index 4 of tuple 0 is out of range for extent 4 of data \[2, 4\]" "$DATA/bad_scatter_index.onnx" "$WORK/t.pdmodel"
 expect_error "neither .onnx nor .pdmodel" "$DATA/convnet.onnx" "$WORK/t.txt"
 expect_error "no input 'image'" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape image=1x1x32x32
 expect_error "not a positive integer" "$DATA/convnet.onnx" "$WORK/t.pdmodel" --input-shape input=1xax32x32

@@ -260,6 +260,18 @@ std::vector<Tensor> meta_list(const char* op, const char* arg, const MetaInputs&
 
 namespace pd {
 
+// A size an unknown extent can take where 2 and 3 do not fit the op: the product of its attributes'
+// extents (a reshape of [-1, 49, 96] into [-1, 8, 8, 7, 7, 96], as Swin unfolds the windows it folded
+// into the batch, fits 301056 rows), or 0 when there are none.
+int64_t attribute_extents(const AttrMap& attrs) {
+  int64_t p = 1;
+  for (const auto& [name, value] : attrs)
+    if (const auto* ints = std::get_if<std::vector<int64_t>>(&value))
+      for (int64_t v : *ints)
+        if (v > 1 && __builtin_mul_overflow(p, v, &p)) return 0;
+  return p > 1 && p < (int64_t{1} << 31) ? p : 0;
+}
+
 // Unknown extents are tried at two sizes; an output extent that changes with them is unknown too.
 std::vector<TensorMeta> infer_meta(const std::string& op, const MetaInputs& inputs, const AttrMap& attrs) {
   const OpSchema& schema = op_schema(op);
@@ -276,7 +288,19 @@ std::vector<TensorMeta> infer_meta(const std::string& op, const MetaInputs& inpu
           if (d < 0) d = n;
     return schema.meta(in, attrs);
   };
-  std::vector<TensorMeta> a = substitute(2), b = substitute(3);
+  std::vector<TensorMeta> a, b;
+  try {
+    a = substitute(2), b = substitute(3);
+  } catch (const Error&) {
+    const int64_t p = attribute_extents(attrs);
+    if (p == 0) throw;
+    try {
+      a = substitute(p), b = substitute(2 * p);
+    } catch (const Error&) {
+      substitute(2);  // throws the small sizes' error, the one that names the op's own rule
+      throw;          // (or, where 2 alone fit, the large sizes')
+    }
+  }
   for (size_t i = 0; i < a.size(); ++i)
     for (size_t d = 0; d < a[i].shape.size(); ++d)
       if (d >= b[i].shape.size() || a[i].shape[d] != b[i].shape[d]) a[i].shape[d] = -1;

@@ -125,6 +125,44 @@ class ShuffleBlock(nn.Module):
         return self.head(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
 
 
+class WindowBlock(nn.Module):
+    """Swin's shifted-window attention (torchvision's own module): the window padding, the windows folded
+    into the batch and back (Mul and Div of the batch in the shape subgraph, reshapes whose other extents
+    2 and 3 do not divide), and the attention mask built with ScatterND and Not from the map's extents."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.swin_transformer import ShiftedWindowAttention
+        self.norm = nn.LayerNorm(16)
+        self.attn = ShiftedWindowAttention(16, [4, 4], [2, 2], num_heads=2)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):  # x: [batch, 8, 8, 16], channels last as Swin's blocks take it
+        x = x + self.attn(self.norm(x))
+        return self.head(x.mean(dim=(1, 2)))
+
+
+class ClassToken(nn.Module):
+    """A ViT's front (torchvision's encoder block): patches by a strided conv, a learned class token
+    expanded to the dynamic batch (expand(n, -1, -1): Expand of a constant to [batch, 1, C], through
+    Equal and Where on the target), and nn.MultiheadAttention, which reshapes the flat tokens
+    sequence-first ([17, -1, 16])."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.vision_transformer import EncoderBlock
+        self.patch = nn.Conv2d(3, 16, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, 16))
+        self.block = EncoderBlock(2, 16, 32, 0.0, 0.0)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.patch(x).reshape(n, 16, -1).permute(0, 2, 1)
+        x = torch.cat([self.cls.expand(n, -1, -1), x], dim=1)
+        return self.head(self.block(x)[:, 0])
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -203,13 +241,36 @@ def broken():
     print("broken models written")
 
 
+def bad_scatter():
+    """ScatterND as the importer refuses it: on a run-time value, and with an index out of range."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    idx = helper.make_tensor("idx", TensorProto.INT64, [1, 2], [1, 3])
+    upd = helper.make_tensor("upd", TensorProto.FLOAT, [1], [5.0])
+    m = helper.make_model(helper.make_graph([helper.make_node("ScatterND", ["x", "idx", "upd"], ["y"], name="scatter0")], "g", [x], [y],
+                                            [idx, upd]), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_scatter_runtime.onnx"))
+    data = helper.make_tensor("data", TensorProto.FLOAT, [2, 4], np.zeros(8, np.float32))
+    far = helper.make_tensor("far", TensorProto.INT64, [1, 2], [1, 4])
+    m = helper.make_model(helper.make_graph([helper.make_node("ScatterND", ["data", "far", "upd"], ["s"], name="scatter1"),
+                                             helper.make_node("Add", ["x", "s"], ["y"])], "g", [x], [y], [data, far, upd]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(HERE, "bad_scatter_index.onnx"))
+    print("bad ScatterND models written")
+
+
 FIXTURES = {
     "convnet": lambda: export("convnet", ConvNet(), torch.randn(3, 1, 32, 32), 13),
     "mobile_block": lambda: export("mobile_block", MobileBlock(), torch.randn(2, 8, 9, 9), 14),
     "dense_fire": lambda: export("dense_fire", DenseFire(), torch.randn(2, 4, 7, 7), 11),
     "encoder": lambda: export("encoder", Encoder(), torch.randint(0, 50, (2, 8)), 17, dynamic_batch=False, input_name="ids"),
     "shuffle_block": lambda: export("shuffle_block", ShuffleBlock(), torch.randn(2, 6, 8, 8), 13),
+    "window_block": lambda: export("window_block", WindowBlock(), torch.randn(2, 8, 8, 16), 13),
+    "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
     "broken": broken,
+    "bad_scatter": bad_scatter,
 }
 
 if __name__ == "__main__":

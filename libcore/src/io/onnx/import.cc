@@ -241,6 +241,18 @@ SymbolicInts NodeContext::ints(size_t i, const char* what) const {
 std::vector<std::string> NodeContext::dim_symbols(ir::ValueId v) const { return im_.dim_symbols(v); }
 void NodeContext::set_dim_symbols(ir::ValueId v, std::vector<std::string> syms) { im_.set_dim_symbols(v, std::move(syms)); }
 
+ir::ValueId NodeContext::input_with_extent(const std::string& symbol, int64_t& axis) const {
+  for (const ir::ValueId v : im_.program().inputs()) {
+    const std::vector<std::string> syms = im_.dim_symbols(v);
+    for (size_t d = 0; d < syms.size(); ++d)
+      if (syms[d] == symbol) {
+        axis = static_cast<int64_t>(d);
+        return v;
+      }
+  }
+  return ir::kNoValue;
+}
+
 static const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
@@ -299,6 +311,15 @@ std::vector<ir::ValueId> NodeContext::ops(const std::string& type, const std::ve
     return ir::fold_op(p, index);
   } catch (const Error& e) {
     raise(e.code(), "{}: computing {} at import time: {}", where(), type, e.what());
+  }
+}
+
+ir::ValueId NodeContext::op_typed(const std::string& type, const std::vector<std::vector<ir::ValueId>>& inputs, const AttrMap& attrs,
+                                  const ir::ValueType& result) {
+  try {
+    return im_.program().add_op_typed(type, inputs, attrs, {result})[0];
+  } catch (const Error& e) {
+    raise(e.code(), "{}: {}", where(), e.what());
   }
 }
 

@@ -56,6 +56,9 @@ class NodeContext {
   // Names the dynamic extents of a value a converter made from its input's (""s where known), so that
   // a later Reshape to Shape(...) of either matches them.
   void set_dim_symbols(ir::ValueId v, std::vector<std::string> syms);
+  // A graph input with the dynamic extent `symbol`, and the axis it has it at (kNoValue if none): what an
+  // Expand of a constant to that extent broadcasts against (ViT's class token to [batch, 1, 768]).
+  ir::ValueId input_with_extent(const std::string& symbol, int64_t& axis) const;
 
   // Attributes, with the ONNX default when absent.
   bool has_attr(const std::string& name) const;
@@ -74,6 +77,9 @@ class NodeContext {
     return ops(type, inputs, attrs)[0];
   }
   ir::ValueId param(const Tensor& t, const std::string& hint);
+  // op() with the result's type given (a reshape of dynamic extents, whose -1 only run time resolves).
+  ir::ValueId op_typed(const std::string& type, const std::vector<std::vector<ir::ValueId>>& inputs, const AttrMap& attrs,
+                       const ir::ValueType& result);
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
   bool output_used(size_t i) const;
   void output(size_t i, ir::ValueId v);

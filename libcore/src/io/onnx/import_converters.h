@@ -36,7 +36,12 @@ void concat(NodeContext& c);
 void split(NodeContext& c);
 void slice(NodeContext& c);
 void gather(NodeContext& c);
+void mul(NodeContext& c);
+void div(NodeContext& c);
+void equal(NodeContext& c);
+void where(NodeContext& c);
 void expand(NodeContext& c);
 void pad(NodeContext& c);
+void scatter_nd(NodeContext& c);
 
 }  // namespace pd::io::onnx_import

@@ -40,12 +40,19 @@ void mod(NodeContext& c) {
   c.output(0, c.op("remainder", {{c.input(0)}, {c.input(1)}}));
 }
 
-void where(NodeContext& c) { c.output(0, c.op("where", {{c.input(0)}, {c.input(1)}, {c.input(2)}})); }
 
 void reciprocal(NodeContext& c) {
   const ValueId x = c.input(0);
   const ValueId one = c.param(Tensor::full_scalar(1.0, c.type(x).dtype), "one");
   c.output(0, c.op("div", {{one}, {x}}));
+}
+
+// Not(x) on bool is x == false (ops.yaml has no logical not; equal folds at import where x is known, as
+// in Swin's attention masks).
+void logical_not(NodeContext& c) {
+  const ValueId x = c.input(0);
+  if (c.type(x).dtype != DType::boolean) c.fail(fmt::format("Not takes bool, got {}", dtype_name(c.type(x).dtype)));
+  c.output(0, c.op("equal", {{x}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}));
 }
 
 void leaky_relu(NodeContext& c) {
@@ -290,9 +297,9 @@ const std::map<std::string, Converter>& table() {
       {"Constant", constant},
       {"ConstantOfShape", constant_of_shape},
       {"Conv", conv},
-      {"Div", binary<k_div>},
+      {"Div", div},
       {"Dropout", dropout},
-      {"Equal", binary<k_equal>},
+      {"Equal", equal},
       {"Erf", unary<k_erf>},
       {"Exp", unary<k_exp>},
       {"Expand", expand},
@@ -313,8 +320,9 @@ const std::map<std::string, Converter>& table() {
       {"MatMul", matmul},
       {"MaxPool", max_pool},
       {"Mod", mod},
-      {"Mul", binary<k_mul>},
+      {"Mul", mul},
       {"Neg", unary<k_neg>},
+      {"Not", logical_not},
       {"Pad", pad},
       {"Pow", binary<k_pow>},
       {"Range", range},
@@ -325,6 +333,7 @@ const std::map<std::string, Converter>& table() {
       {"ReduceSum", reduce<k_sum, true>},
       {"Relu", unary<k_relu>},
       {"Reshape", reshape},
+      {"ScatterND", scatter_nd},
       {"Shape", shape},
       {"Sigmoid", unary<k_sigmoid>},
       {"Sign", unary<k_sign>},

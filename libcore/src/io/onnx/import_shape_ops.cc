@@ -4,11 +4,26 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "import_converters.h"
 
 namespace pd::io::onnx_import {
 namespace {
+
+// The symbol's extent and its factor: "batch*64" is ("batch", 64), "batch" ("batch", 1); a name that does
+// not end in "*digits" (an exporter's "s0*s1") is an extent of its own.
+std::pair<std::string, int64_t> scaled(const std::string& symbol) {
+  const size_t star = symbol.rfind('*');
+  if (star == std::string::npos || star + 1 == symbol.size() || symbol.size() - star > 18 ||
+      !std::all_of(symbol.begin() + static_cast<std::ptrdiff_t>(star) + 1, symbol.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return {symbol, 1};
+  return {symbol.substr(0, star), std::stoll(symbol.substr(star + 1))};
+}
+
+std::string scaled_symbol(const std::string& extent, int64_t factor) {
+  return factor == 1 ? extent : fmt::format("{}*{}", extent, factor);
+}
 
 // Resolves an ONNX Reshape target against the input's dynamic extents: a 0 copies the input extent
 // (unless allowzero), extents named by the same symbol cancel out, and what remains unknown must be one
@@ -24,16 +39,21 @@ Ints reshape_target(NodeContext& c, ValueId x, SymbolicInts t, bool allowzero) {
     }
   std::vector<std::string> left(in_syms);  // the input's symbols not matched by the target
   std::erase(left, "");
+  // An extent times a known factor ("batch*64", symbolic_mul) matches its extent's other multiples:
+  // Swin folds its windows into the batch and back. With one dynamic entry the reshape's -1 is exact.
+  const auto base = [](const std::string& sym) { return scaled(sym).first; };
   int64_t in_known = 1;
   for (int64_t d : in) in_known *= d < 0 ? 1 : d;
   int64_t out_known = 1;
   std::vector<size_t> unknown, inferred;
+  std::string unmatched;  // a target symbol none of the input's extents has
   for (size_t i = 0; i < t.values.size(); ++i) {
     if (!t.symbols[i].empty()) {
       auto it = std::find(left.begin(), left.end(), t.symbols[i]);
+      if (it == left.end())
+        it = std::find_if(left.begin(), left.end(), [&](const std::string& l) { return base(l) == base(t.symbols[i]); });
       if (it != left.end()) left.erase(it);
-      else c.unsupported(fmt::format("shape {}: extent '{}' is not one of the input's; give --input-shape NAME=DIMS",
-                                     t.str(), t.symbols[i]));
+      else unmatched = t.symbols[i];
       unknown.push_back(i);
     } else if (t.values[i] == -1) {
       inferred.push_back(i);
@@ -41,6 +61,10 @@ Ints reshape_target(NodeContext& c, ValueId x, SymbolicInts t, bool allowzero) {
       c.fail(fmt::format("shape {} has more elements than a tensor can hold", t.str()));
     }
   }
+  // One dynamic entry and no -1 is exact whatever its name (the -1 we write takes the rest of the
+  // elements): the exporter's shape inference leaves many results' extents unnamed (a linear's, in Swin).
+  if (!unmatched.empty() && (unknown.size() != 1 || !inferred.empty()))
+    c.unsupported(fmt::format("shape {}: extent '{}' is not one of the input's; give --input-shape NAME=DIMS", t.str(), unmatched));
   Ints out = t.values;
   for (size_t i : unknown) out[i] = -1;
   if (inferred.size() > 1) c.fail(fmt::format("shape {} has more than one -1", t.str()));
@@ -64,9 +88,12 @@ Ints axes_arg(NodeContext& c, const char* what) {
 
 }  // namespace
 void shape(NodeContext& c) {
-  const ValueId x = c.input(0);
-  const Shape& s = c.type(x).shape;
-  const std::vector<std::string> syms = c.dim_symbols(x);
+  // The shape of a shape computation is its length, known (ViT's expand target, [batch, -1, -1]).
+  const bool of_ints = c.is_symbolic(0);
+  const ValueId x = of_ints ? ir::kNoValue : c.input(0);
+  const SymbolicInts v = of_ints ? c.ints(0, "Shape's input") : SymbolicInts{};
+  const Shape s = of_ints ? (v.scalar ? Shape{} : Shape{static_cast<int64_t>(v.values.size())}) : c.type(x).shape;
+  const std::vector<std::string> syms = of_ints ? std::vector<std::string>(s.size()) : c.dim_symbols(x);
   const int64_t r = static_cast<int64_t>(s.size());
   int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
   start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
@@ -121,10 +148,26 @@ void range(NodeContext& c) {
 }
 
 void reshape(NodeContext& c) {
+  if (c.is_symbolic(0)) {  // a shape computation reshaped to 1-D or 0-D (ViT's expand target [batch, -1, -1])
+    SymbolicInts v = c.ints(0, "Reshape's input");
+    const Ints target = c.constant_ints(1, "Reshape's shape of a shape computation");
+    const int64_t n = static_cast<int64_t>(v.values.size());
+    if (!(target.empty() && n == 1) && !(target.size() == 1 && (target[0] == -1 || target[0] == n)))
+      c.unsupported(fmt::format("Reshape of the shape computation {} to [{}] (only to 1-D, or 0-D from one entry)", v.str(),
+                                fmt::join(target, ", ")));
+    v.scalar = target.empty();
+    return c.output_ints(0, v);
+  }
   const ValueId x = c.input(0);
   const SymbolicInts t = c.ints(1, "Reshape's shape");
   const Ints target = reshape_target(c, x, t, c.attr_int("allowzero", 0) != 0);
-  const ValueId y = c.op("reshape", {{x}}, {{"shape", target}});
+  // With dynamic extents in and a -1 out, the result is the target, its -1 unknown: the op's shape rule
+  // would try the extents at 2 and 3, which a reshape of [-1, 768] into [197, -1, 768] (torch's
+  // attention, sequence first) does not fit.
+  const ir::ValueType& xt = c.type(x);
+  const bool dynamic = std::count(xt.shape.begin(), xt.shape.end(), int64_t{-1}) > 0 && std::count(target.begin(), target.end(), int64_t{-1}) == 1;
+  const ValueId y = dynamic ? c.op_typed("reshape", {{x}}, {{"shape", target}}, {xt.dtype, target})
+                            : c.op("reshape", {{x}}, {{"shape", target}});
   // The one dynamic extent keeps the symbol the target named it by (ShuffleNet's channel shuffle
   // reshapes to [batch, ...] twice, around a transpose).
   std::vector<std::string> syms(target.size());
@@ -243,6 +286,87 @@ void slice(NodeContext& c) {
   c.output(0, c.op("slice", {{c.input(0)}}, attrs));
 }
 
+// Mul and Div on a shape computation with a dynamic extent, by known factors (Swin folds its windows into
+// the batch and unfolds them: batch x 64, then / 64): the extent's symbol scaled, "batch*64", which
+// reshape_target matches against the batch; known entries compute as ONNX's integers do. Anything else
+// is the elementwise op.
+namespace {
+
+void symbolic_arith(NodeContext& c, bool divide) {
+  const char* name = divide ? "Div" : "Mul";
+  const char* op = divide ? "div" : "mul";
+  if (!c.is_symbolic(0) && !c.is_symbolic(1)) return c.output(0, c.op(op, {{c.input(0)}, {c.input(1)}}));
+  if (divide && c.is_symbolic(1)) c.unsupported("Div by a shape computation with dynamic extents");
+  const size_t at = c.is_symbolic(0) ? 0 : 1;
+  SymbolicInts a = c.ints(at, "the shape operand");
+  const SymbolicInts b = c.ints(1 - at, "the factor");
+  if (!b.known()) c.unsupported(fmt::format("{} of two shape computations with dynamic extents ({}, {})", name, a.str(), b.str()));
+  if (b.values.size() != 1 && b.values.size() != a.values.size())
+    c.fail(fmt::format("{} of shape computations {} and {}: lengths differ", name, a.str(), b.str()));
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const int64_t f = b.values[b.values.size() == 1 ? 0 : i];
+    if (divide && f == 0) c.fail(fmt::format("Div of the shape computation {} by 0", a.str()));
+    if (a.symbols[i].empty()) {
+      a.values[i] = divide ? a.values[i] / f : a.values[i] * f;
+      continue;
+    }
+    const auto [extent, k] = scaled(a.symbols[i]);
+    if (divide && (f < 0 || k % f != 0))
+      c.unsupported(fmt::format("Div of the dynamic extent {} by {}, which does not divide it", a.symbols[i], f));
+    if (f <= 0) c.unsupported(fmt::format("{} of the dynamic extent {} by {}", name, a.symbols[i], f));
+    a.symbols[i] = scaled_symbol(extent, divide ? k / f : k * f);
+  }
+  a.scalar = a.scalar && b.scalar;
+  c.output_ints(0, a);
+}
+
+}  // namespace
+
+void mul(NodeContext& c) { symbolic_arith(c, /*divide=*/false); }
+void div(NodeContext& c) { symbolic_arith(c, /*divide=*/true); }
+
+// torch.onnx writes expand(n, -1, -1) as Expand(x, Where(Equal(target, -1), 1s, target)) on the target
+// [batch, -1, -1]: Equal and Where on a shape computation, computed here. A dynamic extent is never
+// negative, so it equals no negative constant; compared with anything else it is unknown.
+void equal(NodeContext& c) {
+  if (!c.is_symbolic(0) && !c.is_symbolic(1)) return c.output(0, c.op("equal", {{c.input(0)}, {c.input(1)}}));
+  const size_t at = c.is_symbolic(0) ? 0 : 1;
+  const SymbolicInts a = c.ints(at, "the shape operand"), b = c.ints(1 - at, "the other operand");
+  if (!b.known() || (b.values.size() != 1 && b.values.size() != a.values.size()))
+    c.unsupported(fmt::format("Equal of the shape computations {} and {}", a.str(), b.str()));
+  std::vector<uint8_t> eq;
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const int64_t v = b.values[b.values.size() == 1 ? 0 : i];
+    if (!a.symbols[i].empty() && v >= 0)
+      c.unsupported(fmt::format("Equal of the dynamic extent {} and {}: unknown until run time", a.symbols[i], v));
+    eq.push_back(a.symbols[i].empty() && a.values[i] == v);
+  }
+  const Shape shape = a.scalar && b.scalar ? Shape{} : Shape{static_cast<int64_t>(eq.size())};
+  Tensor t = Tensor::empty(shape, DType::boolean);
+  std::copy(eq.begin(), eq.end(), static_cast<uint8_t*>(t.raw_data()));
+  c.output(0, c.param(t, c.node().output(0)));
+}
+
+void where(NodeContext& c) {
+  if (!c.is_symbolic(1) && !c.is_symbolic(2)) return c.output(0, c.op("where", {{c.input(0)}, {c.input(1)}, {c.input(2)}}));
+  const Tensor cond = c.constant(0, "Where's condition on a shape computation");
+  const SymbolicInts x = c.ints(1, "Where's first choice"), y = c.ints(2, "Where's second choice");
+  const std::vector<uint8_t> pick = cond.to_vector<uint8_t>();
+  const size_t n = std::max({pick.size(), x.values.size(), y.values.size()});
+  const auto fits = [&](size_t m) { return m == 1 || m == n; };
+  if (cond.dim() > 1 || !fits(pick.size()) || !fits(x.values.size()) || !fits(y.values.size()))
+    c.unsupported(fmt::format("Where over shape computations {} and {} of other lengths", x.str(), y.str()));
+  SymbolicInts out;
+  for (size_t i = 0; i < n; ++i) {
+    const SymbolicInts& from = pick[pick.size() == 1 ? 0 : i] ? x : y;
+    const size_t j = from.values.size() == 1 ? 0 : i;
+    out.values.push_back(from.values[j]);
+    out.symbols.push_back(from.symbols[j]);
+  }
+  out.scalar = cond.dim() == 0 && x.scalar && y.scalar;
+  c.output_ints(0, out);
+}
+
 // Gather with constant indices is slicing (a scalar index also drops the axis; a list of indices
 // concatenates one slice per index); a constant table indexed by a run-time tensor is an embedding.
 void gather(NodeContext& c) {
@@ -288,10 +412,17 @@ void gather(NodeContext& c) {
 void expand(NodeContext& c) {
   const ValueId x = c.input(0);
   const SymbolicInts t = c.ints(1, "Expand's shape");
-  const Shape& in = c.type(x).shape;
+  const Shape in = c.type(x).shape;  // a copy: adding ops moves the program's values
   const std::vector<std::string> in_syms = c.dim_symbols(x);
   const size_t r = std::max(in.size(), t.values.size());
   Ints out(r);
+  struct Carried {  // an output axis x broadcasts along to a graph input's dynamic extent
+    size_t axis;
+    ValueId input;
+    int64_t input_axis;
+  };
+  std::vector<Carried> carried;
+  std::vector<std::string> out_syms(r);
   for (size_t i = 0; i < r; ++i) {  // bidirectional broadcasting, aligned at the last axis
     const ptrdiff_t xi = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - in.size());
     const ptrdiff_t ti = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - t.values.size());
@@ -300,17 +431,45 @@ void expand(NodeContext& c) {
       continue;
     }
     if (!t.symbols[ti].empty()) {
+      out_syms[i] = t.symbols[ti];
       if (xi >= 0 && in_syms[xi] == t.symbols[ti]) {
         out[i] = -1;
         continue;
       }
-      c.unsupported(fmt::format("Expand to {} with a dynamic extent the input does not have; give --input-shape "
-                                "NAME=DIMS", t.str()));
+      int64_t input_axis = 0;
+      const ValueId input = c.input_with_extent(t.symbols[ti], input_axis);
+      if (input == ir::kNoValue || (xi >= 0 && in[xi] != 1))
+        c.unsupported(fmt::format("Expand to {} with a dynamic extent the input does not have; give --input-shape "
+                                  "NAME=DIMS", t.str()));
+      out[i] = xi >= 0 ? -1 : 1;  // the 1 it has; the graph input's extent comes below
+      carried.push_back({i, input, input_axis});
+      continue;
     }
     const int64_t td = t.values[ti];
     out[i] = td != 1 ? td : (xi >= 0 ? -1 : 1);  // a 1 keeps x's extent
   }
-  c.output(0, c.op("expand", {{x}}, {{"shape", out}}));
+  ValueId y = c.op("expand", {{x}}, {{"shape", out}});
+  // Along a graph input's extent: where(k, y, y) with k a bool of shape [1, .., extent, .., 1] from that
+  // input (its other axes sliced to 1) broadcasts y to it, whatever the input's values (NaN included).
+  for (const Carried& k : carried) {
+    ValueId along = k.input;
+    const int64_t rank = rank_of(c, along);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != k.input_axis) along = c.op("slice", {{along}}, {{"axes", Ints{d}}, {"starts", Ints{0}}, {"ends", Ints{1}}});
+    Ints shape(r, 1);
+    shape[k.axis] = -1;
+    along = c.op("reshape", {{along}}, {{"shape", shape}});
+    const ValueId cond = c.op("equal", {{along}, {along}});
+    y = c.op("where", {{cond}, {y}, {y}});
+  }
+  if (!carried.empty()) {
+    for (size_t i = 0; i < r; ++i) {
+      const ptrdiff_t xi = static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(r - in.size());
+      if (out_syms[i].empty() && xi >= 0) out_syms[i] = in_syms[xi];
+    }
+    c.set_dim_symbols(y, out_syms);
+  }
+  c.output(0, y);
 }
 
 void pad(NodeContext& c) {
@@ -326,7 +485,61 @@ void pad(NodeContext& c) {
     ours.push_back(pads[d]);
     ours.push_back(pads[d + r]);
   }
-  c.output(0, c.op("pad", {{x}}, {{"pads", ours}, {"value", value}}));
+  const ValueId y = c.op("pad", {{x}}, {{"pads", ours}, {"value", value}});
+  // Unpadded dynamic extents keep their symbols (a batch through Swin's window padding, where the
+  // exporter's shape inference left the result's extents unnamed), so that a later Reshape to them resolves.
+  const std::vector<std::string> in = c.dim_symbols(x);
+  bool kept = true;
+  for (size_t d = 0; d < r; ++d) kept = kept && (in[d].empty() || (pads[d] == 0 && pads[d + r] == 0));
+  if (kept) c.set_dim_symbols(y, in);
+  c.output(0, y);
+}
+
+// ScatterND on values known at import time (Swin's shifted-window attention masks: zeros, then each
+// window's slice set to its number): a copy of data with the slice data[i_0, ..., i_k-1] set to its
+// updates for each index tuple [..., k]. Only the plain form (reduction "none", the only one before
+// opset 16); negative indices count from the end, as onnxruntime reads them.
+void scatter_nd(NodeContext& c) {
+  for (size_t i = 0; i < 3; ++i)
+    if (!c.is_constant(i))
+      c.unsupported("ScatterND on values computed at run time is not supported: its data, indices and updates must be known at "
+                    "import time (initializers, Constants, or computable from them and the input extents)");
+  if (const std::string r = c.attr_string("reduction", "none"); r != "none")
+    c.unsupported(fmt::format("ScatterND with reduction '{}' is not supported (only 'none')", r));
+  const Tensor data = c.constant(0, "ScatterND's data"), indices = c.constant(1, "ScatterND's indices");
+  const Tensor updates = c.constant(2, "ScatterND's updates").contiguous();
+  if (!is_integral(indices.dtype())) c.fail(fmt::format("ScatterND's indices must be integers, got {}", dtype_name(indices.dtype())));
+  if (updates.dtype() != data.dtype())
+    c.fail(fmt::format("ScatterND's updates are {} but its data {}", dtype_name(updates.dtype()), dtype_name(data.dtype())));
+  const Shape &ds = data.shape(), &is = indices.shape();
+  const int64_t k = is.empty() ? 0 : is.back();
+  if (k < 1 || k > static_cast<int64_t>(ds.size()))
+    c.fail(fmt::format("ScatterND's indices {} must end in 1..{} (the data's rank), for data {}", shape_str(is), ds.size(), shape_str(ds)));
+  Shape want(is.begin(), is.end() - 1);
+  want.insert(want.end(), ds.begin() + k, ds.end());
+  if (updates.shape() != want)
+    c.fail(fmt::format("ScatterND's updates are {} where indices {} into data {} take {}", shape_str(updates.shape()), shape_str(is),
+                       shape_str(ds), shape_str(want)));
+  int64_t slice = 1;  // elements a tuple writes
+  for (size_t d = static_cast<size_t>(k); d < ds.size(); ++d) slice *= ds[d];
+  std::vector<int64_t> stride(static_cast<size_t>(k), slice);  // elements per step of index j
+  for (int64_t j = k - 2; j >= 0; --j) stride[static_cast<size_t>(j)] = stride[static_cast<size_t>(j + 1)] * ds[static_cast<size_t>(j + 1)];
+  Tensor out = data.contiguous().clone();
+  const size_t bytes = dtype_size(data.dtype()) * static_cast<size_t>(slice);
+  const std::vector<int64_t> at = indices.to_vector<int64_t>();
+  auto* dst = static_cast<char*>(out.raw_data());
+  const auto* src = static_cast<const char*>(updates.raw_data());
+  for (size_t t = 0; t * static_cast<size_t>(k) < at.size(); ++t) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t extent = ds[static_cast<size_t>(j)], i = at[t * static_cast<size_t>(k) + static_cast<size_t>(j)];
+      if (i < -extent || i >= extent)
+        c.fail(fmt::format("ScatterND's index {} of tuple {} is out of range for extent {} of data {}", i, t, extent, shape_str(ds)));
+      offset += (i < 0 ? i + extent : i) * stride[static_cast<size_t>(j)];
+    }
+    std::memcpy(dst + static_cast<size_t>(offset) * dtype_size(data.dtype()), src + t * bytes, bytes);
+  }
+  c.output(0, c.param(out, c.node().output(0)));
 }
 
 }  // namespace pd::io::onnx_import
