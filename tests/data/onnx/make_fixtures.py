@@ -163,6 +163,20 @@ class ClassToken(nn.Module):
         return self.head(self.block(x)[:, 0])
 
 
+class TokenMlp(nn.Module):
+    """A transformer's MLP on [batch, tokens, channels], exported with constant folding on as users'
+    files mostly are: torch folds each weight's transpose, leaving MatMul by a constant [K, N] matrix,
+    then Add of the bias and GELU as Div, Erf, Add, Mul, Mul."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return (x + self.fc2(F.gelu(self.fc1(x)))).mean(dim=1)
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -172,15 +186,15 @@ def randomize_bn(m):
             mod.bias.data.uniform_(-0.2, 0.2)
 
 
-def export(name, model, x, opset, dynamic_batch=True, input_name="input"):
+def export(name, model, x, opset, dynamic_batch=True, input_name="input", fold=False):
     model.eval()
     randomize_bn(model)
     path = os.path.join(HERE, name + ".onnx")
     axes = {input_name: {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None
     # Constant folding off keeps BatchNormalization, Identity and the shape subgraphs, as users'
-    # files often have them.
+    # files often have them (`fold` for the other kind).
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=[input_name], output_names=["output"],
-                      dynamic_axes=axes, do_constant_folding=False, dynamo=False)
+                      dynamic_axes=axes, do_constant_folding=fold, dynamo=False)
     onnx.checker.check_model(onnx.load(path))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = x.numpy()
@@ -269,6 +283,7 @@ FIXTURES = {
     "shuffle_block": lambda: export("shuffle_block", ShuffleBlock(), torch.randn(2, 6, 8, 8), 13),
     "window_block": lambda: export("window_block", WindowBlock(), torch.randn(2, 8, 8, 16), 13),
     "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
+    "token_mlp": lambda: export("token_mlp", TokenMlp(), torch.randn(2, 5, 8), 13, fold=True),
     "broken": broken,
     "bad_scatter": bad_scatter,
 }

@@ -237,6 +237,11 @@ void matmul(NodeContext& c) {
       if (a.name() == "perm") swaps = a.ints_size() == 2 && a.ints(0) == 1 && a.ints(1) == 0;
     if (swaps) return c.output(0, c.op("linear", {{c.input(0)}, {c.value(t->input(0))}, {}}));
   }
+  // By a constant [K, N] matrix (torch's nn.Linear inside nn.MultiheadAttention and torchvision's ViT MLP,
+  // exported with the weight already transposed): linear with the matrix transposed once, here, so that
+  // the bias, the activation and the residual after it fuse into the GEMM as for any linear.
+  if (c.is_constant(1) && c.type(c.input(1)).shape.size() == 2 && rank_of(c, c.input(0)) >= 2)
+    return c.output(0, c.op("linear", {{c.input(0)}, {c.op("transpose", {{c.input(1)}}, {{"perm", Ints{1, 0}}})}, {}}));
   c.output(0, c.op("matmul", {{c.input(0)}, {c.input(1)}}));
 }
 
