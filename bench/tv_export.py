@@ -1,7 +1,9 @@
 # A torchvision ImageNet model exported to ONNX as users export it, for the zoo benches (onnx_zoo.sh,
 # zoo_quant.py): random weights (seed 0) with batch-norm statistics and affines drawn away from their
-# defaults, so that no layer's output is degenerate; 224x224, opset 13, dynamic batch, the TorchScript
-# exporter; input "input", output "logits".
+# defaults, so that no layer's output is degenerate, and a random head where torchvision zero-initialises
+# it (the ViTs: all-zero logits would match anything); 224x224, opset 13 (14 for the ViTs, whose attention
+# torch writes as scaled_dot_product_attention from there), dynamic batch, the TorchScript exporter;
+# input "input", output "logits".
 #   usage: PY bench/tv_export.py NAME OUT.onnx   (PY with torch and torchvision)
 import sys
 
@@ -19,7 +21,12 @@ def export(name, path):
                 mod.running_var.uniform_(0.5, 1.5)
                 mod.weight.uniform_(0.5, 1.5)
                 mod.bias.uniform_(-0.1, 0.1)
-    torch.onnx.export(m, torch.randn(1, 3, 224, 224), path, opset_version=13, input_names=["input"], output_names=["logits"],
+        head = getattr(getattr(m, "heads", None), "head", None)
+        if isinstance(head, torch.nn.Linear):
+            head.weight.normal_(0, 0.02)
+            head.bias.uniform_(-0.1, 0.1)
+    opset = 14 if name.startswith("vit_") else 13
+    torch.onnx.export(m, torch.randn(1, 3, 224, 224), path, opset_version=opset, input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
 
 

@@ -31,12 +31,16 @@ void run_binary(const BinaryEntry& e, const dnnl::memory& s0, const dnnl::memory
 // the primitive's per-call cost (a cache key formatted, memories wrapped: about 2 us, most of a
 // [50, 64] residual add at batch 1). Ranks beyond oneDNN's go there too.
 // So does an operand repeated along a run of out's extents (cpu::row_broadcast: a per-channel gate or
-// bias), whose rows the reference loop runs on the kernels' pool, not OpenMP's team.
+// bias), or whose rows of at least 16 values repeat (cpu::run_broadcast: Swin's attention mask), whose rows
+// the reference loop runs on the kernels' pool, not OpenMP's team.
 bool on_reference(const Tensor& x, const Tensor& y, const Tensor& out) {
   if (beyond_onednn_rank(out.dim()) || (x.shape() == out.shape() && y.shape() == out.shape())) return true;
   int64_t outer = 0, mid = 0, inner = 0;
-  return (x.shape() == out.shape() && cpu::row_broadcast(y.shape(), out.shape(), outer, mid, inner)) ||
-         (y.shape() == out.shape() && cpu::row_broadcast(x.shape(), out.shape(), outer, mid, inner));
+  size_t lead = 0;
+  const auto broadcast_runs = [&](const Shape& other) {  // cpu::run_broadcast: oneDNN's broadcast there was 6 ns a value
+    return cpu::row_broadcast(other, out.shape(), outer, mid, inner) || cpu::run_broadcast(other, out.shape(), lead, inner);
+  };
+  return (x.shape() == out.shape() && broadcast_runs(y.shape())) || (y.shape() == out.shape() && broadcast_runs(x.shape()));
 }
 
 // Below this many results a broadcast runs on one thread: waking OpenMP's team costs more than the work
