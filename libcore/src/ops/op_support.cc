@@ -263,7 +263,7 @@ namespace pd {
 // A size an unknown extent can take where 2 and 3 do not fit the op: the product of its attributes'
 // extents (a reshape of [-1, 49, 96] into [-1, 8, 8, 7, 7, 96], as Swin unfolds the windows it folded
 // into the batch, fits 301056 rows), or 0 when there are none.
-int64_t attribute_extents(const AttrMap& attrs) {
+static int64_t attribute_extents(const AttrMap& attrs) {
   int64_t p = 1;
   for (const auto& [name, value] : attrs)
     if (const auto* ints = std::get_if<std::vector<int64_t>>(&value))

@@ -40,7 +40,6 @@ void mod(NodeContext& c) {
   c.output(0, c.op("remainder", {{c.input(0)}, {c.input(1)}}));
 }
 
-
 void reciprocal(NodeContext& c) {
   const ValueId x = c.input(0);
   const ValueId one = c.param(Tensor::full_scalar(1.0, c.type(x).dtype), "one");
