@@ -314,15 +314,6 @@ std::vector<ir::ValueId> NodeContext::ops(const std::string& type, const std::ve
   }
 }
 
-ir::ValueId NodeContext::op_typed(const std::string& type, const std::vector<std::vector<ir::ValueId>>& inputs, const AttrMap& attrs,
-                                  const ir::ValueType& result) {
-  try {
-    return im_.program().add_op_typed(type, inputs, attrs, {result})[0];
-  } catch (const Error& e) {
-    raise(e.code(), "{}: {}", where(), e.what());
-  }
-}
-
 ir::ValueId NodeContext::param(const Tensor& t, const std::string& hint) {
   ir::Program& p = im_.program();
   return p.add_param(p.unique_name(hint), t);

@@ -77,9 +77,6 @@ class NodeContext {
     return ops(type, inputs, attrs)[0];
   }
   ir::ValueId param(const Tensor& t, const std::string& hint);
-  // op() with the result's type given (a reshape of dynamic extents, whose -1 only run time resolves).
-  ir::ValueId op_typed(const std::string& type, const std::vector<std::vector<ir::ValueId>>& inputs, const AttrMap& attrs,
-                       const ir::ValueType& result);
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
   bool output_used(size_t i) const;
   void output(size_t i, ir::ValueId v);

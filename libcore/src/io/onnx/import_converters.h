@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "import_context.h"
@@ -21,6 +23,20 @@ inline int64_t norm_axis(NodeContext& c, int64_t axis, int64_t rank) {
   return a;
 }
 
+// The symbol's extent and its factor: "batch*64" is ("batch", 64), "batch" ("batch", 1); a name that does
+// not end in "*digits" (an exporter's "s0*s1") is an extent of its own.
+inline std::pair<std::string, int64_t> scaled(const std::string& symbol) {
+  const size_t star = symbol.rfind('*');
+  if (star == std::string::npos || star + 1 == symbol.size() || symbol.size() - star > 18 ||
+      !std::all_of(symbol.begin() + static_cast<std::ptrdiff_t>(star) + 1, symbol.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return {symbol, 1};
+  return {symbol.substr(0, star), std::stoll(symbol.substr(star + 1))};
+}
+
+inline std::string scaled_symbol(const std::string& extent, int64_t factor) {
+  return factor == 1 ? extent : fmt::format("{}*{}", extent, factor);
+}
+
 // Shapes, constants and data movement: import_shape_ops.cc.
 void shape(NodeContext& c);
 void size(NodeContext& c);
@@ -36,12 +52,14 @@ void concat(NodeContext& c);
 void split(NodeContext& c);
 void slice(NodeContext& c);
 void gather(NodeContext& c);
+void expand(NodeContext& c);
+void pad(NodeContext& c);
+void scatter_nd(NodeContext& c);
+
+// Arithmetic and comparisons on shape computations with dynamic extents: import_symbolic_ops.cc.
 void mul(NodeContext& c);
 void div(NodeContext& c);
 void equal(NodeContext& c);
 void where(NodeContext& c);
-void expand(NodeContext& c);
-void pad(NodeContext& c);
-void scatter_nd(NodeContext& c);
 
 }  // namespace pd::io::onnx_import

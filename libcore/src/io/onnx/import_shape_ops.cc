@@ -11,20 +11,6 @@
 namespace pd::io::onnx_import {
 namespace {
 
-// The symbol's extent and its factor: "batch*64" is ("batch", 64), "batch" ("batch", 1); a name that does
-// not end in "*digits" (an exporter's "s0*s1") is an extent of its own.
-std::pair<std::string, int64_t> scaled(const std::string& symbol) {
-  const size_t star = symbol.rfind('*');
-  if (star == std::string::npos || star + 1 == symbol.size() || symbol.size() - star > 18 ||
-      !std::all_of(symbol.begin() + static_cast<std::ptrdiff_t>(star) + 1, symbol.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-    return {symbol, 1};
-  return {symbol.substr(0, star), std::stoll(symbol.substr(star + 1))};
-}
-
-std::string scaled_symbol(const std::string& extent, int64_t factor) {
-  return factor == 1 ? extent : fmt::format("{}*{}", extent, factor);
-}
-
 // Resolves an ONNX Reshape target against the input's dynamic extents: a 0 copies the input extent
 // (unless allowzero), extents named by the same symbol cancel out, and what remains unknown must be one
 // extent, which becomes our -1.
@@ -161,13 +147,7 @@ void reshape(NodeContext& c) {
   const ValueId x = c.input(0);
   const SymbolicInts t = c.ints(1, "Reshape's shape");
   const Ints target = reshape_target(c, x, t, c.attr_int("allowzero", 0) != 0);
-  // With dynamic extents in and a -1 out, the result is the target, its -1 unknown: the op's shape rule
-  // would try the extents at 2 and 3, which a reshape of [-1, 768] into [197, -1, 768] (torch's
-  // attention, sequence first) does not fit.
-  const ir::ValueType& xt = c.type(x);
-  const bool dynamic = std::count(xt.shape.begin(), xt.shape.end(), int64_t{-1}) > 0 && std::count(target.begin(), target.end(), int64_t{-1}) == 1;
-  const ValueId y = dynamic ? c.op_typed("reshape", {{x}}, {{"shape", target}}, {xt.dtype, target})
-                            : c.op("reshape", {{x}}, {{"shape", target}});
+  const ValueId y = c.op("reshape", {{x}}, {{"shape", target}});
   // The one dynamic extent keeps the symbol the target named it by (ShuffleNet's channel shuffle
   // reshapes to [batch, ...] twice, around a transpose).
   std::vector<std::string> syms(target.size());
@@ -284,87 +264,6 @@ void slice(NodeContext& c) {
   AttrMap attrs{{"axes", axes}, {"starts", starts}, {"ends", ends}};
   if (!steps.empty()) attrs["steps"] = steps;
   c.output(0, c.op("slice", {{c.input(0)}}, attrs));
-}
-
-// Mul and Div on a shape computation with a dynamic extent, by known factors (Swin folds its windows into
-// the batch and unfolds them: batch x 64, then / 64): the extent's symbol scaled, "batch*64", which
-// reshape_target matches against the batch; known entries compute as ONNX's integers do. Anything else
-// is the elementwise op.
-namespace {
-
-void symbolic_arith(NodeContext& c, bool divide) {
-  const char* name = divide ? "Div" : "Mul";
-  const char* op = divide ? "div" : "mul";
-  if (!c.is_symbolic(0) && !c.is_symbolic(1)) return c.output(0, c.op(op, {{c.input(0)}, {c.input(1)}}));
-  if (divide && c.is_symbolic(1)) c.unsupported("Div by a shape computation with dynamic extents");
-  const size_t at = c.is_symbolic(0) ? 0 : 1;
-  SymbolicInts a = c.ints(at, "the shape operand");
-  const SymbolicInts b = c.ints(1 - at, "the factor");
-  if (!b.known()) c.unsupported(fmt::format("{} of two shape computations with dynamic extents ({}, {})", name, a.str(), b.str()));
-  if (b.values.size() != 1 && b.values.size() != a.values.size())
-    c.fail(fmt::format("{} of shape computations {} and {}: lengths differ", name, a.str(), b.str()));
-  for (size_t i = 0; i < a.values.size(); ++i) {
-    const int64_t f = b.values[b.values.size() == 1 ? 0 : i];
-    if (divide && f == 0) c.fail(fmt::format("Div of the shape computation {} by 0", a.str()));
-    if (a.symbols[i].empty()) {
-      a.values[i] = divide ? a.values[i] / f : a.values[i] * f;
-      continue;
-    }
-    const auto [extent, k] = scaled(a.symbols[i]);
-    if (divide && (f < 0 || k % f != 0))
-      c.unsupported(fmt::format("Div of the dynamic extent {} by {}, which does not divide it", a.symbols[i], f));
-    if (f <= 0) c.unsupported(fmt::format("{} of the dynamic extent {} by {}", name, a.symbols[i], f));
-    a.symbols[i] = scaled_symbol(extent, divide ? k / f : k * f);
-  }
-  a.scalar = a.scalar && b.scalar;
-  c.output_ints(0, a);
-}
-
-}  // namespace
-
-void mul(NodeContext& c) { symbolic_arith(c, /*divide=*/false); }
-void div(NodeContext& c) { symbolic_arith(c, /*divide=*/true); }
-
-// torch.onnx writes expand(n, -1, -1) as Expand(x, Where(Equal(target, -1), 1s, target)) on the target
-// [batch, -1, -1]: Equal and Where on a shape computation, computed here. A dynamic extent is never
-// negative, so it equals no negative constant; compared with anything else it is unknown.
-void equal(NodeContext& c) {
-  if (!c.is_symbolic(0) && !c.is_symbolic(1)) return c.output(0, c.op("equal", {{c.input(0)}, {c.input(1)}}));
-  const size_t at = c.is_symbolic(0) ? 0 : 1;
-  const SymbolicInts a = c.ints(at, "the shape operand"), b = c.ints(1 - at, "the other operand");
-  if (!b.known() || (b.values.size() != 1 && b.values.size() != a.values.size()))
-    c.unsupported(fmt::format("Equal of the shape computations {} and {}", a.str(), b.str()));
-  std::vector<uint8_t> eq;
-  for (size_t i = 0; i < a.values.size(); ++i) {
-    const int64_t v = b.values[b.values.size() == 1 ? 0 : i];
-    if (!a.symbols[i].empty() && v >= 0)
-      c.unsupported(fmt::format("Equal of the dynamic extent {} and {}: unknown until run time", a.symbols[i], v));
-    eq.push_back(a.symbols[i].empty() && a.values[i] == v);
-  }
-  const Shape shape = a.scalar && b.scalar ? Shape{} : Shape{static_cast<int64_t>(eq.size())};
-  Tensor t = Tensor::empty(shape, DType::boolean);
-  std::copy(eq.begin(), eq.end(), static_cast<uint8_t*>(t.raw_data()));
-  c.output(0, c.param(t, c.node().output(0)));
-}
-
-void where(NodeContext& c) {
-  if (!c.is_symbolic(1) && !c.is_symbolic(2)) return c.output(0, c.op("where", {{c.input(0)}, {c.input(1)}, {c.input(2)}}));
-  const Tensor cond = c.constant(0, "Where's condition on a shape computation");
-  const SymbolicInts x = c.ints(1, "Where's first choice"), y = c.ints(2, "Where's second choice");
-  const std::vector<uint8_t> pick = cond.to_vector<uint8_t>();
-  const size_t n = std::max({pick.size(), x.values.size(), y.values.size()});
-  const auto fits = [&](size_t m) { return m == 1 || m == n; };
-  if (cond.dim() > 1 || !fits(pick.size()) || !fits(x.values.size()) || !fits(y.values.size()))
-    c.unsupported(fmt::format("Where over shape computations {} and {} of other lengths", x.str(), y.str()));
-  SymbolicInts out;
-  for (size_t i = 0; i < n; ++i) {
-    const SymbolicInts& from = pick[pick.size() == 1 ? 0 : i] ? x : y;
-    const size_t j = from.values.size() == 1 ? 0 : i;
-    out.values.push_back(from.values[j]);
-    out.symbols.push_back(from.symbols[j]);
-  }
-  out.scalar = cond.dim() == 0 && x.scalar && y.scalar;
-  c.output_ints(0, out);
 }
 
 // Gather with constant indices is slicing (a scalar index also drops the axis; a list of indices
