@@ -132,8 +132,9 @@ bool print_diffs(const char* against, const std::vector<pd::converter::OutputDif
       continue;
     }
     std::string argmax = d.argmax_agree >= 0 ? fmt::format(", argmax agrees {}/{}", d.argmax_agree, d.rows) : "";
-    fmt::print("verify vs {}: {}: max abs {:.3g}, max rel {:.3g}{} -> {}\n", against, d.name, d.max_abs, d.max_rel, argmax,
-               d.ok ? "ok" : "BEYOND TOLERANCE");
+    const std::string of_largest = d.largest > 0 && d.max_abs > 0 ? fmt::format(" ({:.2g} of its largest |value|)", d.max_abs / d.largest) : "";
+    fmt::print("verify vs {}: {}: max abs {:.3g}{}, max rel {:.3g}{} -> {}\n", against, d.name, d.max_abs, of_largest, d.max_rel,
+               argmax, d.ok ? "ok" : "BEYOND TOLERANCE");
   }
   return ok;
 }
