@@ -154,7 +154,7 @@ void embedding(const KernelContext& ctx, const Tensor& x, const Tensor& weight, 
 
 }  // namespace pd::kernels::cuda
 
-PD_INSTANTIATE_KERNELS(gather, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(gather, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(index_select, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(take_along_axis, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(one_hot, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)

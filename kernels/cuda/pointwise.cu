@@ -55,6 +55,23 @@ struct LessOp {
   template <typename C>
   __device__ bool operator()(C a, C b) const { return a < b; }
 };
+struct GreaterEqualOp {
+  template <typename C>
+  __device__ bool operator()(C a, C b) const { return a >= b; }
+};
+struct LessEqualOp {
+  template <typename C>
+  __device__ bool operator()(C a, C b) const { return a <= b; }
+};
+struct AndOp {
+  __device__ bool operator()(bool a, bool b) const { return a && b; }
+};
+struct OrOp {
+  __device__ bool operator()(bool a, bool b) const { return a || b; }
+};
+struct XorOp {
+  __device__ bool operator()(bool a, bool b) const { return a != b; }
+};
 
 template <typename D, typename C, typename F>
 __global__ void compare_kernel(bool* __restrict__ out, const D* __restrict__ x, const D* __restrict__ y, EwiseGeometry<2> g,
@@ -147,6 +164,31 @@ void less(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& ou
 }
 
 template <typename T>
+void greater_equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  compare<T>(ctx, "greater_equal", x, y, out, GreaterEqualOp{});
+}
+
+template <typename T>
+void less_equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  compare<T>(ctx, "less_equal", x, y, out, LessEqualOp{});
+}
+
+template <typename T>
+void logical_and(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  compare<T>(ctx, "logical_and", x, y, out, AndOp{});
+}
+
+template <typename T>
+void logical_or(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  compare<T>(ctx, "logical_or", x, y, out, OrOp{});
+}
+
+template <typename T>
+void logical_xor(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  compare<T>(ctx, "logical_xor", x, y, out, XorOp{});
+}
+
+template <typename T>
 void where(const KernelContext& ctx, const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -175,5 +217,10 @@ PD_INSTANTIATE_KERNELS(gelu_grad, cuda, float, double, ::pd::float16, ::pd::bflo
 PD_INSTANTIATE_KERNELS(equal, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(greater, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(less, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(greater_equal, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(less_equal, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(logical_and, cuda, bool)
+PD_INSTANTIATE_KERNELS(logical_or, cuda, bool)
+PD_INSTANTIATE_KERNELS(logical_xor, cuda, bool)
 PD_INSTANTIATE_KERNELS(where, cuda, float, double, ::pd::float16, ::pd::bfloat16, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(cast, cuda, float, double, ::pd::float16, ::pd::bfloat16, int8_t, uint8_t, int32_t, int64_t, bool)

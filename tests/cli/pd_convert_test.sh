@@ -46,6 +46,15 @@ grep -Eq "^ *(matmul|erf|fused_elementwise) " <<< "$out" && fail "the token MLP 
 # not on OpenMP's team.
 out=$("$PD_INFER" "$WORK/shuffle_block.pdmodel" --batch 1 --repeat 3 --profile 2>&1) || fail "pd-infer on the shuffle block at batch 1: $out"
 grep -q "OpenMP's team ran 0.0 primitives a run$" <<< "$out" || fail "the shuffle block used OpenMP's team at batch 1: $out"
+# HF transformers' BERT and GPT-2 (tests/data/onnx/make_fixtures.py hf_text) with their sequence length
+# fixed, the second sequence padded: the padding and causal masks (And, LessOrEqual, IsNaN, a bool Gather,
+# GatherElements, Gather of rank-2 position ids) import and the logits match onnxruntime's.
+for m in hf_bert hf_gpt2; do
+  out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify "${NO_ORT[@]}" --input-shape input_ids=2x8 \
+        --input-shape attention_mask=2x8 --input "input_ids=$DATA/$m.input_ids.npy" \
+        --input "attention_mask=$DATA/$m.attention_mask.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
+  [ $rc -eq 0 ] && grep -q "verify vs --reference: output: .* -> ok" <<< "$out" || fail "$m: exit $rc: $out"
+done
 # --input-shape fixes the batch: every shape computation folds.
 out=$("$PD_CONVERT" "$DATA/convnet.onnx" "$WORK/convnet_b3.pdmodel" --input-shape input=3x1x32x32 --report 2>&1) || fail "--input-shape: $out"
 grep -q "inputs: input: f32\[3, 1, 32, 32\]" <<< "$out" || fail "--input-shape not applied: $out"

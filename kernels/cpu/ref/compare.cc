@@ -1,4 +1,4 @@
-// Comparisons (bool output, T = input dtype), where (T = dtype of x and y) and masked_fill, with broadcasting.
+// Comparisons and logical ops (bool output, T = input dtype), where (T = dtype of x and y) and masked_fill, with broadcasting.
 #include "cpu/common/elementwise.h"
 #include "kernels.h"
 
@@ -19,6 +19,31 @@ void greater(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor&
 template <typename T>
 void less(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
   binary_map<T, bool>(x, y, out, [](T a, T b) { return a < b; });
+}
+
+template <typename T>
+void greater_equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a >= b; });
+}
+
+template <typename T>
+void less_equal(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a <= b; });
+}
+
+template <typename T>
+void logical_and(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a && b; });
+}
+
+template <typename T>
+void logical_or(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a || b; });
+}
+
+template <typename T>
+void logical_xor(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
+  binary_map<T, bool>(x, y, out, [](T a, T b) { return a != b; });
 }
 
 template <typename T>
@@ -46,5 +71,10 @@ void masked_fill(const KernelContext& ctx, const Tensor& x, const Tensor& mask, 
 PD_INSTANTIATE_KERNELS(equal, reference, float, double, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(greater, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(less, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(greater_equal, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(less_equal, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(logical_and, reference, bool)
+PD_INSTANTIATE_KERNELS(logical_or, reference, bool)
+PD_INSTANTIATE_KERNELS(logical_xor, reference, bool)
 PD_INSTANTIATE_KERNELS(where, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(masked_fill, reference, float, double, int32_t, int64_t)

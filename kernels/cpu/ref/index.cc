@@ -108,7 +108,7 @@ void one_hot(const KernelContext& ctx, const Tensor& x, int64_t num_classes, DTy
 
 }  // namespace pd::kernels::reference
 
-PD_INSTANTIATE_KERNELS(gather, reference, float, double, int32_t, int64_t)
+PD_INSTANTIATE_KERNELS(gather, reference, float, double, int32_t, int64_t, bool)
 PD_INSTANTIATE_KERNELS(index_select, reference, float, double, int32_t, int64_t)
 PD_INSTANTIATE_KERNELS(gather_grad, reference, float, double)
 PD_INSTANTIATE_KERNELS(take_along_axis, reference, float, double, int32_t, int64_t)

@@ -205,6 +205,47 @@ def export(name, model, x, opset, dynamic_batch=True, input_name="input", fold=F
     print(f"{name}: opset {opset}, {os.path.getsize(path)} bytes, ops {ops}")
 
 
+def hf_text(name):
+    """A tiny HF transformers model as users export one (needs `pip install transformers`): token ids and an
+    attention mask with padding, batch and sequence dynamic, torch's default constant folding. BERT
+    (bidirectional padding mask: And, Gather of a bool mask, GatherElements of token types) or GPT-2 (the
+    causal mask: LessOrEqual, IsNaN in its attention)."""
+    import transformers as tf
+
+    class Logits(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, ids, mask):
+            return self.m(input_ids=ids, attention_mask=mask).logits
+
+    torch.manual_seed(0)
+    if name == "hf_bert":
+        m = tf.BertForSequenceClassification(tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                           intermediate_size=64, vocab_size=100, max_position_embeddings=32,
+                                                           num_labels=3))
+    else:
+        m = tf.GPT2LMHeadModel(tf.GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=100, n_positions=32))
+    model = Logits(m).eval()
+    ids = torch.randint(0, 100, (2, 8))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0  # the second sequence is padded
+    path = os.path.join(HERE, name + ".onnx")
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+            "output": {0: "batch"} if name == "hf_bert" else {0: "batch", 1: "seq"}}
+    torch.onnx.export(model, (ids, mask), path, opset_version=14, input_names=["input_ids", "attention_mask"],
+                      output_names=["output"], dynamic_axes=axes, dynamo=False)
+    onnx.checker.check_model(onnx.load(path))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    out = sess.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+    np.save(os.path.join(HERE, name + ".input_ids.npy"), ids.numpy())
+    np.save(os.path.join(HERE, name + ".attention_mask.npy"), mask.numpy())
+    np.save(os.path.join(HERE, name + ".output.npy"), out)
+    ops = sorted({n.op_type for n in onnx.load(path).graph.node})
+    print(f"{name}: transformers {tf.__version__}, {os.path.getsize(path)} bytes, ops {ops}")
+
+
 def broken():
     """Models every importer must refuse with a clear message."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -284,6 +325,8 @@ FIXTURES = {
     "window_block": lambda: export("window_block", WindowBlock(), torch.randn(2, 8, 8, 16), 13),
     "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
     "token_mlp": lambda: export("token_mlp", TokenMlp(), torch.randn(2, 5, 8), 13, fold=True),
+    "hf_bert": lambda: hf_text("hf_bert"),
+    "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,
     "bad_scatter": bad_scatter,
 }

@@ -32,7 +32,8 @@ void binary(NodeContext& c) {
 #define PD_NAME(n) constexpr char k_##n[] = #n
 PD_NAME(add); PD_NAME(sub); PD_NAME(mul); PD_NAME(div); PD_NAME(pow); PD_NAME(equal); PD_NAME(greater);
 PD_NAME(less); PD_NAME(relu); PD_NAME(sigmoid); PD_NAME(tanh); PD_NAME(exp); PD_NAME(log); PD_NAME(sqrt);
-PD_NAME(neg); PD_NAME(abs); PD_NAME(erf); PD_NAME(sign); PD_NAME(softsign); PD_NAME(hardswish);
+PD_NAME(neg); PD_NAME(abs); PD_NAME(erf); PD_NAME(sign); PD_NAME(softsign); PD_NAME(hardswish); PD_NAME(greater_equal);
+PD_NAME(less_equal); PD_NAME(logical_and); PD_NAME(logical_or); PD_NAME(logical_xor); PD_NAME(maximum); PD_NAME(minimum);
 #undef PD_NAME
 
 void mod(NodeContext& c) {
@@ -54,6 +55,42 @@ void logical_not(NodeContext& c) {
   c.output(0, c.op("equal", {{x}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}));
 }
 
+// IsNaN(x) is x != x, written as (x == x) == false.
+void is_nan(NodeContext& c) {
+  const ValueId x = c.input(0);
+  if (!is_floating(c.type(x).dtype)) c.fail(fmt::format("IsNaN takes a floating-point tensor, got {}", dtype_name(c.type(x).dtype)));
+  const ValueId same = c.op("equal", {{x}, {x}});
+  c.output(0, c.op("equal", {{same}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}));
+}
+
+// IsInf: x == +inf, x == -inf, or |x| == inf for both (the default).
+void is_inf(NodeContext& c) {
+  const ValueId x = c.input(0);
+  const DType dt = c.type(x).dtype;
+  if (!is_floating(dt)) c.fail(fmt::format("IsInf takes a floating-point tensor, got {}", dtype_name(dt)));
+  const bool positive = c.attr_int("detect_positive", 1) != 0, negative = c.attr_int("detect_negative", 1) != 0;
+  if (!positive && !negative) c.unsupported("IsInf with detect_positive=0 and detect_negative=0 (always false)");
+  const double inf = std::numeric_limits<double>::infinity();
+  const ValueId target = c.param(Tensor::full_scalar(positive ? inf : -inf, dt), positive ? "inf" : "minus_inf");
+  c.output(0, c.op("equal", {{positive && negative ? c.op("abs", {{x}}) : x}, {target}}));
+}
+
+// Variadic Sum / Max / Min: a chain of add / maximum / minimum (NumPy broadcasting, as ONNX's).
+template <const char* Op>
+void variadic(NodeContext& c) {
+  ValueId acc = c.input(0);
+  for (int i = 1; i < c.node().input_size(); ++i) acc = c.op(Op, {{acc}, {c.input(i)}});
+  c.output(0, acc);
+}
+
+void cum_sum(NodeContext& c) {
+  const Tensor axis = c.constant(1, "CumSum's axis");
+  if (axis.numel() != 1) c.fail(fmt::format("CumSum's axis must hold one value, got {}", axis.numel()));
+  const ValueId x = c.input(0);
+  c.output(0, c.op("cumsum", {{x}}, {{"axis", norm_axis(c, axis.to_vector<int64_t>()[0], rank_of(c, x))},
+                                     {"exclusive", c.attr_int("exclusive", 0) != 0}, {"reverse", c.attr_int("reverse", 0) != 0}}));
+}
+
 void leaky_relu(NodeContext& c) {
   c.output(0, c.op("leaky_relu", {{c.input(0)}}, {{"alpha", c.attr_float("alpha", 0.01)}}));
 }
@@ -70,13 +107,6 @@ void clip(NodeContext& c) {
   const double hi = c.has_input(2) ? c.constant_scalar(2, "Clip's max") : inf;
   if (lo == 0 && hi == inf) return c.output(0, c.op("relu", {{c.input(0)}}));
   c.output(0, c.op("clip", {{c.input(0)}}, {{"min", lo}, {"max", hi}}));
-}
-
-// Variadic Sum: a chain of adds.
-void sum_n(NodeContext& c) {
-  ValueId acc = c.input(0);
-  for (int i = 1; i < c.node().input_size(); ++i) acc = c.op("add", {{acc}, {c.input(i)}});
-  c.output(0, acc);
 }
 
 void cast(NodeContext& c) {
@@ -292,6 +322,7 @@ const std::map<std::string, Converter>& table() {
   static const std::map<std::string, Converter> t = {
       {"Abs", unary<k_abs>},
       {"Add", binary<k_add>},
+      {"And", binary<k_logical_and>},
       {"ArgMax", arg_max},
       {"AveragePool", average_pool},
       {"BatchNormalization", batch_norm},
@@ -301,6 +332,7 @@ const std::map<std::string, Converter>& table() {
       {"Constant", constant},
       {"ConstantOfShape", constant_of_shape},
       {"Conv", conv},
+      {"CumSum", cum_sum},
       {"Div", div},
       {"Dropout", dropout},
       {"Equal", equal},
@@ -309,24 +341,32 @@ const std::map<std::string, Converter>& table() {
       {"Expand", expand},
       {"Flatten", flatten},
       {"Gather", gather},
+      {"GatherElements", gather_elements},
       {"Gemm", gemm},
       {"GlobalAveragePool", global_average_pool},
       {"GlobalMaxPool", global_max_pool},
       {"Greater", binary<k_greater>},
+      {"GreaterOrEqual", binary<k_greater_equal>},
       {"HardSigmoid", hardsigmoid},
       {"HardSwish", unary<k_hardswish>},
       {"Identity", identity},
+      {"IsInf", is_inf},
+      {"IsNaN", is_nan},
       {"LayerNormalization", layer_norm},
       {"LeakyRelu", leaky_relu},
       {"Less", binary<k_less>},
+      {"LessOrEqual", binary<k_less_equal>},
       {"Log", unary<k_log>},
       {"LogSoftmax", softmax_like<k_log_softmax>},
       {"MatMul", matmul},
+      {"Max", variadic<k_maximum>},
       {"MaxPool", max_pool},
+      {"Min", variadic<k_minimum>},
       {"Mod", mod},
       {"Mul", mul},
       {"Neg", unary<k_neg>},
       {"Not", logical_not},
+      {"Or", binary<k_logical_or>},
       {"Pad", pad},
       {"Pow", binary<k_pow>},
       {"Range", range},
@@ -350,11 +390,12 @@ const std::map<std::string, Converter>& table() {
       {"Sqrt", unary<k_sqrt>},
       {"Squeeze", squeeze},
       {"Sub", binary<k_sub>},
-      {"Sum", sum_n},
+      {"Sum", variadic<k_add>},
       {"Tanh", unary<k_tanh>},
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},
       {"Where", where},
+      {"Xor", binary<k_logical_xor>},
   };
   return t;
 }

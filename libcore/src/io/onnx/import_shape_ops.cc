@@ -266,8 +266,10 @@ void slice(NodeContext& c) {
   c.output(0, c.op("slice", {{c.input(0)}}, attrs));
 }
 
-// Gather with constant indices is slicing (a scalar index also drops the axis; a list of indices
-// concatenates one slice per index); a constant table indexed by a run-time tensor is an embedding.
+// Gather with constant indices of rank 0 or 1 is slicing (a scalar index also drops the axis; a list of
+// indices concatenates one slice per index); a constant table indexed by a run-time tensor along its rows is
+// an embedding; anything else is the gather op (position ids of rank 2 into a position table, indices
+// computed at run time).
 void gather(NodeContext& c) {
   const bool const_indices = c.is_constant(1);
   if (c.is_symbolic(0)) {
@@ -287,13 +289,10 @@ void gather(NodeContext& c) {
   }
   const ValueId data = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, data));
-  if (!const_indices) {
-    if (c.is_constant(0) && axis == 0 && rank_of(c, data) == 2)
-      return c.output(0, c.op("embedding", {{c.input(1)}, {data}}));
-    c.unsupported("Gather with run-time indices other than a row lookup in a constant 2-D table (embedding)");
-  }
+  if (!const_indices && c.is_constant(0) && axis == 0 && rank_of(c, data) == 2)
+    return c.output(0, c.op("embedding", {{c.input(1)}, {data}}));
+  if (!const_indices || rank_of(c, c.input(1)) > 1) return c.output(0, c.op("gather", {{data}, {c.input(1)}}, {{"axis", axis}}));
   const Tensor idx = c.constant(1, "Gather's indices");
-  if (idx.dim() > 1) c.unsupported("Gather with constant indices of rank > 1");
   const int64_t extent = c.type(data).shape[axis];
   auto take = [&](int64_t i) {
     if (i < 0 && extent < 0) c.unsupported("a negative Gather index on a dynamic extent");
@@ -306,6 +305,29 @@ void gather(NodeContext& c) {
   std::vector<ValueId> parts;
   for (int64_t i : indices) parts.push_back(take(i));
   c.output(0, parts.size() == 1 ? parts[0] : c.op("concat", {parts}, {{"axis", axis}}));
+}
+
+// GatherElements is take_along_axis; where the indices are shorter than the data outside the axis (ONNX
+// and torch.gather allow it), the data is sliced to their extents first.
+void gather_elements(NodeContext& c) {
+  ValueId data = c.input(0);
+  const ValueId index = c.input(1);
+  const int64_t rank = rank_of(c, data);
+  if (rank_of(c, index) != rank) c.fail(fmt::format("indices of rank {} for data of rank {}", rank_of(c, index), rank));
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank);
+  const Shape& ds = c.type(data).shape;
+  const Shape& is = c.type(index).shape;
+  Ints axes, ends;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis || is[d] == ds[d]) continue;
+    if (is[d] < 0 || ds[d] < 0)
+      c.unsupported(fmt::format("GatherElements whose indices' extent {} on axis {} may differ from the data's {}", is[d], d, ds[d]));
+    if (is[d] > ds[d]) c.fail(fmt::format("the indices' extent {} on axis {} is beyond the data's {}", is[d], d, ds[d]));
+    axes.push_back(d);
+    ends.push_back(is[d]);
+  }
+  if (!axes.empty()) data = c.op("slice", {{data}}, {{"axes", axes}, {"starts", Ints(axes.size(), 0)}, {"ends", ends}});
+  c.output(0, c.op("take_along_axis", {{data}, {index}}, {{"axis", axis}}));
 }
 
 void expand(NodeContext& c) {
