@@ -52,9 +52,10 @@ std::map<std::string, pd::Shape> parse_input_shapes(const std::vector<std::strin
       const size_t x = std::min(dims.find('x', pos), dims.size());
       const std::string d = dims.substr(pos, x - pos);
       char* end = nullptr;
-      const long long v = std::strtoll(d.c_str(), &end, 10);
-      if (d.empty() || *end || v < 1)
-        usage_error(fmt::format("--input-shape '{}': extent '{}' is not a positive integer (DIMS is like 1x3x224x224)", s, d));
+      const long long v = d == "?" ? -1 : std::strtoll(d.c_str(), &end, 10);  // ? keeps the model's extent
+      if (d.empty() || (v != -1 && (*end || v < 1)))
+        usage_error(fmt::format("--input-shape '{}': extent '{}' is neither a positive integer nor ? (DIMS is like 1x3x224x224 "
+                                "or ?x128)", s, d));
       shape.push_back(v);
       pos = x + 1;
     }

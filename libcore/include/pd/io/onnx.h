@@ -19,7 +19,7 @@ inline constexpr int kOnnxMinOpset = 11;
 inline constexpr int kOnnxMaxOpset = 17;  // what Debian's libonnx checker and shape inference know
 
 struct OnnxImportOptions {
-  std::map<std::string, Shape> input_shapes;  // overrides the file's input extents (all of them, per input)
+  std::map<std::string, Shape> input_shapes;  // overrides the file's input extents (all of them, per input; -1 keeps one)
 };
 
 struct OnnxImportReport {

@@ -397,12 +397,18 @@ void apply_input_shapes(onnx::GraphProto* g, const std::map<std::string, Shape>&
              shape.size());
     for (size_t d = 0; d < shape.size(); ++d) {
       const auto* old = d < static_cast<size_t>(dims->dim_size()) ? &dims->dim(static_cast<int>(d)) : nullptr;
-      PD_CHECK(!old || !old->has_dim_value() || old->dim_value() == shape[d], ErrorCode::kInvalidArgument,
+      PD_CHECK(!old || !old->has_dim_value() || shape[d] < 0 || old->dim_value() == shape[d], ErrorCode::kInvalidArgument,
                "--input-shape {}: extent {} is fixed at {} in the model, but {} was given", name, d,
                old ? old->dim_value() : 0, shape[d]);
     }
+    // -1 (`?` on the command line) keeps the model's extent, its symbol included; a rank-less input gets one.
+    const onnx::TensorShapeProto before = *dims;
     dims->clear_dim();
-    for (int64_t d : shape) dims->add_dim()->set_dim_value(d);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] >= 0) dims->add_dim()->set_dim_value(shape[d]);
+      else if (d < static_cast<size_t>(before.dim_size())) *dims->add_dim() = before.dim(static_cast<int>(d));
+      else dims->add_dim()->set_dim_param(fmt::format("{}_dim{}", name, d));
+    }
   }
 }
 
