@@ -1,5 +1,5 @@
 // layer_norm_fuse, gelu_fuse and linear_bias_fuse: the op-by-op forms ONNX exporters write (before
-// opsets 17 and 20) become layer_norm, gelu and a linear with its bias, computing the same; every failed
+// opsets 17 and 20) become layer_norm, gelu (or gelu_tanh) and a linear with its bias, computing the same; every failed
 // precondition leaves the graph as it was. attention_qkv_fuse (lowering): multi-head attention fed by
 // one packed QKV projection becomes qkv_attention; linear_residual_fuse (lowering) folds the skip
 // connection's add into the linear before it. And the whole way: a transformer block exported to ONNX at
@@ -177,7 +177,48 @@ Program gelu_chain(const GeluOptions& o) {
   return p;
 }
 
+// GELU's tanh approximation as HF transformers' gelu_new (pow(x, 3)) or torch's symbolic for
+// gelu(approximate='tanh') writes it (x * (x * x)).
+struct TanhGeluOptions {
+  bool pow = true;             // pow(x, 3) rather than x * (x * x)
+  bool swapped = false;        // constants first and x second in every product and sum
+  double cube_coefficient = 0.044715;
+};
+
+Program tanh_gelu_chain(const TanhGeluOptions& o) {
+  Program p;
+  const ValueId x = p.add_input("x", {DType::f32, {-1, 6}});
+  auto op = [&](const std::string& t, ValueId a, ValueId b) { return o.swapped ? p.add_op(t, {{b}, {a}})[0] : p.add_op(t, {{a}, {b}})[0]; };
+  const ValueId cube = o.pow ? p.add_op("pow", {{x}, {constant(p, 3.0)}})[0] : op("mul", x, op("mul", x, x));
+  const ValueId inner = op("add", x, op("mul", cube, constant(p, o.cube_coefficient)));
+  const ValueId t = p.add_op("tanh", {{op("mul", inner, constant(p, 0.7978845608))}})[0];
+  const ValueId y = op("mul", op("mul", x, constant(p, 0.5)), op("add", t, constant(p, 1.0)));
+  p.mark_output(y, "y");
+  pd::ir::verify(p);
+  return p;
+}
+
 }  // namespace
+
+TEST_CASE("gelu_fuse: the tanh form becomes one gelu_tanh, x^3 as pow or as products", "[pass][transformer]") {
+  for (bool pow : {true, false})
+    for (bool swapped : {false, true}) {
+      TanhGeluOptions o;
+      o.pow = pow, o.swapped = swapped;
+      const Program p = tanh_gelu_chain(o);
+      const Program q = run_passes(p, {"gelu_fuse"});
+      CHECK(q.ops().size() == 1);
+      CHECK(count_ops(q, "gelu_tanh") == 1);
+      CHECK(max_difference(p, q) < 1e-5f);
+    }
+  // Another coefficient of x^3 is another function: left alone.
+  TanhGeluOptions o;
+  o.cube_coefficient = 0.05;
+  const Program p = tanh_gelu_chain(o);
+  const Program q = run_passes(p, {"gelu_fuse"});
+  CHECK(count_ops(q, "gelu_tanh") == 0);
+  CHECK(q.ops().size() == p.ops().size());
+}
 
 TEST_CASE("gelu_fuse: the erf form becomes one gelu, in either grouping", "[pass][transformer]") {
   for (bool divide : {false, true})

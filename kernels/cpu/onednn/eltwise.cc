@@ -69,6 +69,8 @@ template <typename T>
 void sigmoid(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("sigmoid", alg::eltwise_logistic, 0.f, x, out); }
 template <typename T>
 void gelu(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("gelu", alg::eltwise_gelu_erf, 0.f, x, out); }
+template <typename T>
+void gelu_tanh(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("gelu_tanh", alg::eltwise_gelu_tanh, 0.f, x, out); }
 // silu(x) = x * sigmoid(x) is swish with alpha = 1.
 template <typename T>
 void silu(const KernelContext& ctx, const Tensor& x, Tensor& out) { eltwise_fwd("silu", alg::eltwise_swish, 1.f, x, out); }
@@ -99,6 +101,7 @@ PD_INSTANTIATE_KERNELS(abs, onednn, float)
 PD_INSTANTIATE_KERNELS(tanh, onednn, float)
 PD_INSTANTIATE_KERNELS(sigmoid, onednn, float)
 PD_INSTANTIATE_KERNELS(gelu, onednn, float)
+PD_INSTANTIATE_KERNELS(gelu_tanh, onednn, float)
 PD_INSTANTIATE_KERNELS(silu, onednn, float)
 PD_INSTANTIATE_KERNELS(sigmoid_grad, onednn, float)
 PD_INSTANTIATE_KERNELS(tanh_grad, onednn, float)

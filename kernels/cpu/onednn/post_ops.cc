@@ -36,6 +36,7 @@ std::optional<dnnl::primitive_attr> with_post_ops(dnnl::primitive_attr attr, Res
       attr.set_post_ops(ops);
       return attr;
     case Activation::gelu: a = alg::eltwise_gelu_erf; break;
+    case Activation::gelu_tanh: a = alg::eltwise_gelu_tanh; break;
     case Activation::silu: a = alg::eltwise_swish, a_alpha = 1.0f; break;
     case Activation::tanh: a = alg::eltwise_tanh; break;
     case Activation::sigmoid: a = alg::eltwise_logistic; break;

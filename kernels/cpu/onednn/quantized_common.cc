@@ -104,6 +104,7 @@ std::optional<dnnl::primitive_attr> int8_attr(const Int8Params& p, int channel_m
     case Activation::hardswish: ops.append_eltwise(scale, alg::eltwise_hardswish, 0.0f, 0.0f); break;
     case Activation::leaky_relu: ops.append_eltwise(scale, alg::eltwise_relu, static_cast<float>(alpha), 0.0f); break;
     case Activation::gelu: ops.append_eltwise(scale, alg::eltwise_gelu_erf, 0.0f, 0.0f); break;
+    case Activation::gelu_tanh: ops.append_eltwise(scale, alg::eltwise_gelu_tanh, 0.0f, 0.0f); break;
     case Activation::silu: ops.append_eltwise(scale, alg::eltwise_swish, 1.0f, 0.0f); break;
     case Activation::tanh: ops.append_eltwise(scale, alg::eltwise_tanh, 0.0f, 0.0f); break;
     case Activation::sigmoid: ops.append_eltwise(scale, alg::eltwise_logistic, 0.0f, 0.0f); break;

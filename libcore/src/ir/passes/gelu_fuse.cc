@@ -1,11 +1,16 @@
-// GELU written out op by op (the erf form torch.onnx and pd-convert write before ONNX opset 20) -> gelu:
+// GELU written out op by op (as torch.onnx and pd-convert write it before ONNX opset 20) -> gelu, or its
+// tanh approximation -> gelu_tanh:
 //
-//   x * 0.5 * (1 + erf(x / sqrt(2)))   in any grouping of the products, with x / sqrt(2) written as a
-//                                      division or as a product with 1 / sqrt(2)
+//   x * 0.5 * (1 + erf(x / sqrt(2)))                                 -> gelu, with x / sqrt(2) a division
+//                                                                       or a product with 1 / sqrt(2)
+//   x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))        -> gelu_tanh (torch's approximate='tanh',
+//                                                                       HF transformers' gelu_new), x^3 as
+//                                                                       pow(x, 3) or x * (x * x)
 //
-// Matched at the outermost mul: its tree of muls (each intermediate read only inside it) must hold x
-// once, scalar constants whose product is 0.5, and one `1 + erf(x * c)` (or `erf(...) + 1`) with
-// c = 1 / sqrt(2) on the same x. Constants are compared within 1e-6 relative, as exporters round them.
+// in any grouping of the outer products and any order of the operands. Matched at the outermost mul: its
+// tree of muls (each intermediate read only inside it) must hold x once, scalar constants whose product is
+// 0.5, and one `1 + erf(...)` or `1 + tanh(...)` on the same x. Constants are compared within 1e-6
+// relative, as exporters round them.
 #include <cmath>
 #include <optional>
 
@@ -16,11 +21,13 @@ namespace pd::ir::passes {
 namespace {
 
 constexpr double kRsqrt2 = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588, kCubeCoefficient = 0.044715;
 
 bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::abs(b); }
 
 struct GeluMatch {
   ValueId x = kNoValue;
+  const char* op = "gelu";  // or gelu_tanh
   std::vector<int32_t> chain;  // the ops that disappear, the outermost mul last
 };
 
@@ -47,10 +54,71 @@ ValueId erf_term(const Program& p, ValueId v, std::vector<int32_t>& chain) {
   return kNoValue;
 }
 
+// The op of `type` producing v (read only here) with a scalar constant near `c` as one operand: returns the
+// other operand, or kNoValue.
+ValueId times_constant(const Program& p, ValueId v, const char* type, double c, std::vector<int32_t>& chain) {
+  const int32_t op = chain_producer(p, v, type);
+  if (op < 0) return kNoValue;
+  for (int side = 0; side < 2; ++side) {
+    const std::optional<double> k = scalar_constant(p, input_of(p, op, 1 - side));
+    if (k && near(*k, c)) {
+      chain.push_back(op);
+      return input_of(p, op, side);
+    }
+  }
+  return kNoValue;
+}
+
+// v = x^3 as pow(x, 3), x * (x * x) or (x * x) * x (intermediates read only here): returns x, or kNoValue.
+ValueId cube_of(const Program& p, ValueId v, std::vector<int32_t>& chain) {
+  if (const int32_t pow = chain_producer(p, v, "pow"); pow >= 0) {
+    if (scalar_constant(p, input_of(p, pow, 1)) != 3.0) return kNoValue;
+    chain.push_back(pow);
+    return input_of(p, pow, 0);
+  }
+  const int32_t outer = chain_producer(p, v, "mul");
+  if (outer < 0) return kNoValue;
+  for (int side = 0; side < 2; ++side) {
+    const int32_t square = chain_producer(p, input_of(p, outer, side), "mul");
+    const ValueId x = input_of(p, outer, 1 - side);
+    if (square >= 0 && input_of(p, square, 0) == x && input_of(p, square, 1) == x) {
+      chain.insert(chain.end(), {square, outer});
+      return x;
+    }
+  }
+  return kNoValue;
+}
+
+// v = 1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)), the sums and products in either order: returns x.
+ValueId tanh_term(const Program& p, ValueId v, std::vector<int32_t>& chain) {
+  const int32_t add = chain_producer(p, v, "add");
+  if (add < 0) return kNoValue;
+  for (int side = 0; side < 2; ++side) {
+    if (scalar_constant(p, input_of(p, add, 1 - side)) != 1.0) continue;
+    const int32_t tanh = chain_producer(p, input_of(p, add, side), "tanh");
+    if (tanh < 0) continue;
+    std::vector<int32_t> found;
+    const ValueId sum = times_constant(p, input_of(p, tanh, 0), "mul", kSqrt2OverPi, found);
+    const int32_t inner = sum == kNoValue ? -1 : chain_producer(p, sum, "add");
+    if (inner < 0) continue;
+    found.push_back(inner);
+    for (int xs = 0; xs < 2; ++xs) {
+      std::vector<int32_t> cube_chain = found;
+      const ValueId x = input_of(p, inner, xs);
+      const ValueId cubed = times_constant(p, input_of(p, inner, 1 - xs), "mul", kCubeCoefficient, cube_chain);
+      if (cubed == kNoValue || cube_of(p, cubed, cube_chain) != x) continue;
+      chain.insert(chain.end(), cube_chain.begin(), cube_chain.end());
+      chain.insert(chain.end(), {tanh, add});
+      return x;
+    }
+  }
+  return kNoValue;
+}
+
 std::optional<GeluMatch> find_gelu(const Program& p, int32_t outer) {
   GeluMatch m;
   double constant = 1.0;
-  ValueId erf_x = kNoValue;
+  ValueId term_x = kNoValue;
   int x_leaves = 0;
   // Walks the tree of muls under `outer`, sorting its leaves into x, constants and the erf term.
   std::vector<ValueId> stack{input_of(p, outer, 0), input_of(p, outer, 1)};
@@ -67,10 +135,12 @@ std::optional<GeluMatch> find_gelu(const Program& p, int32_t outer) {
       constant *= *c;
       continue;
     }
-    if (erf_x == kNoValue) {
+    if (term_x == kNoValue) {
       std::vector<int32_t> erf_chain;
-      if (const ValueId x = erf_term(p, v, erf_chain); x != kNoValue) {
-        erf_x = x;
+      ValueId x = erf_term(p, v, erf_chain);
+      if (x == kNoValue && (x = tanh_term(p, v, erf_chain)) != kNoValue) m.op = "gelu_tanh";
+      if (x != kNoValue) {
+        term_x = x;
         m.chain.insert(m.chain.end(), erf_chain.begin(), erf_chain.end());
         continue;
       }
@@ -79,7 +149,7 @@ std::optional<GeluMatch> find_gelu(const Program& p, int32_t outer) {
     m.x = v;
     ++x_leaves;
   }
-  if (x_leaves != 1 || erf_x != m.x || !near(constant, 0.5)) return std::nullopt;
+  if (x_leaves != 1 || term_x != m.x || !near(constant, 0.5)) return std::nullopt;
   const ir::ValueType& xt = p.value(m.x).type;
   if ((xt.dtype != DType::f32 && xt.dtype != DType::f64) || p.value(p.ops()[outer].results[0]).type != xt) return std::nullopt;
   m.chain.push_back(outer);
@@ -89,13 +159,15 @@ std::optional<GeluMatch> find_gelu(const Program& p, int32_t outer) {
 class GeluFusion final : public Pass {
  public:
   std::string name() const override { return "gelu_fuse"; }
-  std::string doc() const override { return "x * 0.5 * (1 + erf(x / sqrt 2)) -> gelu"; }
+  std::string doc() const override {
+    return "x * 0.5 * (1 + erf(x / sqrt 2)) -> gelu; x * 0.5 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) -> gelu_tanh";
+  }
   std::vector<std::string> targets() const override { return {"mul"}; }
   bool match(const Program& p, int32_t i) const override { return find_gelu(p, i).has_value(); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
     const GeluMatch m = *find_gelu(p, i);
-    replace_chain(p, i, "gelu", {{m.x}}, {}, m.chain, stats);
+    replace_chain(p, i, m.op, {{m.x}}, {}, m.chain, stats);
   }
 };
 
