@@ -34,6 +34,31 @@ TEST_CASE("maximum and minimum split the gradient evenly on ties and propagate N
     for (double v : r.to_vector<double>()) CHECK(std::isnan(v));
 }
 
+TEST_CASE("pow by 2 and 3 is the product, as PyTorch and onnxruntime compute it; other exponents std::pow", "[ops]") {
+  const std::vector<float> xs = {1.1f, -2.7f, 3.3f, 1e-3f, -0.0f, 7.9f};
+  const Tensor x = Tensor::from_vector<float>(xs, {6});
+  const std::vector<float> sq = ops::pow(x, Tensor::scalar<float>(2.0f)).to_vector<float>();
+  const std::vector<float> cube = ops::pow(x, Tensor::scalar<float>(3.0f)).to_vector<float>();
+  const std::vector<float> other = ops::pow(x, Tensor::scalar<float>(2.5f)).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CHECK(sq[i] == xs[i] * xs[i]);
+    CHECK(cube[i] == xs[i] * xs[i] * xs[i]);
+    if (xs[i] >= 0) CHECK(other[i] == std::pow(xs[i], 2.5f));
+    else CHECK(std::isnan(other[i]));
+  }
+}
+
+TEST_CASE("comparisons with NaN are false, greater_equal and less_equal included; the logical ops on bool", "[ops]") {
+  const Tensor a = Tensor::from_vector<double>({kNaN, 1, 2}, {3}), b = Tensor::from_vector<double>({1, kNaN, 2}, {3});
+  CHECK(ops::greater_equal(a, b).to_vector<uint8_t>() == std::vector<uint8_t>{0, 0, 1});
+  CHECK(ops::less_equal(a, b).to_vector<uint8_t>() == std::vector<uint8_t>{0, 0, 1});
+  const Tensor t = ops::equal(a, a), f = ops::greater(a, a);  // [F, T, T], [F, F, F]
+  CHECK(ops::logical_and(t, ops::equal(b, b)).to_vector<uint8_t>() == std::vector<uint8_t>{0, 0, 1});
+  CHECK(ops::logical_or(t, f).to_vector<uint8_t>() == std::vector<uint8_t>{0, 1, 1});
+  CHECK(ops::logical_xor(t, ops::equal(b, b)).to_vector<uint8_t>() == std::vector<uint8_t>{1, 1, 0});
+  CHECK_THROWS_WITH(ops::logical_and(a, t), Catch::Contains("bool"));
+}
+
 TEST_CASE("round sends halves to the even integer; floor, ceil, round have zero gradient", "[ops]") {
   const Tensor x = Tensor::from_vector<double>({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.6}, {7});
   CHECK(ops::round(x).to_vector<double>() == std::vector<double>{-2, -2, -0.0, 0, 2, 2, 3});

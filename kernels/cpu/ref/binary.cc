@@ -51,9 +51,10 @@ void div(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out
   }
 }
 
+// Its ops.yaml formula, as fused_elementwise computes it (squares and cubes as products).
 template <typename T>
 void pow(const KernelContext& ctx, const Tensor& x, const Tensor& y, Tensor& out) {
-  binary_map<T>(x, y, out, [](T a, T b) { return static_cast<T>(std::pow(a, b)); });
+  binary_map<T>(x, y, out, [](T a, T b) { return ::pd::scalar::pow(a, b); });
 }
 
 // Floored modulo (the result takes y's sign); x mod 0 is NaN for floats and 0 for integers, never a trap.
