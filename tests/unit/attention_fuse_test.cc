@@ -2,6 +2,9 @@
 // same; every failed precondition leaves the graph as it was.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "pd/exec/executor.h"
 #include "pd/ir/pass.h"
 #include "test_util.h"
@@ -69,7 +72,46 @@ Program attention(const Options& o, int64_t kv_heads = 4) {
   return p;
 }
 
+// As torch's opset-14 export of scaled_dot_product_attention writes it (HF transformers' BERT, GPT-2): k
+// as [N, 12, 4, 8] turned into k^T by one transpose [0, 2, 3, 1], sqrt(scale) on q and on k^T, an additive
+// mask, and softmax's NaN rows zeroed with where(isnan(p), 0, p) (IsNaN as the importer writes it).
+Program torch_sdpa_export(bool nan_guard_read_twice = false) {
+  Program p;
+  ValueId q = p.add_input("q", {DType::f32, {-1, 4, 10, 8}});
+  ValueId k = p.add_input("k", {DType::f32, {-1, 12, 4, 8}});
+  ValueId v = p.add_input("v", {DType::f32, {-1, 4, 12, 8}});
+  ValueId c = p.add_param("sqrt_scale", pd::Tensor::full_scalar(std::sqrt(0.35), DType::f32));
+  ValueId kt = p.add_op("transpose", {{k}}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0];
+  ValueId scores = p.add_op("matmul", {{p.add_op("mul", {{q}, {c}})[0]}, {p.add_op("mul", {{kt}, {c}})[0]}})[0];
+  scores = p.add_op("add", {{scores}, {p.add_input("mask", {DType::f32, {-1, 1, 1, 12}})}})[0];
+  ValueId probs = p.add_op("softmax", {{scores}}, {{"axis", int64_t{-1}}})[0];
+  ValueId same = p.add_op("equal", {{probs}, {probs}})[0];
+  ValueId is_nan = p.add_op("equal", {{same}, {p.add_param("false", pd::Tensor::full_scalar(0.0, DType::boolean))}})[0];
+  ValueId zeroed = p.add_op("where", {{is_nan}, {p.add_param("zero", pd::Tensor::full_scalar(0.0, DType::f32))}, {probs}})[0];
+  if (nan_guard_read_twice) p.mark_output(is_nan, "nan_rows");
+  p.mark_output(p.add_op("matmul", {{zeroed}, {v}})[0], "out");
+  return p;
+}
+
 }  // namespace
+
+TEST_CASE("attention_fuse: torch's opset-14 form (k by length, NaN rows zeroed) becomes one attention", "[pass][transformer]") {
+  const Program p = torch_sdpa_export();
+  const Program q = fused(p);
+  CHECK(count_ops(q, "scaled_dot_product_attention") == 1);
+  CHECK(count_ops(q, "transpose") == 1);  // k to [N, heads, len, dim]
+  CHECK(q.ops().size() == 2);
+  CHECK(max_difference(p, q) < 1e-5f);
+  // Every key masked out: softmax gives NaN rows, which the where zeroes and the fused kernel leaves zero.
+  std::map<std::string, pd::Tensor> in = {{"q", pd::ops::normal({2, 4, 10, 8}, 0, 1, 1)}, {"k", pd::ops::normal({2, 12, 4, 8}, 0, 1, 2)},
+                                          {"v", pd::ops::normal({2, 4, 12, 8}, 0, 1, 3)},
+                                          {"mask", pd::ops::full({2, 1, 1, 12}, -std::numeric_limits<double>::infinity())}};
+  for (const Program* prog : {&p, &q})
+    for (float x : pd::exec::Executor(*prog).run(in)[0].to_vector<float>()) CHECK(x == 0.0f);
+  // The NaN test read elsewhere too: it cannot disappear, so the chain stays.
+  const Program r = torch_sdpa_export(true);
+  CHECK(count_ops(fused(r), "scaled_dot_product_attention") == 0);
+}
 
 TEST_CASE("attention_fuse: the written-out chain becomes one scaled_dot_product_attention", "[pass][transformer]") {
   for (bool split : {false, true})

@@ -246,6 +246,49 @@ def hf_text(name):
     print(f"{name}: transformers {tf.__version__}, {os.path.getsize(path)} bytes, ops {ops}")
 
 
+def logic_ops():
+    """The comparison, logical and NaN / Inf tests of HF transformers' mask code, by onnx.helper: IsNaN,
+    IsInf (both signs and +inf only), variadic Max and Min, CumSum (exclusive, reverse), GreaterOrEqual,
+    LessOrEqual, And, Or, Xor, GatherElements with indices shorter than the data and negative, each cast
+    to float and concatenated; the input holds NaN, +inf and -inf."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 6])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 75])
+    c = helper.make_tensor("c", TensorProto.FLOAT, [6], [0.5, -1.0, 2.0, 0.0, 1.5, -0.25])
+    half = helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])
+    axis = helper.make_tensor("axis", TensorProto.INT64, [], [1])
+    idx = helper.make_tensor("idx", TensorProto.INT64, [1, 3], [5, -6, 2])
+    n = helper.make_node
+    nodes = [n("IsNaN", ["input"], ["nan"]), n("IsInf", ["input"], ["inf"]),
+             n("IsInf", ["input"], ["pinf"], detect_negative=0), n("Max", ["input", "c", "half"], ["mx"]),
+             n("Min", ["input", "c"], ["mn"]), n("CumSum", ["input", "axis"], ["cs"], exclusive=1, reverse=1),
+             n("GreaterOrEqual", ["input", "c"], ["ge"]), n("LessOrEqual", ["input", "c"], ["le"]),
+             n("And", ["ge", "le"], ["and"]), n("Or", ["ge", "nan"], ["or"]), n("Xor", ["ge", "le"], ["xor"]),
+             n("Shape", ["input"], ["shape"]), n("Slice", ["shape", "zero", "one"], ["batch"]),
+             n("Concat", ["batch", "three"], ["idx_shape"], axis=0), n("Expand", ["idx", "idx_shape"], ["idx_b"]),
+             n("GatherElements", ["input", "idx_b"], ["ge_idx"], axis=1)]
+    consts = [helper.make_tensor("zero", TensorProto.INT64, [1], [0]), helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+              helper.make_tensor("three", TensorProto.INT64, [1], [3])]
+    parts = []
+    for name in ["nan", "inf", "pinf", "ge", "le", "and", "or", "xor"]:
+        nodes.append(n("Cast", [name], [name + "_f"], to=TensorProto.FLOAT))
+        parts.append(name + "_f")
+    parts += ["mx", "mn", "cs", "ge_idx", "input"]
+    nodes.append(n("Concat", parts, ["output"], axis=1))
+    m = helper.make_model(helper.make_graph(nodes, "logic_ops", [x], [y], [c, half, axis, idx] + consts),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    path = os.path.join(HERE, "logic_ops.onnx")
+    onnx.save(m, path)
+    feed = np.random.default_rng(0).standard_normal((2, 6)).astype(np.float32)
+    feed[0, 1], feed[1, 2], feed[0, 4] = np.nan, np.inf, -np.inf
+    feed[1, 0], feed[1, 3] = 0.5, 0.0  # equal to c there: ties for >= and <=
+    out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input": feed})[0]
+    np.save(os.path.join(HERE, "logic_ops.input.npy"), feed)
+    np.save(os.path.join(HERE, "logic_ops.output.npy"), out)
+    print(f"logic_ops: opset 13, {os.path.getsize(path)} bytes, output {out.shape}")
+
+
 def broken():
     """Models every importer must refuse with a clear message."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -325,6 +368,7 @@ FIXTURES = {
     "window_block": lambda: export("window_block", WindowBlock(), torch.randn(2, 8, 8, 16), 13),
     "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
     "token_mlp": lambda: export("token_mlp", TokenMlp(), torch.randn(2, 5, 8), 13, fold=True),
+    "logic_ops": logic_ops,
     "hf_bert": lambda: hf_text("hf_bert"),
     "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,

@@ -5,11 +5,17 @@
 //
 // k^T is matmul's transpose_y or a transpose of k's last two axes; constant factors may also sit on q
 // or on k (PyTorch's export splits sqrt(scale) between them); all of them multiply into `scale`.
+// torch's opset-14 export of scaled_dot_product_attention (HF transformers' BERT and GPT-2) adds two forms:
+// k^T as one transpose [0, 2, 3, 1] of k's [batch, len, heads, dim] (the fused op gets k through a
+// [0, 2, 1, 3] transpose), and softmax's NaN rows zeroed, `where(isnan(p), 0, p)` (IsNaN as imported,
+// `(p == p) == false`), which the fused kernel does itself: a row with nothing to attend gives zeros.
 // Preconditions, cheapest first: every intermediate is read only by the next op of the chain and is not
 // a graph output (it disappears); the factors are scalar constants; the mask has the scores' dtype and
 // broadcasts to the scores without growing them (the add's result has the scores' shape); q, k, v are
 // 4-D [batch, heads, len, dim] with equal batches, k and v agreeing, and k's heads dividing q's.
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "chain.h"
 #include "passes.h"
@@ -20,8 +26,26 @@ namespace {
 struct AttentionMatch {
   ValueId q = kNoValue, k = kNoValue, v = kNoValue, mask = kNoValue;
   double scale = 1.0;
+  bool k_by_len = false;  // m.k is [batch, len, heads, dim]
   std::vector<int32_t> chain;  // the ops that disappear, the final matmul last
 };
+
+// v = where((s == s) == false, 0, s), each intermediate read only here and s read only by the test and the
+// where: returns s (the where and the two equals in `chain`), or kNoValue.
+ValueId nan_rows_zeroed(const Program& p, ValueId v, std::vector<int32_t>& chain) {
+  const int32_t where = chain_producer(p, v, "where");
+  if (where < 0 || scalar_constant(p, input_of(p, where, 1)) != 0.0) return kNoValue;
+  const ValueId s = input_of(p, where, 2);
+  const int32_t is_nan = chain_producer(p, input_of(p, where, 0), "equal");
+  if (is_nan < 0 || !is_param(p, input_of(p, is_nan, 1))) return kNoValue;
+  const Tensor& f = p.param(input_of(p, is_nan, 1));
+  if (f.dtype() != DType::boolean || f.numel() != 1 || f.to_vector<uint8_t>()[0] != 0) return kNoValue;
+  const int32_t same = chain_producer(p, input_of(p, is_nan, 0), "equal");
+  if (same < 0 || input_of(p, same, 0) != s || input_of(p, same, 1) != s || p.is_output(s) || p.users(s).size() != 2)
+    return kNoValue;
+  chain.insert(chain.end(), {where, is_nan, same});
+  return s;
+}
 
 // Peels `x * c`, `c * x` and `x / c` with scalar constants c off v, multiplying them into m.scale.
 ValueId peel_factors(const Program& p, ValueId v, AttentionMatch& m) {
@@ -46,8 +70,10 @@ ValueId peel_factors(const Program& p, ValueId v, AttentionMatch& m) {
 bool compatible(int64_t a, int64_t b) { return a == b || a == -1 || b == -1; }
 
 bool shapes_fit(const Program& p, const AttentionMatch& m) {
-  const Shape &q = p.value(m.q).type.shape, &k = p.value(m.k).type.shape, &v = p.value(m.v).type.shape;
+  const Shape &q = p.value(m.q).type.shape, &v = p.value(m.v).type.shape;
+  Shape k = p.value(m.k).type.shape;
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return false;
+  if (m.k_by_len) std::swap(k[1], k[2]);
   const DType dt = p.value(m.q).type.dtype;
   if ((dt != DType::f32 && dt != DType::f64) || p.value(m.k).type.dtype != dt || p.value(m.v).type.dtype != dt) return false;
   if (!compatible(q[0], k[0]) || !compatible(q[0], v[0]) || q[3] != k[3] || k[1] != v[1] || k[2] != v[2]) return false;
@@ -59,8 +85,13 @@ std::optional<AttentionMatch> find_attention(const Program& p, int32_t i) {
   if (attr_bool(out, "transpose_x") || attr_bool(out, "transpose_y")) return std::nullopt;
   AttentionMatch m;
   m.v = input_of(p, i, 1);
-  const int32_t softmax = chain_producer(p, input_of(p, i, 0), "softmax");
-  if (softmax < 0) return std::nullopt;
+  int32_t softmax = chain_producer(p, input_of(p, i, 0), "softmax");
+  if (softmax < 0) {
+    const ValueId probs = nan_rows_zeroed(p, input_of(p, i, 0), m.chain);
+    const Value* pv = probs == kNoValue ? nullptr : &p.value(probs);
+    if (!pv || pv->kind != ValueKind::OpResult || pv->producer < 0 || p.ops()[pv->producer].type != "softmax") return std::nullopt;
+    softmax = pv->producer;
+  }
   const ValueId logits = input_of(p, softmax, 0);
   const int64_t rank = static_cast<int64_t>(p.value(logits).type.shape.size());
   const int64_t axis = attr_int(p.ops()[softmax], "axis");
@@ -91,7 +122,10 @@ std::optional<AttentionMatch> find_attention(const Program& p, int32_t i) {
   ValueId kt = peel_factors(p, input_of(p, qk, 1), m);
   if (!attr_bool(p.ops()[qk], "transpose_y")) {
     const int32_t tr = chain_producer(p, kt, "transpose");
-    if (tr < 0 || attr_ints(p.ops()[tr], "perm") != std::vector<int64_t>{0, 1, 3, 2}) return std::nullopt;
+    if (tr < 0) return std::nullopt;
+    const std::vector<int64_t> perm = attr_ints(p.ops()[tr], "perm");
+    m.k_by_len = perm == std::vector<int64_t>{0, 2, 3, 1};
+    if (perm != std::vector<int64_t>{0, 1, 3, 2} && !m.k_by_len) return std::nullopt;
     m.chain.push_back(tr);
     kt = peel_factors(p, input_of(p, tr, 0), m);
   }
@@ -109,8 +143,14 @@ class AttentionFusion final : public Pass {
   bool match(const Program& p, int32_t i) const override { return find_attention(p, i).has_value(); }
 
   void rewrite(Program& p, int32_t i, PassStats& stats) const override {
-    const AttentionMatch m = *find_attention(p, i);
-    const std::vector<std::vector<ValueId>> inputs = {{m.q}, {m.k}, {m.v}, m.mask == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{m.mask}};
+    AttentionMatch m = *find_attention(p, i);
+    ValueId k = m.k;
+    if (m.k_by_len) {  // [batch, len, heads, dim] -> [batch, heads, len, dim], in front of the chain's last op
+      k = p.insert_op(i, "transpose", {{m.k}}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})[0];
+      for (int32_t& op : m.chain) op += op >= i ? 1 : 0;
+      ++i;
+    }
+    const std::vector<std::vector<ValueId>> inputs = {{m.q}, {k}, {m.v}, m.mask == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{m.mask}};
     replace_chain(p, i, "scaled_dot_product_attention", inputs, {{"scale", m.scale}, {"seed", int64_t{0}}}, m.chain, stats);
   }
 };

@@ -31,25 +31,33 @@ struct GeluMatch {
   std::vector<int32_t> chain;  // the ops that disappear, the outermost mul last
 };
 
-// v = 1 + erf(x * c) or erf(x / c') + 1 (intermediates read only here): returns x, or kNoValue.
-ValueId erf_term(const Program& p, ValueId v, std::vector<int32_t>& chain) {
-  const int32_t add = chain_producer(p, v, "add");
-  if (add < 0) return kNoValue;
+// v = 1 + fn(...) or fn(...) + 1 with fn of `type` (intermediates read only here): fn's op index (the add's
+// in `add`), or -1.
+int32_t one_plus(const Program& p, ValueId v, const char* type, int32_t& add) {
+  add = chain_producer(p, v, "add");
+  if (add < 0) return -1;
   for (int side = 0; side < 2; ++side) {
     if (scalar_constant(p, input_of(p, add, 1 - side)) != 1.0) continue;
-    const int32_t erf = chain_producer(p, input_of(p, add, side), "erf");
-    if (erf < 0) continue;
-    const ValueId arg = input_of(p, erf, 0);
-    int32_t scale = chain_producer(p, arg, "mul");
-    const bool div = scale < 0;
-    if (div) scale = chain_producer(p, arg, "div");
-    if (scale < 0) continue;
-    for (int xs = 0; xs < (div ? 1 : 2); ++xs) {
-      const std::optional<double> c = scalar_constant(p, input_of(p, scale, 1 - xs));
-      if (!c || !near(div ? 1.0 / *c : *c, kRsqrt2)) continue;
-      chain.insert(chain.end(), {scale, erf, add});
-      return input_of(p, scale, xs);
-    }
+    if (const int32_t fn = chain_producer(p, input_of(p, add, side), type); fn >= 0) return fn;
+  }
+  return -1;
+}
+
+// v = 1 + erf(x * c) or erf(x / c') + 1 (intermediates read only here): returns x, or kNoValue.
+ValueId erf_term(const Program& p, ValueId v, std::vector<int32_t>& chain) {
+  int32_t add = -1;
+  const int32_t erf = one_plus(p, v, "erf", add);
+  if (erf < 0) return kNoValue;
+  const ValueId arg = input_of(p, erf, 0);
+  int32_t scale = chain_producer(p, arg, "mul");
+  const bool div = scale < 0;
+  if (div) scale = chain_producer(p, arg, "div");
+  if (scale < 0) return kNoValue;
+  for (int xs = 0; xs < (div ? 1 : 2); ++xs) {
+    const std::optional<double> c = scalar_constant(p, input_of(p, scale, 1 - xs));
+    if (!c || !near(div ? 1.0 / *c : *c, kRsqrt2)) continue;
+    chain.insert(chain.end(), {scale, erf, add});
+    return input_of(p, scale, xs);
   }
   return kNoValue;
 }
@@ -91,26 +99,22 @@ ValueId cube_of(const Program& p, ValueId v, std::vector<int32_t>& chain) {
 
 // v = 1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)), the sums and products in either order: returns x.
 ValueId tanh_term(const Program& p, ValueId v, std::vector<int32_t>& chain) {
-  const int32_t add = chain_producer(p, v, "add");
-  if (add < 0) return kNoValue;
-  for (int side = 0; side < 2; ++side) {
-    if (scalar_constant(p, input_of(p, add, 1 - side)) != 1.0) continue;
-    const int32_t tanh = chain_producer(p, input_of(p, add, side), "tanh");
-    if (tanh < 0) continue;
-    std::vector<int32_t> found;
-    const ValueId sum = times_constant(p, input_of(p, tanh, 0), "mul", kSqrt2OverPi, found);
-    const int32_t inner = sum == kNoValue ? -1 : chain_producer(p, sum, "add");
-    if (inner < 0) continue;
-    found.push_back(inner);
-    for (int xs = 0; xs < 2; ++xs) {
-      std::vector<int32_t> cube_chain = found;
-      const ValueId x = input_of(p, inner, xs);
-      const ValueId cubed = times_constant(p, input_of(p, inner, 1 - xs), "mul", kCubeCoefficient, cube_chain);
-      if (cubed == kNoValue || cube_of(p, cubed, cube_chain) != x) continue;
-      chain.insert(chain.end(), cube_chain.begin(), cube_chain.end());
-      chain.insert(chain.end(), {tanh, add});
-      return x;
-    }
+  int32_t add = -1;
+  const int32_t tanh = one_plus(p, v, "tanh", add);
+  if (tanh < 0) return kNoValue;
+  std::vector<int32_t> found;
+  const ValueId sum = times_constant(p, input_of(p, tanh, 0), "mul", kSqrt2OverPi, found);
+  const int32_t inner = sum == kNoValue ? -1 : chain_producer(p, sum, "add");
+  if (inner < 0) return kNoValue;
+  found.push_back(inner);
+  for (int xs = 0; xs < 2; ++xs) {
+    std::vector<int32_t> cube_chain = found;
+    const ValueId x = input_of(p, inner, xs);
+    const ValueId cubed = times_constant(p, input_of(p, inner, 1 - xs), "mul", kCubeCoefficient, cube_chain);
+    if (cubed == kNoValue || cube_of(p, cubed, cube_chain) != x) continue;
+    chain.insert(chain.end(), cube_chain.begin(), cube_chain.end());
+    chain.insert(chain.end(), {tanh, add});
+    return x;
   }
   return kNoValue;
 }
