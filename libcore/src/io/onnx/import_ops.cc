@@ -47,20 +47,21 @@ void reciprocal(NodeContext& c) {
   c.output(0, c.op("div", {{one}, {x}}));
 }
 
-// Not(x) on bool is x == false (ops.yaml has no logical not; equal folds at import where x is known, as
-// in Swin's attention masks).
+// b == false for a bool b: its negation (ops.yaml has no logical not; equal folds at import where b is
+// known, as in Swin's attention masks).
+ValueId negated(NodeContext& c, ValueId b) { return c.op("equal", {{b}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}); }
+
 void logical_not(NodeContext& c) {
   const ValueId x = c.input(0);
   if (c.type(x).dtype != DType::boolean) c.fail(fmt::format("Not takes bool, got {}", dtype_name(c.type(x).dtype)));
-  c.output(0, c.op("equal", {{x}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}));
+  c.output(0, negated(c, x));
 }
 
 // IsNaN(x) is x != x, written as (x == x) == false.
 void is_nan(NodeContext& c) {
   const ValueId x = c.input(0);
   if (!is_floating(c.type(x).dtype)) c.fail(fmt::format("IsNaN takes a floating-point tensor, got {}", dtype_name(c.type(x).dtype)));
-  const ValueId same = c.op("equal", {{x}, {x}});
-  c.output(0, c.op("equal", {{same}, {c.param(Tensor::full_scalar(0.0, DType::boolean), "false")}}));
+  c.output(0, negated(c, c.op("equal", {{x}, {x}})));
 }
 
 // IsInf: x == +inf, x == -inf, or |x| == inf for both (the default).

@@ -30,21 +30,22 @@ struct AttentionMatch {
   std::vector<int32_t> chain;  // the ops that disappear, the final matmul last
 };
 
-// v = where((s == s) == false, 0, s), each intermediate read only here and s read only by the test and the
-// where: returns s (the where and the two equals in `chain`), or kNoValue.
-ValueId nan_rows_zeroed(const Program& p, ValueId v, std::vector<int32_t>& chain) {
+// v = where((s == s) == false, 0, s) with s = softmax(...), each intermediate read only here and s read only
+// by the test and the where: returns the softmax (the where and the two equals go in `chain`), or -1.
+int32_t softmax_with_nan_rows_zeroed(const Program& p, ValueId v, std::vector<int32_t>& chain) {
   const int32_t where = chain_producer(p, v, "where");
-  if (where < 0 || scalar_constant(p, input_of(p, where, 1)) != 0.0) return kNoValue;
+  if (where < 0 || scalar_constant(p, input_of(p, where, 1)) != 0.0) return -1;
   const ValueId s = input_of(p, where, 2);
+  const Value& sv = p.value(s);
+  if (sv.kind != ValueKind::OpResult || sv.producer < 0 || p.ops()[sv.producer].type != "softmax") return -1;
   const int32_t is_nan = chain_producer(p, input_of(p, where, 0), "equal");
-  if (is_nan < 0 || !is_param(p, input_of(p, is_nan, 1))) return kNoValue;
+  if (is_nan < 0 || !is_param(p, input_of(p, is_nan, 1))) return -1;
   const Tensor& f = p.param(input_of(p, is_nan, 1));
-  if (f.dtype() != DType::boolean || f.numel() != 1 || f.to_vector<uint8_t>()[0] != 0) return kNoValue;
+  if (f.dtype() != DType::boolean || f.numel() != 1 || f.to_vector<uint8_t>()[0] != 0) return -1;
   const int32_t same = chain_producer(p, input_of(p, is_nan, 0), "equal");
-  if (same < 0 || input_of(p, same, 0) != s || input_of(p, same, 1) != s || p.is_output(s) || p.users(s).size() != 2)
-    return kNoValue;
+  if (same < 0 || input_of(p, same, 0) != s || input_of(p, same, 1) != s || p.is_output(s) || p.users(s).size() != 2) return -1;
   chain.insert(chain.end(), {where, is_nan, same});
-  return s;
+  return sv.producer;
 }
 
 // Peels `x * c`, `c * x` and `x / c` with scalar constants c off v, multiplying them into m.scale.
@@ -86,12 +87,8 @@ std::optional<AttentionMatch> find_attention(const Program& p, int32_t i) {
   AttentionMatch m;
   m.v = input_of(p, i, 1);
   int32_t softmax = chain_producer(p, input_of(p, i, 0), "softmax");
-  if (softmax < 0) {
-    const ValueId probs = nan_rows_zeroed(p, input_of(p, i, 0), m.chain);
-    const Value* pv = probs == kNoValue ? nullptr : &p.value(probs);
-    if (!pv || pv->kind != ValueKind::OpResult || pv->producer < 0 || p.ops()[pv->producer].type != "softmax") return std::nullopt;
-    softmax = pv->producer;
-  }
+  if (softmax < 0) softmax = softmax_with_nan_rows_zeroed(p, input_of(p, i, 0), m.chain);
+  if (softmax < 0) return std::nullopt;
   const ValueId logits = input_of(p, softmax, 0);
   const int64_t rank = static_cast<int64_t>(p.value(logits).type.shape.size());
   const int64_t axis = attr_int(p.ops()[softmax], "axis");
