@@ -3,7 +3,9 @@
 # defaults, so that no layer's output is degenerate, and a random head where torchvision zero-initialises
 # it (the ViTs: all-zero logits would match anything); 224x224, opset 13 (14 for the ViTs, whose attention
 # torch writes as scaled_dot_product_attention from there), dynamic batch, the TorchScript exporter;
-# input "input", output "logits".
+# input "input", output "logits". "segmentation.NAME" is torchvision.models.segmentation's NAME (21 classes,
+# no aux head), its "out" map [batch, 21, 224, 224] as the output: DeepLabV3, FCN and LR-ASPP, whose heads
+# resize with F.interpolate.
 #   usage: PY bench/tv_export.py NAME OUT.onnx   (PY with torch and torchvision)
 import sys
 
@@ -11,9 +13,24 @@ import torch
 import torchvision
 
 
+class SegmentationOut(torch.nn.Module):
+    """A segmentation model's dict of maps as its "out" map alone (what ONNX export needs)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def export(name, path):
     torch.manual_seed(0)
-    m = getattr(torchvision.models, name)(weights=None).eval()
+    if name.startswith("segmentation."):
+        seg = getattr(torchvision.models.segmentation, name.split(".", 1)[1])(weights=None, weights_backbone=None, aux_loss=False)
+        m = SegmentationOut(seg).eval()
+    else:
+        m = getattr(torchvision.models, name)(weights=None).eval()
     with torch.no_grad():
         for mod in m.modules():
             if isinstance(mod, torch.nn.BatchNorm2d):

@@ -115,6 +115,7 @@ std::vector<std::string> known_names(const OpDef& op) {
 }
 
 void check_expr(const Expr& e, const OpDef& owner, const OpSet& set, const std::string& file, bool in_shape_rule) {
+  if (e.kind == Expr::Ident && e.text == "none" && !in_shape_rule) return;  // an absent optional tensor
   if (e.kind == Expr::Ident) {
     auto names = in_shape_rule ? std::vector<std::string>{} : known_names(owner);
     if (in_shape_rule)
@@ -190,7 +191,7 @@ void validate_formulas(const OpSet& set, const std::string& file) {
 }
 
 void collect_value_names(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == Expr::Ident && e.text != "grad") out.insert(e.text);  // `grad` is the incoming gradient
+  if (e.kind == Expr::Ident && e.text != "grad" && e.text != "none") out.insert(e.text);  // `grad` is the incoming gradient
   if (e.kind == Expr::Call && is_builtin(e.text) && e.text != "if" && e.text != "not") return;
   for (const auto& a : e.args) collect_value_names(a, out);
 }
@@ -203,6 +204,7 @@ std::string emit_expr(const Expr& e, const OpDef& owner, const OpSet& set, Slot 
     case Expr::Bool:
       return e.text;
     case Expr::Ident: {
+      if (e.text == "none") return "::pd::Tensor()";
       const ArgDef* a = owner.arg(e.text);
       if (slot == Slot::Tensor && a && (a->kind == ArgKind::Float || a->kind == ArgKind::Int))
         return fmt::format("::pd::Tensor::full_scalar({}, grad_dtype, grad_place)", e.text);

@@ -430,8 +430,23 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
   convolve<T>(ctx, g, Direction::kBackwardFilter, x, grad, dw);
 }
 
+// conv2d_transpose is conv2d's input gradient of x (cuDNN's backward-data convolution), then the bias.
+template <typename T>
+void conv2d_transpose(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& output_padding, const std::vector<int64_t>& dilation,
+                      int64_t groups, Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  conv2d_grad_input<T>(ctx, x, weight, out.shape(), stride, padding, dilation, groups, false, out);
+  if (!bias.defined()) return;
+  const Shape& s = out.shape();
+  add_bias_kernel<dev_t<T>, acc_t<T>><<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(dptr<T>(out), dptr<T>(bias), s[1], s[2] * s[3], n);
+  PD_CUDA_CHECK_LAUNCH("conv2d_transpose bias");
+}
+
 }  // namespace pd::kernels::cuda
 
 PD_INSTANTIATE_KERNELS(conv2d, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(conv2d_grad_input, cuda, float, double, ::pd::float16, ::pd::bfloat16)
+PD_INSTANTIATE_KERNELS(conv2d_transpose, cuda, float, double, ::pd::float16, ::pd::bfloat16)
 PD_INSTANTIATE_KERNELS(conv2d_grad_weight, cuda, float, double, ::pd::float16, ::pd::bfloat16)

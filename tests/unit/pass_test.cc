@@ -1306,6 +1306,19 @@ TEST_CASE("pass: chains of convolutions run on channel blocks", "[pass]") {
       }
     check_same_outputs(p, q, 1e-4);
   }
+  SECTION("a map narrower than one block is read plain by the convolutions after it") {
+    // 16 -> 6 -> 12 channels: on blocks the 6-channel map is one partly filled block, for which oneDNN 2.6
+    // has no jit convolution (its reference kernel ran instead); read plain, its first-layer kernel.
+    Program p = residual_chain(16, 6, 6);
+    Program q = blocked_for(p, wide);
+    CHECK(count_ops(q, "blocked_conv2d") == 3);
+    int64_t plain_inputs = 0;
+    for (const auto& op : q.ops())
+      if (op.type == "blocked_conv2d") plain_inputs += q.value(op.inputs[0][0]).type.shape.size() == 4;
+    CHECK(plain_inputs == 2);  // the stride-2 conv and the projection; the first reads x in blocks
+    CHECK(count_ops(q, "from_channel_blocks") == 2);  // the narrow map for them, and the output
+    check_same_outputs(p, q, 1e-4);
+  }
   SECTION("a squeeze-excitation's gate scales the blocks, and the chain goes on through it") {
     // conv -> relu -> (global pool -> 1x1 conv -> sigmoid) -> mul -> conv: EfficientNet's and MobileNetV3's.
     Program p;

@@ -5,6 +5,7 @@
 // so a network kept in NHWC pays no reorders (the weights, small, are still reordered).
 #include <algorithm>
 
+#include "cpu/common/channel_bias.h"
 #include "cpu/common/channels_last.h"
 #include "cpu/onednn/conv_geometry.h"
 #include "cpu/ref/conv_grad_weight_direct.h"
@@ -214,8 +215,19 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
   });
 }
 
+// conv2d_transpose is conv2d's input gradient of x (oneDNN's backward-data primitive, or the turned
+// filters' forward convolution where that is faster), then the bias on each output channel.
+template <typename T>
+void conv2d_transpose(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& output_padding, const std::vector<int64_t>& dilation,
+                      int64_t groups, Tensor& out) {
+  conv2d_grad_input<T>(ctx, x, weight, out.shape(), stride, padding, dilation, groups, false, out);
+  if (bias.defined() && out.numel() > 0) cpu::add_channel_bias<T>(bias.data<T>(), out);
+}
+
 }  // namespace pd::kernels::onednn
 
 PD_INSTANTIATE_KERNELS(conv2d, onednn, float)
 PD_INSTANTIATE_KERNELS(conv2d_grad_input, onednn, float)
 PD_INSTANTIATE_KERNELS(conv2d_grad_weight, onednn, float)
+PD_INSTANTIATE_KERNELS(conv2d_transpose, onednn, float)

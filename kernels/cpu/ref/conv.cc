@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 
+#include "cpu/common/channel_bias.h"
 #include "cpu/common/channels_last.h"
 #include "kernels.h"
 #include "pd/kernels/spatial_arg.h"
@@ -88,15 +89,7 @@ void conv2d_nchw(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
       Eigen::Map<RowMat<T>> Og(od + (n * g.Cout + gr * g.cout_g()) * g.col_cols(), g.cout_g(), g.col_cols());
       Og.noalias() = Wg * col;
     }
-  if (bias.defined()) {
-    const T* bd = bias.data<T>();
-    const int64_t plane = g.oH * g.oW;
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t co = 0; co < g.Cout; ++co) {
-        T* p = od + (n * g.Cout + co) * plane;
-        for (int64_t k = 0; k < plane; ++k) p[k] += bd[co];
-      }
-  }
+  if (bias.defined()) cpu::add_channel_bias<T>(bias.data<T>(), out);
 }
 
 template <typename T>
@@ -165,8 +158,19 @@ void conv2d_grad_weight(const KernelContext& ctx, const Tensor& grad, const Tens
   conv2d_grad_weight_nchw<T>(cpu::nchw_copy<T>(grad), cpu::nchw_copy<T>(x), stride, padding, dilation, groups, dw);
 }
 
+// conv2d_transpose is conv2d's input gradient of x, then the bias on each output channel.
+template <typename T>
+void conv2d_transpose(const KernelContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& output_padding, const std::vector<int64_t>& dilation,
+                      int64_t groups, Tensor& out) {
+  if (out.numel() == 0) return;
+  conv2d_grad_input_nchw<T>(x, weight, stride, padding, dilation, groups, out);
+  if (bias.defined()) cpu::add_channel_bias<T>(bias.data<T>(), out);
+}
+
 }  // namespace pd::kernels::reference
 
 PD_INSTANTIATE_KERNELS(conv2d, reference, float, double)
 PD_INSTANTIATE_KERNELS(conv2d_grad_input, reference, float, double)
+PD_INSTANTIATE_KERNELS(conv2d_transpose, reference, float, double)
 PD_INSTANTIATE_KERNELS(conv2d_grad_weight, reference, float, double)

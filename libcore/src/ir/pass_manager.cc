@@ -205,15 +205,28 @@ int64_t attr_int(const Operation& op, const std::string& name) {
 }
 
 // Defaults of int[] attributes are written as in ops.yaml: "[1, 1]", "[]".
-std::vector<int64_t> attr_ints(const Operation& op, const std::string& name) {
-  if (auto it = op.attrs.find(name); it != op.attrs.end()) return std::get<std::vector<int64_t>>(it->second);
+namespace {
+// A list attribute's schema default ("[1, 1]", "[]") as its numbers.
+template <typename T>
+std::vector<T> default_list(const Operation& op, const std::string& name) {
   std::string text = attr_schema(op, name).default_text;
   std::replace(text.begin(), text.end(), ',', ' ');
   std::erase_if(text, [](char c) { return c == '[' || c == ']'; });
-  std::vector<int64_t> out;
+  std::vector<T> out;
   std::istringstream in(text);
-  for (int64_t v; in >> v;) out.push_back(v);
+  for (T v; in >> v;) out.push_back(v);
   return out;
+}
+}  // namespace
+
+std::vector<int64_t> attr_ints(const Operation& op, const std::string& name) {
+  if (auto it = op.attrs.find(name); it != op.attrs.end()) return std::get<std::vector<int64_t>>(it->second);
+  return default_list<int64_t>(op, name);
+}
+
+std::vector<double> attr_floats(const Operation& op, const std::string& name) {
+  if (auto it = op.attrs.find(name); it != op.attrs.end()) return std::get<std::vector<double>>(it->second);
+  return default_list<double>(op, name);
 }
 
 }  // namespace pd::ir

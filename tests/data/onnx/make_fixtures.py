@@ -177,6 +177,64 @@ class TokenMlp(nn.Module):
         return (x + self.fc2(F.gelu(self.fc1(x)))).mean(dim=1)
 
 
+class UpsampleFpn(nn.Module):
+    """An FPN / U-Net decoder's resizing, each form torch writes: nearest by a scale factor (Resize with
+    scales, asymmetric + floor), bilinear to a size with and without align_corners (sizes from the input's
+    Shape: batch and channels stay dynamic), nearest to a size that is no multiple, and a bilinear
+    downsample by 0.6."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.lateral = nn.Conv2d(8, 8, 1)
+        self.head = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):  # x: [batch, 3, 12, 10]
+        f1 = torch.relu(self.c1(x))  # [.., 6, 5]
+        f2 = torch.relu(self.c2(f1))  # [.., 3, 3]
+        up = F.interpolate(f2, scale_factor=2, mode="nearest")[:, :, :6, :5] + self.lateral(f1)
+        a = F.interpolate(up, size=(12, 10), mode="bilinear", align_corners=False)
+        b = F.interpolate(up, size=(11, 7), mode="bilinear", align_corners=True)
+        c = F.interpolate(f1, size=(13, 9), mode="nearest")
+        d = F.interpolate(a, scale_factor=0.6, mode="bilinear", align_corners=False)
+        return torch.cat([self.head(a).flatten(1), b.flatten(1), c.flatten(1), d.flatten(1)], dim=1)
+
+
+class AudioConv1d(nn.Module):
+    """A 1-D convolution stack as audio and sequence models have (wav2vec2's feature encoder, TCNs): strided,
+    dilated and grouped Conv1d, MaxPool1d, AvgPool1d, global average over time, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 8, 5, stride=2, padding=2)
+        self.c2 = nn.Conv1d(8, 8, 3, dilation=2, padding=2, groups=2)
+        self.c3 = nn.Conv1d(8, 16, 3, padding=1, bias=False)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):  # x: [batch, 2, 40]
+        x = F.gelu(self.c1(x))
+        x = F.max_pool1d(F.relu(self.c2(x)), 2)
+        x = F.avg_pool1d(self.c3(x), 3, stride=2, padding=1)
+        return self.head(F.adaptive_avg_pool1d(x, 1).squeeze(-1))
+
+
+class UNetUp(nn.Module):
+    """A U-Net / GAN decoder's transposed convolutions: 2x2 stride 2 (U-Net's up-convolution), 3x3 stride 2
+    with output_padding and groups, a dilated one without bias, and a 1-D ConvTranspose1d over the rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(8, 6, 2, stride=2)
+        self.up2 = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up3 = nn.ConvTranspose2d(4, 3, 3, padding=2, dilation=2, bias=False)
+        self.up1d = nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1)
+
+    def forward(self, x):  # x: [batch, 8, 3, 4]
+        y = self.up3(F.relu(self.up2(F.relu(self.up1(x)))))  # [.., 3, 12, 16]
+        return self.up1d(y.flatten(2)).flatten(1)  # [.., 2 * 384]
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -369,6 +427,9 @@ FIXTURES = {
     "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
     "token_mlp": lambda: export("token_mlp", TokenMlp(), torch.randn(2, 5, 8), 13, fold=True),
     "logic_ops": logic_ops,
+    "upsample_fpn": lambda: export("upsample_fpn", UpsampleFpn(), torch.randn(2, 3, 12, 10), 13),
+    "audio_conv1d": lambda: export("audio_conv1d", AudioConv1d(), torch.randn(2, 2, 40), 13),
+    "unet_up": lambda: export("unet_up", UNetUp(), torch.randn(2, 8, 3, 4), 13),
     "hf_bert": lambda: hf_text("hf_bert"),
     "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,

@@ -5,11 +5,13 @@ Run it with a PaddlePaddle 2.6 interpreter (ProgramDesc .pdmodel) and with a 3.x
 
     ~/.cache/pd-peers/paddle26/bin/python tests/data/paddle/make_fixtures.py   # writes p2_*
     ~/.cache/pd-peers/paddle3/bin/python tests/data/paddle/make_fixtures.py    # writes p3_*
+    ... make_fixtures.py decoder                                               # only p*_decoder
 
 (each venv: python3 -m venv DIR && DIR/bin/pip install "paddlepaddle==2.6.*" or "paddlepaddle==3.*").
 The files are committed so that CI needs no paddle.
 """
 import os
+import sys
 
 import numpy as np
 import paddle
@@ -96,6 +98,27 @@ class Encoder(nn.Layer):
         return self.head(x[:, 0, :])
 
 
+class Decoder(nn.Layer):
+    """A segmentation decoder: conv2d_transpose (stride 2, output_padding, groups; its bias a separate add),
+    nearest_interp_v2 by a scale factor, bilinear_interp_v2 to a size (half-pixel, align_corners, and
+    align_mode 1's asymmetric coordinates), nearest to a size."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2D(3, 8, 3, stride=2, padding=1)
+        self.up = nn.Conv2DTranspose(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.head = nn.Conv2D(6, 4, 1)
+
+    def forward(self, x):  # x: [batch, 3, 10, 12]
+        f = F.relu(self.down(x))  # [.., 5, 6]
+        u = self.up(F.interpolate(f, scale_factor=2, mode="nearest"))  # [.., 20, 24]
+        a = F.interpolate(u, size=[9, 11], mode="bilinear", align_corners=False)
+        b = F.interpolate(u, size=[9, 11], mode="bilinear", align_corners=True)
+        c = F.interpolate(u, size=[9, 11], mode="bilinear", align_corners=False, align_mode=1)
+        d = F.interpolate(f, size=[9, 11], mode="nearest")
+        return paddle.concat([self.head(a + b + c).flatten(1), d.flatten(1)], axis=1)
+
+
 def save(name, model, specs, inputs):
     model.eval()
     path = os.path.join(HERE, PREFIX + name)
@@ -107,7 +130,14 @@ def save(name, model, specs, inputs):
     print("wrote", path, [os.path.basename(f) for f in os.listdir(HERE) if f.startswith(PREFIX + name)])
 
 
+def decoder():
+    x = np.random.rand(2, 3, 10, 12).astype("float32")
+    save("decoder", Decoder(), [paddle.static.InputSpec([None, 3, 10, 12], "float32", "x")], [x])
+
+
 def main():
+    if sys.argv[1:] == ["decoder"]:  # the fixture added later, without remaking the others
+        return decoder()
     img = np.random.rand(2, 1, 28, 28).astype("float32")
     save("lenet", LeNet(), [paddle.static.InputSpec([None, 1, 28, 28], "float32", "image")], [img])
     x = np.random.rand(2, 3, 16, 16).astype("float32")
@@ -117,6 +147,7 @@ def main():
     mask[1, 5:] = 0.0
     save("encoder", Encoder(), [paddle.static.InputSpec([None, 8], "int64", "ids"),
                                 paddle.static.InputSpec([None, 8], "float32", "mask")], [ids, mask])
+    decoder()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// Naive-loop references for conv2d (NCHW or channels_last), max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc
+// Naive-loop references for conv2d (NCHW or channels_last), conv2d_transpose, max_pool2d, avg_pool2d, adaptive_avg_pool2d (NCHW), max_pool2d_nhwc
 // (NHWC or channel blocks).
 #include "naive_util.h"
 
@@ -181,4 +181,36 @@ PD_NAIVE_REF(adaptive_avg_pool2d) {
       }
     }
   return {make(out, {N, C, OH, OW})};
+}
+
+// conv2d_transpose as its definition: each input element scatters its products with the kernel into
+// the (strided, dilated, padded) output, written out independently of conv2d_grad_input.
+PD_NAIVE_REF(conv2d_transpose) {
+  const pd::Tensor &x = in[0][0], &w = in[1][0];
+  const Ints xs = x.shape(), ws = w.shape();
+  const Ints st = pair_attr(attrs, "stride", {1, 1}), pad = pair_attr(attrs, "padding", {0, 0});
+  const Ints op = pair_attr(attrs, "output_padding", {0, 0}), dil = pair_attr(attrs, "dilation", {1, 1});
+  const int64_t groups = get<int64_t>(attrs, "groups", 1);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], cin_g = C / groups, cout_g = ws[1], CO = cout_g * groups;
+  const int64_t OH = (H - 1) * st[0] - 2 * pad[0] + dil[0] * (ws[2] - 1) + op[0] + 1;
+  const int64_t OW = (W - 1) * st[1] - 2 * pad[1] + dil[1] * (ws[3] - 1) + op[1] + 1;
+  const Reals xv = vals(x), wv = vals(w);
+  Reals out(static_cast<size_t>(N * CO * OH * OW), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t v = 0; v < W; ++v)
+          for (int64_t co = 0; co < cout_g; ++co)
+            for (int64_t i = 0; i < ws[2]; ++i)
+              for (int64_t j = 0; j < ws[3]; ++j) {
+                const int64_t oh = h * st[0] - pad[0] + i * dil[0], ow = v * st[1] - pad[1] + j * dil[1];
+                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                const int64_t o = (c / cin_g) * cout_g + co;
+                out[((n * CO + o) * OH + oh) * OW + ow] += xv[((n * C + c) * H + h) * W + v] * wv[((c * cout_g + co) * ws[2] + i) * ws[3] + j];
+              }
+  if (in.size() > 2 && !in[2].empty() && in[2][0].defined()) {
+    const Reals b = vals(in[2][0]);
+    for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) out[k] += b[(k / (OH * OW)) % CO];
+  }
+  return {make(out, {N, CO, OH, OW})};
 }

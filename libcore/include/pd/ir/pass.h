@@ -118,12 +118,13 @@ bool is_param(const Program& p, ValueId v);
 size_t tensor_slots(const std::string& op_type);
 // The value in input slot `slot` of op (kNoValue for an empty optional).
 ValueId input_of(const Program& p, int32_t op, size_t slot);
-// Attribute `name` of `op` or the schema default, as T (bool/int/float/str/int[] attributes).
+// Attribute `name` of `op` or the schema default, as T (bool/int/float/str/int[]/float[] attributes).
 bool attr_bool(const Operation& op, const std::string& name);
 double attr_float(const Operation& op, const std::string& name);
 std::string attr_string(const Operation& op, const std::string& name);
 int64_t attr_int(const Operation& op, const std::string& name);
 std::vector<int64_t> attr_ints(const Operation& op, const std::string& name);
+std::vector<double> attr_floats(const Operation& op, const std::string& name);
 // A conv2d or batch_norm on channels_last (NHWC) tensors, as pd-train runs them. The fusions and
 // lowerings are written for NCHW: Pass::run does not offer them to a pass that targets their type, and
 // a pass that reaches one as another op's producer leaves it alone.

@@ -101,6 +101,8 @@ Shape conv2d_pool2d(const char* op, In x, In weight, In bias, const std::vector<
                     const std::vector<int64_t>& pool_kernel_size,
                     const std::vector<int64_t>& pool_stride, const std::vector<int64_t>& pool_padding,
                     bool pool_ceil_mode);
+Shape conv2d_transpose(const char* op, In x, In weight, In bias, const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& output_padding, const std::vector<int64_t>& dilation, int64_t groups);
 Shape conv2d_grad_input(const char* op, In grad, In weight, const std::vector<int64_t>& input_shape,
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& dilation, int64_t groups, bool channels_last = false);
@@ -119,6 +121,10 @@ Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_sha
                   const std::vector<int64_t>& padding, bool ceil_mode);
 Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_size);
 Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
+Shape interpolate(const char* op, In x, const std::vector<int64_t>& size, const std::vector<double>& scales, const std::string& mode,
+                  const std::string& coordinate_mode, const std::string& nearest_mode);
+Shape interpolate_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<double>& scales,
+                       const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode);
 // The channel extent [C]: axis 1, or the last axis with channels_last.
 Shape channel(const char* op, In x, bool channels_last = false);
 Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var, bool channels_last = false);

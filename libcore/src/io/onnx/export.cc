@@ -33,6 +33,7 @@ int64_t ExportContext::attr_int(const std::string& name) const { return ir::attr
 double ExportContext::attr_float(const std::string& name) const { return ir::attr_float(op_, name); }
 bool ExportContext::attr_bool(const std::string& name) const { return ir::attr_bool(op_, name); }
 std::vector<int64_t> ExportContext::attr_ints(const std::string& name) const { return ir::attr_ints(op_, name); }
+std::vector<double> ExportContext::attr_floats(const std::string& name) const { return ir::attr_floats(op_, name); }
 std::string ExportContext::attr_string(const std::string& name) const { return ir::attr_string(op_, name); }
 
 onnx::NodeProto* ExportContext::node(const std::string& type, const std::vector<std::string>& inputs,

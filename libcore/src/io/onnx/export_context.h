@@ -29,6 +29,7 @@ class ExportContext {
   double attr_float(const std::string& name) const;
   bool attr_bool(const std::string& name) const;
   std::vector<int64_t> attr_ints(const std::string& name) const;
+  std::vector<double> attr_floats(const std::string& name) const;
   std::string attr_string(const std::string& name) const;
 
   // A node; returns it for attributes. A temporary value name (unique): tmp("sqrt").

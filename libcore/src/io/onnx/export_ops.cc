@@ -100,6 +100,19 @@ void conv2d(ExportContext& c) {
   set_attr(n, "group", c.attr_int("groups"));
 }
 
+void conv2d_transpose(ExportContext& c) {
+  std::vector<std::string> in{c.in(0), c.in(1)};
+  if (!c.in(2).empty()) in.push_back(c.in(2));
+  auto* n = c.node("ConvTranspose", in, {c.out()});
+  const Ints pad = c.attr_ints("padding"), w = c.in_type(1).shape;
+  set_attr(n, "kernel_shape", Ints{w[2], w[3]});
+  set_attr(n, "strides", c.attr_ints("stride"));
+  set_attr(n, "pads", Ints{pad[0], pad[1], pad[0], pad[1]});
+  set_attr(n, "output_padding", c.attr_ints("output_padding"));
+  set_attr(n, "dilations", c.attr_ints("dilation"));
+  set_attr(n, "group", c.attr_int("groups"));
+}
+
 void pool(ExportContext& c, const char* type) {
   auto* n = c.node(type, {c.in(0)}, {c.out()});
   const Ints k = c.attr_ints("kernel_size"), pad = c.attr_ints("padding");
@@ -123,6 +136,36 @@ void adaptive_avg_pool2d(ExportContext& c) {
   auto* n = c.node("AveragePool", {c.in(0)}, {c.out()});
   set_attr(n, "kernel_shape", Ints{s[2] / out[0], s[3] / out[1]});
   set_attr(n, "strides", Ints{s[2] / out[0], s[3] / out[1]});
+}
+
+// interpolate as Resize: by its scales where they give its size (floor(in * scale), as the ONNX spec
+// sizes the output), else by sizes (the batch and channels from Shape where the batch is dynamic).
+void interpolate(ExportContext& c) {
+  std::string mode = c.attr_string("mode"), rounding = c.attr_string("nearest_mode");
+  const Ints size = c.attr_ints("size");
+  const std::vector<double> scales = c.attr_floats("scales");
+  const Shape& s = c.in_type(0).shape;
+  std::string scales_in, sizes_in;
+  if (!scales.empty()) {
+    for (int d = 0; d < 2; ++d)
+      if (s[2 + d] < 0 || static_cast<int64_t>(std::floor(static_cast<float>(s[2 + d]) * static_cast<float>(scales[d]))) != size[d])
+        c.refuse("an interpolate whose scales do not give its size as floor(extent * scale)");
+    scales_in = c.constant(Tensor::from_vector<float>({1.0f, 1.0f, static_cast<float>(scales[0]), static_cast<float>(scales[1])}, {4}), "scales");
+  } else if (s[0] >= 0 && s[1] >= 0) {
+    sizes_in = c.ints({s[0], s[1], size[0], size[1]}, "sizes");
+  } else {
+    const std::string shape = c.tmp("shape"), lead = c.tmp("batch_channels");
+    c.node("Shape", {c.in(0)}, {shape});
+    c.node("Slice", {shape, c.ints({0}, "start"), c.ints({2}, "end")}, {lead});
+    sizes_in = c.tmp("sizes");
+    set_attr(c.node("Concat", {lead, c.ints(size, "size")}, {sizes_in}), "axis", int64_t{0});
+  }
+  const std::string roi = c.constant(Tensor::from_vector<float>({}, {0}), "roi");
+  const std::string empty = c.constant(Tensor::from_vector<float>({}, {0}), "no_scales");
+  auto* n = sizes_in.empty() ? c.node("Resize", {c.in(0), roi, scales_in}, {c.out()}) : c.node("Resize", {c.in(0), roi, empty, sizes_in}, {c.out()});
+  set_attr(n, "mode", mode == "bilinear" ? std::string("linear") : mode);
+  set_attr(n, "coordinate_transformation_mode", c.attr_string("coordinate_mode"));
+  if (mode == "nearest") set_attr(n, "nearest_mode", rounding);
 }
 
 void batch_norm(ExportContext& c) {
@@ -313,6 +356,8 @@ const std::map<std::string, Exporter>& table() {
   static const std::map<std::string, Exporter> t = {
       {"abs", same<kAbs>},
       {"adaptive_avg_pool2d", adaptive_avg_pool2d},
+      {"conv2d_transpose", conv2d_transpose},
+      {"interpolate", interpolate},
       {"add", same<kAdd>},
       {"argmax", argmax},
       {"avg_pool2d", avg_pool2d},

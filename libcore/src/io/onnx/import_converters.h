@@ -57,6 +57,10 @@ void expand(NodeContext& c);
 void pad(NodeContext& c);
 void scatter_nd(NodeContext& c);
 
+// Resize and Upsample as interpolate: import_resize.cc.
+void resize(NodeContext& c);
+void upsample(NodeContext& c);
+
 // Arithmetic and comparisons on shape computations with dynamic extents: import_symbolic_ops.cc.
 void mul(NodeContext& c);
 void div(NodeContext& c);

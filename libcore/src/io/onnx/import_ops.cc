@@ -133,8 +133,9 @@ void dropout(NodeContext& c) {
 // ONNX pads [h_begin, w_begin, h_end, w_end] (or auto_pad) -> the symmetric padding of our ops, with a pad
 // op in front for whatever is asymmetric (filled with `fill`: 0 for conv, -inf for max pooling).
 Ints spatial_padding(NodeContext& c, ValueId& x, const Ints& kernel, const Ints& strides, const Ints& dilations,
-                     double fill) {
-  Ints pads = c.attr_ints("pads", {0, 0, 0, 0});
+                     double fill, bool one_d = false) {
+  Ints pads = c.attr_ints("pads", one_d ? Ints{0, 0} : Ints{0, 0, 0, 0});
+  if (one_d && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};  // lifted to [N, C, 1, L]: none along the unit axis
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "VALID") pads = {0, 0, 0, 0};
   else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -160,56 +161,109 @@ Ints spatial_padding(NodeContext& c, ValueId& x, const Ints& kernel, const Ints&
   return {ph, pw};
 }
 
+// A 1-D convolution or pooling ([N, C, L]) runs as the 2-D op on [N, C, 1, L], as onnxruntime's and
+// oneDNN's kernels do: the unit axis goes in front of L, each window attribute gets a 1 (or 0) for it,
+// and the result loses it again.
+ValueId unit_axis(NodeContext& c, ValueId v) { return c.op("unsqueeze", {{v}}, {{"axis", Ints{2}}}); }
+ValueId without_unit_axis(NodeContext& c, ValueId v) { return c.op("squeeze", {{v}}, {{"axis", Ints{2}}}); }
+
+// Window attribute `name` for 2 spatial axes: as given, or after `unit` for a 1-D op's unit axis.
+Ints window_attr(NodeContext& c, const char* name, int64_t def, bool one_d, int64_t unit = 1) {
+  const Ints v = c.attr_ints(name, one_d ? Ints{def} : Ints{def, def});
+  if (v.size() != (one_d ? 1u : 2u))
+    c.fail(fmt::format("{} [{}] must have {} entries, one a spatial axis", name, fmt::join(v, ", "), one_d ? 1 : 2));
+  return one_d ? Ints{unit, v[0]} : v;
+}
+
+// Whether the op's input x ([N, C, L] or [N, C, H, W]) is 1-D, refusing other ranks.
+bool one_d_input(NodeContext& c, ValueId x, const char* what) {
+  const int64_t r = rank_of(c, x);
+  if (r != 3 && r != 4) c.unsupported(fmt::format("a {}-D {} (1-D and 2-D are supported)", r - 2, what));
+  return r == 3;
+}
+
 void conv(NodeContext& c) {
-  ValueId x = c.input(0);
-  const ValueId w = c.input(1);
-  if (rank_of(c, w) != 4) c.unsupported(fmt::format("a {}-D convolution (only 2-D Conv is supported)", rank_of(c, w) - 2));
+  ValueId x = c.input(0), w = c.input(1);
+  const bool one_d = one_d_input(c, x, "convolution");
+  if (rank_of(c, w) != rank_of(c, x)) c.fail(fmt::format("the weight is {}-D for a {}-D input", rank_of(c, w), rank_of(c, x)));
+  if (one_d) x = unit_axis(c, x), w = unit_axis(c, w);
   const Shape& ws = c.type(w).shape;
-  const Ints strides = c.attr_ints("strides", {1, 1}), dilations = c.attr_ints("dilations", {1, 1});
-  const Ints padding = spatial_padding(c, x, {ws[2], ws[3]}, strides, dilations, 0.0);
+  const Ints strides = window_attr(c, "strides", 1, one_d), dilations = window_attr(c, "dilations", 1, one_d);
+  const Ints padding = spatial_padding(c, x, {ws[2], ws[3]}, strides, dilations, 0.0, one_d);
   std::vector<ValueId> bias;
   if (c.has_input(2)) bias.push_back(c.input(2));
-  c.output(0, c.op("conv2d", {{x}, {w}, bias},
-                   {{"stride", strides}, {"padding", padding}, {"dilation", dilations}, {"groups", c.attr_int("group", 1)}}));
+  const ValueId y = c.op("conv2d", {{x}, {w}, bias},
+                         {{"stride", strides}, {"padding", padding}, {"dilation", dilations}, {"groups", c.attr_int("group", 1)}});
+  c.output(0, one_d ? without_unit_axis(c, y) : y);
+}
+
+// ConvTranspose as conv2d_transpose: symmetric pads (what torch writes; the extents a strided
+// convolution rounded away come back through output_padding).
+void conv_transpose(NodeContext& c) {
+  ValueId x = c.input(0), w = c.input(1);
+  const bool one_d = one_d_input(c, x, "ConvTranspose");
+  if (rank_of(c, w) != rank_of(c, x)) c.fail(fmt::format("the weight is {}-D for a {}-D input", rank_of(c, w), rank_of(c, x)));
+  if (c.has_attr("output_shape")) c.unsupported("ConvTranspose's output_shape attribute (export with pads and output_padding)");
+  if (const std::string a = c.attr_string("auto_pad", "NOTSET"); a != "NOTSET" && a != "VALID")
+    c.unsupported(fmt::format("ConvTranspose with auto_pad {} (only explicit pads)", a));
+  if (one_d) x = unit_axis(c, x), w = unit_axis(c, w);
+  Ints pads = c.attr_string("auto_pad", "NOTSET") == "VALID" ? Ints{} : c.attr_ints("pads");
+  if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
+  if (pads.size() != (one_d ? 2u : 4u)) c.fail(fmt::format("pads [{}] for a {}-D ConvTranspose", fmt::join(pads, ", "), one_d ? 1 : 2));
+  if (one_d) pads = {0, pads[0], 0, pads[1]};
+  if (pads[0] != pads[2] || pads[1] != pads[3])
+    c.unsupported(fmt::format("ConvTranspose with asymmetric pads [{}]", fmt::join(pads, ", ")));
+  std::vector<ValueId> bias;
+  if (c.has_input(2)) bias.push_back(c.input(2));
+  const ValueId y = c.op("conv2d_transpose", {{x}, {w}, bias},
+                         {{"stride", window_attr(c, "strides", 1, one_d)}, {"padding", Ints{pads[0], pads[1]}},
+                          {"output_padding", window_attr(c, "output_padding", 0, one_d, 0)},
+                          {"dilation", window_attr(c, "dilations", 1, one_d)}, {"groups", c.attr_int("group", 1)}});
+  c.output(0, one_d ? without_unit_axis(c, y) : y);
 }
 
 void max_pool(NodeContext& c) {
   if (c.output_used(1)) c.unsupported("MaxPool's Indices output is not supported");
   ValueId x = c.input(0);
-  const Ints kernel = c.attr_ints("kernel_shape");
-  if (kernel.size() != 2) c.unsupported("only 2-D MaxPool is supported");
-  const Ints dilations = c.attr_ints("dilations", {1, 1});
+  const bool one_d = one_d_input(c, x, "MaxPool");
+  if (one_d) x = unit_axis(c, x);
+  if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
+  const Ints kernel = window_attr(c, "kernel_shape", 1, one_d);
+  const Ints dilations = window_attr(c, "dilations", 1, one_d);
   if (dilations != Ints{1, 1}) c.unsupported("MaxPool with dilations is not supported");
-  const Ints strides = c.attr_ints("strides", {1, 1});
-  const Ints padding = spatial_padding(c, x, kernel, strides, dilations, -std::numeric_limits<double>::infinity());
-  c.output(0, c.op("max_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
-                                         {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}}));
+  const Ints strides = window_attr(c, "strides", 1, one_d);
+  const Ints padding = spatial_padding(c, x, kernel, strides, dilations, -std::numeric_limits<double>::infinity(), one_d);
+  const ValueId y = c.op("max_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
+                                               {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}});
+  c.output(0, one_d ? without_unit_axis(c, y) : y);
 }
 
 void average_pool(NodeContext& c) {
   ValueId x = c.input(0);
-  const Ints kernel = c.attr_ints("kernel_shape");
-  if (kernel.size() != 2) c.unsupported("only 2-D AveragePool is supported");
-  const Ints strides = c.attr_ints("strides", {1, 1});
+  const bool one_d = one_d_input(c, x, "AveragePool");
+  if (one_d) x = unit_axis(c, x);
+  if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
+  const Ints kernel = window_attr(c, "kernel_shape", 1, one_d);
+  const Ints strides = window_attr(c, "strides", 1, one_d);
   const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
   const ValueId before = x;
-  const Ints padding = spatial_padding(c, x, kernel, strides, {1, 1}, 0.0);
+  const Ints padding = spatial_padding(c, x, kernel, strides, {1, 1}, 0.0, one_d);
   if (x != before && !include_pad)
     c.unsupported("asymmetric pads with count_include_pad=0 (the padded zeros would be counted)");
-  c.output(0, c.op("avg_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
-                                         {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}, {"exclusive", !include_pad}}));
+  const ValueId y = c.op("avg_pool2d", {{x}}, {{"kernel_size", kernel}, {"stride", strides}, {"padding", padding},
+                                               {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}, {"exclusive", !include_pad}});
+  c.output(0, one_d ? without_unit_axis(c, y) : y);
 }
 
 void global_average_pool(NodeContext& c) {
   const ValueId x = c.input(0);
-  if (rank_of(c, x) != 4) c.unsupported("only 4-D (NCHW) GlobalAveragePool is supported");
+  if (one_d_input(c, x, "GlobalAveragePool")) return c.output(0, c.op("mean", {{x}}, {{"axis", Ints{2}}, {"keepdim", true}}));
   c.output(0, c.op("adaptive_avg_pool2d", {{x}}, {{"output_size", Ints{1, 1}}}));
 }
 
 void global_max_pool(NodeContext& c) {
   const ValueId x = c.input(0);
-  if (rank_of(c, x) != 4) c.unsupported("only 4-D (NCHW) GlobalMaxPool is supported");
-  c.output(0, c.op("max", {{x}}, {{"axis", Ints{2, 3}}, {"keepdim", true}}));
+  c.output(0, c.op("max", {{x}}, {{"axis", one_d_input(c, x, "GlobalMaxPool") ? Ints{2} : Ints{2, 3}}, {"keepdim", true}}));
 }
 
 void batch_norm(NodeContext& c) {
@@ -333,6 +387,7 @@ const std::map<std::string, Converter>& table() {
       {"Constant", constant},
       {"ConstantOfShape", constant_of_shape},
       {"Conv", conv},
+      {"ConvTranspose", conv_transpose},
       {"CumSum", cum_sum},
       {"Div", div},
       {"Dropout", dropout},
@@ -378,6 +433,7 @@ const std::map<std::string, Converter>& table() {
       {"ReduceSum", reduce<k_sum, true>},
       {"Relu", unary<k_relu>},
       {"Reshape", reshape},
+      {"Resize", resize},
       {"ScatterND", scatter_nd},
       {"Shape", shape},
       {"Sigmoid", unary<k_sigmoid>},
@@ -395,6 +451,7 @@ const std::map<std::string, Converter>& table() {
       {"Tanh", unary<k_tanh>},
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},
+      {"Upsample", upsample},
       {"Where", where},
       {"Xor", binary<k_logical_xor>},
   };

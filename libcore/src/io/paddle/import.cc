@@ -196,6 +196,16 @@ double OpContext::attr_float(const std::string& name, double def) const {
   fail(fmt::format("attribute '{}' is {}, expected a number", name, attr_str(*a)));
 }
 
+std::vector<double> OpContext::attr_floats(const std::string& name) const {
+  const AttrValue* a = attr(name);
+  if (!a) return {};
+  if (auto* v = std::get_if<std::vector<double>>(a)) return *v;
+  if (auto* v = std::get_if<std::vector<int64_t>>(a)) return std::vector<double>(v->begin(), v->end());
+  if (auto* d = std::get_if<double>(a)) return {*d};
+  if (auto* i = std::get_if<int64_t>(a)) return {static_cast<double>(*i)};
+  fail(fmt::format("attribute '{}' is {}, expected a list of numbers", name, attr_str(*a)));
+}
+
 std::vector<int64_t> OpContext::attr_ints(const std::string& name, std::vector<int64_t> def) const {
   const AttrValue* a = attr(name);
   if (!a) return def;

@@ -40,6 +40,7 @@ class OpContext {
   double attr_float(const std::string& name, double def) const;
   bool attr_bool(const std::string& name, bool def) const { return attr_int(name, def ? 1 : 0) != 0; }
   std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::vector<double> attr_floats(const std::string& name) const;  // [] when absent
   std::string attr_string(const std::string& name, const std::string& def) const;
 
   // Paddle's declared type of output `slot` (nullptr when the program does not say).

@@ -22,6 +22,25 @@ inline int64_t norm_axis(OpContext& c, int64_t axis, int64_t rank, const char* w
   return a;
 }
 
+inline void require_nchw(OpContext& c) {
+  for (const char* key : {"data_format", "data_layout"}) {
+    const std::string f = c.attr_string(key, "NCHW");
+    if (f != "NCHW" && f != "AnyLayout") c.unsupported(fmt::format("{} '{}' (only NCHW models are supported)", key, f));
+  }
+}
+
+// A 2-D op's window attribute: 2 values, or 1 for both axes.
+inline Ints pair_attr(OpContext& c, const char* name, Ints def) {
+  Ints v = c.attr_ints(name, def);
+  if (v.size() == 1) v = {v[0], v[0]};
+  if (v.size() != 2) c.fail(fmt::format("{} {} (expected 2 values for a 2-D op)", name, v));
+  return v;
+}
+
+// import_upsampling_ops.cc
+void interp_v2(OpContext& c);
+void conv2d_transpose(OpContext& c);
+
 // import_shape_ops.cc
 void reshape2(OpContext& c);
 void transpose2(OpContext& c);

@@ -12,13 +12,6 @@
 namespace pd::io::paddle_import {
 namespace {
 
-void require_nchw(OpContext& c) {
-  for (const char* key : {"data_format", "data_layout"}) {
-    const std::string f = c.attr_string(key, "NCHW");
-    if (f != "NCHW" && f != "AnyLayout") c.unsupported(fmt::format("{} '{}' (only NCHW models are supported)", key, f));
-  }
-}
-
 // Paddle's paddings ([h, w] or [top, bottom, left, right]) and padding_algorithm -> the symmetric padding of
 // our ops, with a pad op in front for whatever is asymmetric (filled with `fill`). SAME resets dilation to
 // 1, as Paddle does.
@@ -46,13 +39,6 @@ Ints spatial_padding(OpContext& c, ValueId& x, const Ints& kernel, const Ints& s
   if (p[0] != p[1] || p[2] != p[3])  // pad's order: last axis first
     x = c.op("pad", {{x}}, {{"pads", Ints{p[2] - pw, p[3] - pw, p[0] - ph, p[1] - ph}}, {"value", fill}});
   return {ph, pw};
-}
-
-Ints pair_attr(OpContext& c, const char* name, Ints def) {
-  Ints v = c.attr_ints(name, def);
-  if (v.size() == 1) v = {v[0], v[0]};
-  if (v.size() != 2) c.fail(fmt::format("{} {} (expected 2 values for a 2-D op)", name, v));
-  return v;
 }
 
 void conv2d(OpContext& c) {
@@ -301,10 +287,12 @@ constexpr Entry kTable[] = {
     {"abs", unary<kAbs>},
     {"assign", assign},
     {"batch_norm", batch_norm},
+    {"bilinear_interp_v2", interp_v2},
     {"cast", cast},
     {"clip", clip},
     {"concat", concat},
     {"conv2d", conv2d},
+    {"conv2d_transpose", conv2d_transpose},
     {"depthwise_conv2d", conv2d},
     {"dropout", dropout},
     {"elementwise_add", elementwise<kAdd>},
@@ -328,6 +316,7 @@ constexpr Entry kTable[] = {
     {"matmul", matmul_v1},
     {"matmul_v2", matmul_v2},
     {"mul", mul_fc},
+    {"nearest_interp_v2", interp_v2},
     {"pool2d", pool2d},
     {"reduce_max", reduce<kMax>},
     {"reduce_mean", reduce<kMean>},

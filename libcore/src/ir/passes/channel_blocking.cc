@@ -8,7 +8,7 @@
 //      MobileNet's, whose chains it would break), or groups of whole blocks (RegNet's on AVX2). Channels need not fill the last block: a 24-channel map
 //      is held in 2 blocks of 16 with zero lanes past 24, as oneDNN (and onnxruntime's NCHWc) pads it;
 //      MobileNetV2's 24-channel stage ran plain, between reorders, a third of its time. An input of at
-//      most kMaxPlainChannels (an image) is read plain. The 3x3 stride-1 ones on whole blocks go on to
+//      fewer channels than a block (an image, a narrow map) is read plain. The 3x3 stride-1 ones on whole blocks go on to
 //      conv_winograd, which runs Winograd on the blocks where that is faster.
 //   2. Candidates joined by their data edges (one's result is another's input or residual) form
 //      chains; only chains of two or more convolutions are converted, since a lone one would pay the same
@@ -219,11 +219,14 @@ class ChannelBlocking final : public Pass {
     return out;
   }
 
-  // v in blocks, inserting to_channel_blocks before op `at` when no blocked form exists yet. A plain
-  // image (few channels) stays plain for blocked_conv2d's x.
-  ValueId blocked_input(Program& p, ValueId v, bool may_stay_plain, std::map<ValueId, ValueId>& blocked, int32_t& at) const {
+  // v in blocks, inserting to_channel_blocks before op `at` when no blocked form exists yet. An input of
+  // fewer than `plain_below` channels stays plain for blocked_conv2d's x: an image, and for groups 1 any
+  // map narrower than a block, even when its producer writes blocks: oneDNN 2.6 has no jit kernel for a
+  // convolution reading one partly filled block and ran its reference one (8 -> 8 channels 3x3 on a 6x5
+  // map at batch 8: 570 us; read plain, its first-layer kernel takes it).
+  ValueId blocked_input(Program& p, ValueId v, int64_t plain_below, std::map<ValueId, ValueId>& blocked, int32_t& at) const {
+    if (p.value(v).type.shape[1] < plain_below) return v;
     if (auto it = blocked.find(v); it != blocked.end()) return it->second;
-    if (may_stay_plain && p.value(v).type.shape[1] <= kMaxPlainChannels) return v;
     const ValueId b = p.insert_op(at++, "to_channel_blocks", {{v}}, {{"block", block_}})[0];
     blocked[v] = b;
     return b;
@@ -233,10 +236,10 @@ class ChannelBlocking final : public Pass {
     const Operation conv = p.ops()[i];
     const ValueId residual = input_of(p, i, 3);
     std::vector<std::vector<ValueId>> inputs(4);
-    inputs[0] = {blocked_input(p, conv.inputs[0][0], true, blocked, i)};
+    inputs[0] = {blocked_input(p, conv.inputs[0][0], attr_int(conv, "groups") == 1 ? block_ : kMaxPlainChannels + 1, blocked, i)};
     inputs[1] = conv.inputs[1];
     inputs[2] = conv.inputs[2];
-    if (residual != kNoValue) inputs[3] = {blocked_input(p, residual, false, blocked, i)};
+    if (residual != kNoValue) inputs[3] = {blocked_input(p, residual, 0, blocked, i)};
     AttrMap attrs{{"block", block_}};
     for (const char* name : {"stride", "padding", "dilation", "activation", "alpha", "groups"})
       if (auto it = conv.attrs.find(name); it != conv.attrs.end()) attrs[name] = it->second;
@@ -246,7 +249,7 @@ class ChannelBlocking final : public Pass {
   // max_pool2d(x) -> max_pool2d_nhwc(blocks of x): each block of an image pooled as an NHWC image.
   void convert_pool(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
     const Operation pool = p.ops()[i];
-    const ValueId xb = blocked_input(p, pool.inputs[0][0], false, blocked, i);
+    const ValueId xb = blocked_input(p, pool.inputs[0][0], 0, blocked, i);
     AttrMap attrs;
     for (const char* name : {"kernel_size", "stride", "padding", "ceil_mode"})
       if (auto it = pool.attrs.find(name); it != pool.attrs.end()) attrs[name] = it->second;
@@ -258,7 +261,7 @@ class ChannelBlocking final : public Pass {
     const auto slot = static_cast<size_t>(scale_map_slot(p, i));
     const Operation mul = p.ops()[i];
     const ValueId map = mul.inputs[slot][0], factors = mul.inputs[1 - slot][0];
-    const ValueId xb = blocked_input(p, map, false, blocked, i);
+    const ValueId xb = blocked_input(p, map, 0, blocked, i);
     replace(p, i, p.insert_op(i, "scale_channel_blocks", {{xb}, {factors}}, {})[0], p.value(map).type.shape[1], blocked, stats);
   }
 
@@ -266,7 +269,7 @@ class ChannelBlocking final : public Pass {
   void convert_concat(Program& p, int32_t i, std::map<ValueId, ValueId>& blocked, PassStats& stats) const {
     const Operation concat = p.ops()[i];
     std::vector<ValueId> parts;
-    for (ValueId v : concat.inputs[0]) parts.push_back(blocked_input(p, v, false, blocked, i));
+    for (ValueId v : concat.inputs[0]) parts.push_back(blocked_input(p, v, 0, blocked, i));
     replace(p, i, p.insert_op(i, "concat", {parts}, {{"axis", int64_t{1}}})[0], p.value(concat.results[0]).type.shape[1], blocked,
             stats);
   }
@@ -279,7 +282,7 @@ class ChannelBlocking final : public Pass {
     std::vector<int64_t> channels;
     for (ValueId v : inputs) {
       channels.push_back(p.value(v).type.shape[1]);
-      parts.push_back(blocked_input(p, v, false, blocked, i));
+      parts.push_back(blocked_input(p, v, 0, blocked, i));
     }
     const ValueId out = p.insert_op(i, "gather_channel_blocks", {parts}, {{"channels", channels}, {"index", s.index}})[0];
     replace(p, i, out, static_cast<int64_t>(s.index.size()), blocked, stats);

@@ -1,0 +1,69 @@
+// A decoder's upsampling ops: nearest_interp_v2 / bilinear_interp_v2 as interpolate, and
+// conv2d_transpose. Paddle's coordinate rules (phi's interpolate kernels) in ONNX Resize's terms:
+// bilinear with align_corners is align_corners, with align_mode 0 half_pixel, with align_mode 1
+// asymmetric; nearest rounds half up with align_corners, else truncates asymmetric coordinates. The
+// ratio is 1 / scale where a scale is given (the output then int(in * scale)), else in / out.
+#include <cmath>
+
+#include "import_converters.h"
+
+namespace pd::io::paddle_import {
+
+void interp_v2(OpContext& c) {
+  require_nchw(c);
+  const ValueId x = c.in("X");
+  const Shape& s = c.type(x).shape;
+  if (s.size() != 4) c.unsupported(fmt::format("input of rank {} (only 4-D NCHW resizing)", s.size()));
+  for (const char* slot : {"OutSize", "SizeTensor", "Scale"})
+    if (c.has(slot)) c.unsupported(fmt::format("the output size from input '{}' (only from the attributes)", slot));
+  const std::string method = c.attr_string("interp_method", "nearest");
+  if (method != "nearest" && method != "bilinear") c.unsupported(fmt::format("interp_method '{}'", method));
+  const bool align_corners = c.attr_bool("align_corners", false);
+  std::vector<double> scales = c.attr_floats("scale");
+  if (scales.size() == 1) scales.push_back(scales[0]);
+  Ints size{c.attr_int("out_h", -1), c.attr_int("out_w", -1)};
+  if (scales.size() == 2 && scales[0] > 0 && scales[1] > 0) {
+    if (s[2] < 0 || s[3] < 0) c.unsupported("resizing by a scale needs known spatial extents; give --input-shape NAME=DIMS");
+    for (int d = 0; d < 2; ++d) size[d] = static_cast<int64_t>(static_cast<float>(s[2 + d]) * static_cast<float>(scales[d]));
+  } else {
+    scales.clear();
+  }
+  if (size[0] < 1 || size[1] < 1) c.fail(fmt::format("output size [{}, {}] (out_h, out_w or scale) is not positive", size[0], size[1]));
+  std::string coord = "asymmetric", rounding = "floor";
+  if (align_corners) coord = "align_corners", rounding = "round_prefer_ceil";
+  else if (method == "bilinear" && c.attr_int("align_mode", 1) == 0) coord = "half_pixel";
+  c.out("Out", c.op("interpolate", {{x}},
+                    {{"size", size}, {"scales", scales}, {"mode", method}, {"coordinate_mode", coord}, {"nearest_mode", rounding}}));
+}
+
+void conv2d_transpose(OpContext& c) {
+  require_nchw(c);
+  const ValueId x = c.in("Input"), w = c.in("Filter");
+  const Shape &xs = c.type(x).shape, &ws = c.type(w).shape;
+  if (ws.size() != 4 || xs.size() != 4) c.unsupported(fmt::format("filter of rank {} (only 2-D transposed convolution)", ws.size()));
+  const Ints strides = pair_attr(c, "strides", {1, 1}), dilations = pair_attr(c, "dilations", {1, 1});
+  const std::string algo = c.attr_string("padding_algorithm", "EXPLICIT");
+  if (algo == "SAME") c.unsupported("conv2d_transpose with padding_algorithm SAME");
+  Ints p = algo == "VALID" ? Ints{0, 0} : c.attr_ints("paddings", {0, 0});
+  if (p.size() == 4) {
+    if (p[0] != p[1] || p[2] != p[3]) c.unsupported(fmt::format("conv2d_transpose with asymmetric paddings {}", p));
+    p = {p[0], p[2]};
+  }
+  if (p.size() != 2) c.fail(fmt::format("paddings {} (expected 2 or 4 values)", p));
+  Ints out_pad = c.attr_ints("output_padding", {});
+  if (out_pad.empty()) out_pad = {0, 0};
+  if (out_pad.size() != 2) c.fail(fmt::format("output_padding {} (expected 2 values)", out_pad));
+  // output_size (the extents asked for) becomes the output_padding that gives them.
+  if (const Ints size = c.attr_ints("output_size", {}); !size.empty()) {
+    if (size.size() != 2) c.fail(fmt::format("output_size {} (expected 2 values)", size));
+    for (int d = 0; d < 2; ++d) {
+      if (xs[2 + d] < 0) c.unsupported("conv2d_transpose's output_size needs known spatial extents");
+      out_pad[d] = size[d] - ((xs[2 + d] - 1) * strides[d] - 2 * p[d] + dilations[d] * (ws[2 + d] - 1) + 1);
+    }
+  }
+  c.out("Output", c.op("conv2d_transpose", {{x}, {w}, {}},
+                       {{"stride", strides}, {"padding", p}, {"output_padding", out_pad}, {"dilation", dilations},
+                        {"groups", c.attr_int("groups", 1)}}));
+}
+
+}  // namespace pd::io::paddle_import
