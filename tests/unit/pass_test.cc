@@ -378,6 +378,49 @@ Program conv3x3(int64_t c, int64_t k, const pd::AttrMap& attrs, bool weight_is_i
   return p;
 }
 
+TEST_CASE("pass: conv2d taps that read only padding are cut from the weight", "[pass]") {
+  // A 3x3 conv with dilation d and padding d on an h x w map (DeepLabV3's ASPP): where d >= the extent,
+  // the outer taps of that axis read only padding.
+  const auto aspp = [](int64_t h, int64_t w, std::vector<int64_t> dilation, std::vector<int64_t> padding, bool dynamic = false,
+                       std::vector<int64_t> stride = {1, 1}) {
+    Program p;
+    auto x = p.add_input("x", {DType::f32, {-1, 4, dynamic ? -1 : h, w}});
+    auto wt = p.add_param("w", rnd({6, 4, 3, 3}, 3, -0.5, 0.5));
+    p.mark_output(p.add_op("conv2d", {{x}, {wt}, {p.add_param("b", rnd({6}, 4))}},
+                           {{"padding", padding}, {"dilation", dilation}, {"stride", stride}})[0],
+                  "out");
+    return p;
+  };
+  const auto kernel_of = [](const Program& q) {
+    for (const auto& op : q.ops())
+      if (op.type == "conv2d") return q.value(op.inputs[1][0]).type.shape;
+    return pd::Shape{};
+  };
+  SECTION("both axes: a 1x1 convolution") {
+    Program p = aspp(5, 6, {6, 6}, {6, 6});
+    pd::ir::PassStats s;
+    Program q = run_pass(p, "conv_tap_trim", &s);
+    CHECK(s.fused == 1);
+    CHECK(kernel_of(q) == pd::Shape{6, 4, 1, 1});
+    check_same_outputs(p, q, 1e-6);
+  }
+  SECTION("one axis: the wide map keeps its taps") {
+    Program p = aspp(5, 12, {6, 6}, {6, 6});
+    Program q = run_pass(p, "conv_tap_trim");
+    CHECK(kernel_of(q) == pd::Shape{6, 4, 1, 3});
+    check_same_outputs(p, q, 1e-6);
+  }
+  SECTION("left alone: every tap live, a cut that would leave the padding uneven, unknown extents") {
+    // Stride 2 on 6 rows at dilation 5: the first tap reads only padding, the last row 5: cut, the
+    // padding would be 0 before and 5 after.
+    for (const Program& p : {aspp(8, 8, {2, 2}, {2, 2}), aspp(6, 6, {5, 5}, {5, 5}, false, {2, 2}), aspp(5, 6, {6, 6}, {6, 6}, true)}) {
+      pd::ir::PassStats s;
+      run_pass(p, "conv_tap_trim", &s);
+      CHECK(s.fused == 0);
+    }
+  }
+}
+
 TEST_CASE("pass: clip(0, 6) is relu6, which the conv fusion then takes", "[pass]") {
   // ONNX exporters write MobileNet's ReLU6 as Clip(0, 6); other bounds stay a clip.
   Program p = conv3x3(16, 16, {{"padding", std::vector<int64_t>{1, 1}}});
@@ -626,12 +669,12 @@ TEST_CASE("pass: PassManager levels, selection and report", "[pass]") {
   CHECK(pd::ir::level_passes(1) == std::vector<std::string>{"identity_elim", "cse", "dce"});
   CHECK(pd::ir::level_passes(3) == pd::ir::level_passes(2));
   // Levels are portable; lowering passes come after them only when asked for (pd-opt --target).
-  CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "attention_fuse",
+  CHECK(pd::ir::level_passes(2) == std::vector<std::string>{"identity_elim", "constant_fold", "cse", "bn_fold", "conv_tap_trim", "attention_fuse",
                                                             "layer_norm_fuse", "gelu_fuse", "clip_relu6", "swish_fuse",
                                                             "linear_bias_fuse", "dce"});
   for (const std::string& n : pd::ir::level_passes(2)) CHECK_FALSE(pd::ir::make_pass(n)->lowering());
   CHECK(pd::ir::lowering_passes().back() == "dce");
-  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 10);
+  CHECK(pd::ir::lowering_passes().size() == pd::ir::pass_names().size() - 11);
   CHECK_THROWS_WITH(pd::ir::make_pass("fuse_everything"), Catch::Contains("valid passes: identity_elim"));
   CHECK_THROWS_WITH(pd::ir::level_passes(4), Catch::Contains("0 to 3"));
 

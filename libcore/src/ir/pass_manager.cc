@@ -28,6 +28,7 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> r = {
       {"identity_elim", passes::identity_elimination},     {"constant_fold", passes::constant_folding},
       {"cse", passes::common_subexpression_elimination},    {"bn_fold", passes::batch_norm_folding},
+      {"conv_tap_trim", passes::conv_tap_trim},
       {"attention_fuse", passes::attention_fusion},         {"layer_norm_fuse", passes::layer_norm_fusion},
       {"gelu_fuse", passes::gelu_fusion},                   {"clip_relu6", passes::clip_relu6},
       {"swish_fuse", passes::swish_fusion},

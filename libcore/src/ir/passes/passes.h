@@ -27,6 +27,7 @@ std::unique_ptr<Pass> attention_fusion();
 std::unique_ptr<Pass> layer_norm_fusion();
 std::unique_ptr<Pass> gelu_fusion();
 std::unique_ptr<Pass> clip_relu6();
+std::unique_ptr<Pass> conv_tap_trim();
 std::unique_ptr<Pass> swish_fusion();
 std::unique_ptr<Pass> linear_bias_fusion();
 std::unique_ptr<Pass> attention_qkv_fusion();
