@@ -299,6 +299,8 @@ Shape conv2d_transpose(const char* op, In x, In weight, In bias, const std::vect
   for (int d = 0; d < 2; ++d) {
     PD_CHECK(output_padding[d] < stride[d], ErrorCode::kInvalidArgument,
              "{}: argument 'output_padding' {} must be below the stride {} on each axis", op, shape_str(output_padding), shape_str(stride));
+    PD_CHECK(xs[2 + d] <= kMaxWindowAttr && ws[2 + d] <= kMaxWindowAttr, ErrorCode::kShape,  // so that the arithmetic fits int64
+             "{}: spatial extents above 2^31 ('{}' {}, '{}' {})", op, x.name, shape_str(xs), weight.name, shape_str(ws));
     out[2 + d] = (xs[2 + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (ws[2 + d] - 1) + output_padding[d] + 1;
     PD_CHECK(out[2 + d] >= 1 && xs[2 + d] >= 1, ErrorCode::kShape, "{}: the result of '{}' {} with weight {} and padding {} would be empty",
              op, x.name, shape_str(xs), shape_str(ws), shape_str(padding));

@@ -87,31 +87,26 @@ void cast(ExportContext& c) {
   set_attr(c.node("Cast", {c.in(0)}, {c.out()}), "to", int64_t{onnx_util::onnx_type_of(std::get<DType>(*a))});
 }
 
-void conv2d(ExportContext& c) {
-  if (c.attr_bool("channels_last")) c.refuse("channels_last conv2d (ONNX's Conv is NCHW; export the NCHW model)");
+// Conv or ConvTranspose with the attributes both take (our symmetric padding written for both ends).
+onnx::NodeProto* convolution(ExportContext& c, const char* type) {
   std::vector<std::string> in{c.in(0), c.in(1)};
   if (!c.in(2).empty()) in.push_back(c.in(2));
-  auto* n = c.node("Conv", in, {c.out()});
+  auto* n = c.node(type, in, {c.out()});
   const Ints pad = c.attr_ints("padding"), w = c.in_type(1).shape;
   set_attr(n, "kernel_shape", Ints{w[2], w[3]});
   set_attr(n, "strides", c.attr_ints("stride"));
   set_attr(n, "pads", Ints{pad[0], pad[1], pad[0], pad[1]});
   set_attr(n, "dilations", c.attr_ints("dilation"));
   set_attr(n, "group", c.attr_int("groups"));
+  return n;
 }
 
-void conv2d_transpose(ExportContext& c) {
-  std::vector<std::string> in{c.in(0), c.in(1)};
-  if (!c.in(2).empty()) in.push_back(c.in(2));
-  auto* n = c.node("ConvTranspose", in, {c.out()});
-  const Ints pad = c.attr_ints("padding"), w = c.in_type(1).shape;
-  set_attr(n, "kernel_shape", Ints{w[2], w[3]});
-  set_attr(n, "strides", c.attr_ints("stride"));
-  set_attr(n, "pads", Ints{pad[0], pad[1], pad[0], pad[1]});
-  set_attr(n, "output_padding", c.attr_ints("output_padding"));
-  set_attr(n, "dilations", c.attr_ints("dilation"));
-  set_attr(n, "group", c.attr_int("groups"));
+void conv2d(ExportContext& c) {
+  if (c.attr_bool("channels_last")) c.refuse("channels_last conv2d (ONNX's Conv is NCHW; export the NCHW model)");
+  convolution(c, "Conv");
 }
+
+void conv2d_transpose(ExportContext& c) { set_attr(convolution(c, "ConvTranspose"), "output_padding", c.attr_ints("output_padding")); }
 
 void pool(ExportContext& c, const char* type) {
   auto* n = c.node(type, {c.in(0)}, {c.out()});

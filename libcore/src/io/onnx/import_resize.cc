@@ -43,8 +43,10 @@ Resized resized(NodeContext& c, ValueId x, size_t scales_input, size_t sizes_inp
   for (int d = 0; d < 2; ++d) {
     if (!(v[2 + d] > 0) || !std::isfinite(v[2 + d])) c.fail(fmt::format("scale {} of axis {} is not a positive number", v[2 + d], 2 + d));
     // The output extent as the spec writes it: floor(in * scale), in f32 as onnxruntime computes it.
-    r.size.push_back(static_cast<int64_t>(std::floor(static_cast<float>(s[2 + d]) * static_cast<float>(v[2 + d]))));
-    if (r.size.back() < 1) c.fail(fmt::format("scale {} makes axis {} of {} empty", v[2 + d], 2 + d, shape_str(s)));
+    const float extent = std::floor(static_cast<float>(s[2 + d]) * static_cast<float>(v[2 + d]));
+    if (!(extent >= 1.0f && extent <= 2147483648.0f))
+      c.fail(fmt::format("scale {} makes axis {} of {} {}", v[2 + d], 2 + d, shape_str(s), extent < 1.0f ? "empty" : "larger than 2^31"));
+    r.size.push_back(static_cast<int64_t>(extent));
   }
   return r;
 }

@@ -24,7 +24,11 @@ void interp_v2(OpContext& c) {
   Ints size{c.attr_int("out_h", -1), c.attr_int("out_w", -1)};
   if (scales.size() == 2 && scales[0] > 0 && scales[1] > 0) {
     if (s[2] < 0 || s[3] < 0) c.unsupported("resizing by a scale needs known spatial extents; give --input-shape NAME=DIMS");
-    for (int d = 0; d < 2; ++d) size[d] = static_cast<int64_t>(static_cast<float>(s[2 + d]) * static_cast<float>(scales[d]));
+    for (int d = 0; d < 2; ++d) {
+      const float extent = static_cast<float>(s[2 + d]) * static_cast<float>(scales[d]);
+      if (!(extent <= 2147483648.0f)) c.fail(fmt::format("scale {} makes axis {} larger than 2^31", scales[d], 2 + d));
+      size[d] = static_cast<int64_t>(extent);
+    }
   } else {
     scales.clear();
   }
