@@ -2,13 +2,16 @@
 // fuse_relu), and a relu that only a max_pool2d reads runs after the pooling, when the first layer's
 // value is not asked for, with the values and gradients of the two layers in their order; a network
 // with wide convolutions keeps them, with their batch_norms, relus and adds, in NHWC, and a residual
-// block's batch_norm, add and relu run as one op (batch_norm_add_relu).
+// block's batch_norm, add and relu run as one op (batch_norm_add_relu); a decoder's conv2d_transpose and
+// upsample layers have torch's shapes, train, and export.
 #include <algorithm>
 #include <map>
 
 #include "op_api.h"
 #include "pd/core/backend.h"
 #include "pd/autograd/autograd.h"
+#include "pd/exec/executor.h"
+#include "pd/model/export.h"
 #include "pd/model/network.h"
 #include "pd/ops/op_profiler.h"
 #include "test_util.h"
@@ -161,4 +164,49 @@ TEST_CASE("network: wide convolutions run in NHWC with their batch_norms, relus 
   const auto all = net.forward({{"image", x}}, true, 0, {});
   REQUIRE(kept.at("sum").shape() == pd::Shape{3, 16, 24, 24});
   CHECK(pd::test::max_abs_diff(kept.at("sum"), all.at("sum")) <= 1e-4f);
+}
+
+TEST_CASE("network: a decoder's conv2d_transpose and upsample layers, torch's shapes and trainable weights", "[network]") {
+  const char* yaml = R"(
+inputs:
+  image: {shape: [3, 8, 8], dtype: f32}
+  label: {shape: [], dtype: i64}
+network:
+  - {name: down, type: conv2d, input: image, out_channels: 6, kernel_size: 3, stride: 2, padding: 1}
+  - {name: act, type: relu}
+  - {name: up, type: conv2d_transpose, out_channels: 4, kernel_size: 3, stride: 2, padding: 1, output_padding: 1, groups: 2}
+  - {name: bigger, type: upsample, scale_factor: 2, mode: bilinear}
+  - {name: nearer, type: upsample, size: [5, 7]}
+  - {type: flatten}
+  - {name: logits, type: linear, out_features: 3}
+loss: {input: logits, label: label}
+)";
+  pd::model::Network net(pd::model::parse_model_yaml(yaml, "decoder.yaml"));
+  const Tensor x = ops::normal({2, 3, 8, 8}, 0, 1, 5);
+  const auto out = net.forward({{"image", x}}, true, 0, {"up", "bigger", "nearer", "logits"});
+  CHECK(out.at("up").shape() == pd::Shape{2, 4, 8, 8});  // (4 - 1) * 2 - 2 + 3 + 1
+  CHECK(out.at("bigger").shape() == pd::Shape{2, 4, 16, 16});
+  CHECK(out.at("nearer").shape() == pd::Shape{2, 4, 5, 7});
+  // nn.Upsample(scale_factor=2, mode="bilinear"): torch's half-pixel coordinates with its factor.
+  const Tensor want = ops::interpolate(out.at("up"), {16, 16}, {2.0, 2.0}, "bilinear", "pytorch_half_pixel", "floor");
+  CHECK(pd::test::max_abs_diff(out.at("bigger"), want) == 0.0f);
+  pd::backward(ops::sum(ops::mul(out.at("logits"), out.at("logits"))));
+  for (auto& p : net.trainable()) {
+    CAPTURE(p.name);
+    REQUIRE(p.value.grad().defined());
+    CHECK(ops::max(ops::abs(p.value.grad())).item<float>() > 0.0f);  // the transposed conv's weight and bias learn
+  }
+  // Exported as pd-train writes the model file, the program runs both ops to the same logits.
+  pd::NoGradGuard no_grad;
+  const pd::ir::Program program = pd::model::to_program(net);
+  const Tensor eval = net.forward({{"image", x}}, false, 0, {"logits"}).at("logits");
+  const auto ran = pd::exec::Executor(program).run({{program.value(program.inputs()[0]).name, x}});
+  CHECK(pd::test::max_abs_diff(ran.at(0), eval) <= 1e-6f);
+  const char* both = R"(
+inputs:
+  image: {shape: [3, 8, 8], dtype: f32}
+network:
+  - {name: up, type: upsample, input: image, scale_factor: 2, size: [16, 16]}
+)";
+  CHECK_THROWS_WITH(pd::model::Network(pd::model::parse_model_yaml(both, "both.yaml")), Catch::Contains("exactly one of scale_factor and size"));
 }

@@ -24,4 +24,7 @@ struct TypeInfo {
 // mean_pool, select_token (transformer_layers.cc).
 void add_transformer_layers(std::map<std::string, TypeInfo>& registry);
 
+// conv2d_transpose, upsample (decoder_layers.cc).
+void add_decoder_layers(std::map<std::string, TypeInfo>& registry);
+
 }  // namespace pd::model

@@ -327,6 +327,7 @@ const std::map<std::string, TypeInfo>& registry() {
         {"op", {create<RawOp>, {"op", "attrs"}}},
     };
     add_transformer_layers(r);
+    add_decoder_layers(r);
     // Every activation of ops.yaml is a layer type, with its float attribute as a key.
     for (size_t i = 1; i < kActivationCount; ++i) {
       const ActivationInfo& a = kActivations[i];
