@@ -14,7 +14,7 @@ DATA=$HERE/../data/onnx
 NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
 
 # 1. Every fixture imports and matches onnxruntime's saved output.
-for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up; do
+for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up dilated_aspp; do
   input=input; [ $m = encoder ] && input=ids
   out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
         --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
@@ -44,6 +44,13 @@ done
 out=$(ONEDNN_VERBOSE=1 "$PD_INFER" "$WORK/upsample_fpn.pdmodel" --batch 3 --repeat 1 --output-dir "$WORK/fpn3" 2>&1) || fail "pd-infer on the FPN at batch 3: $out"
 [ "$(od -An -c -N 80 "$WORK/fpn3/output.npy" | tr -d ' \n' | grep -o "(3,2368)")" = "(3,2368)" ] || fail "the FPN did not give a (3, 2368) output: $out"
 grep -q "onednn_verbose,exec,cpu,convolution,ref" <<< "$out" && fail "a convolution of the FPN ran oneDNN's reference kernel: $out"
+# DeepLabV3's dilations on a small map: -O2 cuts the taps that read only padding (a 1x1 convolution), and a
+# convolution oneDNN has only its reference kernel for runs on ours; onnxruntime's numbers either way.
+out=$("$PD_OPT" "$WORK/dilated_aspp.pdmodel" "$WORK/dilated_o2.pdmodel" -O2 --report 2>&1) || fail "pd-opt on the ASPP: $out"
+grep -Eq "^conv_tap_trim +[0-9]+ +[0-9]+ +0 +1 " <<< "$out" || fail "conv_tap_trim did not cut the dilation-8 taps: $out"
+out=$(ONEDNN_VERBOSE=1 "$PD_INFER" "$WORK/dilated_aspp.pdmodel" --input "input=$DATA/dilated_aspp.input.npy" \
+      --compare "output=$DATA/dilated_aspp.output.npy" --repeat 1 2>&1) || fail "pd-infer on the ASPP: $out"
+grep -q "onednn_verbose,exec,cpu,convolution,ref" <<< "$out" && fail "the ASPP ran oneDNN's reference convolution: $out"
 # Resize and ConvTranspose export back to ONNX and import again to the same numbers.
 for m in upsample_fpn unet_up; do
   out=$("$PD_CONVERT" "$WORK/$m.pdmodel" "$WORK/$m.back.onnx" --verify "${NO_ORT[@]}" 2>&1) || fail "$m to ONNX: $out"

@@ -92,6 +92,7 @@ struct BlockedConv {
   OptionalReorder weights;
   dnnl::memory::desc scratchpad;
   bool activation_after;
+  bool oneDNN_reference;  // oneDNN has no jit kernel for it (its impl "ref:any")
 };
 
 // One primitive of a call with the weights in its layout and the descriptors of its part of the
@@ -101,6 +102,7 @@ struct BlockedConvPart {
   dnnl::memory weights;
   dnnl::memory::desc src, dst, bias, scratchpad;
   int64_t src_offset = 0, dst_offset = 0, bias_offset = 0;
+  bool oneDNN_reference = false;
 };
 
 // What a call needs beyond its tensors. Kept in ctx.packed across an executor's runs when the weight and
@@ -112,6 +114,13 @@ struct BlockedConvCall {
   std::vector<BlockedConvPart> parts;
   bool activation_after = false;
   bool one_thread = false;  // one part, made for the calling thread alone
+  // Some part has only oneDNN's reference kernel (padding wider than its jit kernels take: a dilated
+  // convolution on a small map), 100-1000x slower than they are: the call runs on paddle-cpp's
+  // reference blocked_conv2d instead (im2col and a GEMM; a stride-2 3x3 at dilation 12 on 14x14 maps,
+  // 32 channels: 3.6 ms -> 0.1 ms).
+  bool oneDNN_reference() const {
+    return std::any_of(parts.begin(), parts.end(), [](const BlockedConvPart& p) { return p.oneDNN_reference; });
+  }
 };
 
 // Below this many multiply-adds a call that does not divide runs on the calling thread: a
@@ -154,7 +163,8 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
                                      : conv_fwd::desc(prop, dnnl::algorithm::convolution_direct, part.src, g.any(g.wei), part.dst,
                                                       g.strides, g.dilates, g.pad_l, g.pad_r);
     conv_fwd::primitive_desc pd(d, post, cpu_engine());
-    return BlockedConv{conv_fwd(pd), OptionalReorder::make(g.plain_wei(), pd.weights_desc()), pd.scratchpad_desc(), apply_later};
+    return BlockedConv{conv_fwd(pd), OptionalReorder::make(g.plain_wei(), pd.weights_desc()), pd.scratchpad_desc(), apply_later,
+                       std::string(pd.impl_info_str()).rfind("ref", 0) == 0};
   });
   part.prim = e->prim;
   // The weights of output channels [c0, c0 + c) are contiguous in the plain [Cout, C, kH, kW] tensor.
@@ -162,6 +172,7 @@ BlockedConvPart make_part(const KernelContext& ctx, const BlockedConvOp& op, int
   part.weights = weights_in(ctx.packed, e->weights, op.weight, [&] { return dnnl::memory(g.plain_wei(), cpu_engine(), w); },
                             fmt::format("{}:from{}", key, c0));
   part.scratchpad = e->scratchpad;
+  part.oneDNN_reference = e->oneDNN_reference;
   activation_after = e->activation_after;
   return part;
 }
@@ -277,10 +288,11 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
                                         out);
   const BlockedConvOp op{x, weight, bias, residual, stride, padding, dilation, activation, act, alpha, block, groups, *blocked,
                          out.shape()};
-  bool after = false;
+  bool after = false, reference_kernel = false;
   guarded("blocked_conv2d", [&] {
     bool kept_call = false;
     const std::shared_ptr<const BlockedConvCall> call = blocked_conv_call(ctx, op, kept_call);
+    if ((reference_kernel = call->oneDNN_reference())) return;
     after = call->activation_after;
     float* const xs = const_cast<float*>(x.data<float>());
     float* const rs = residual.defined() ? const_cast<float*>(residual.data<float>()) : nullptr;
@@ -306,6 +318,8 @@ void blocked_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& wei
       run_primitive(part.prim, args, part.scratchpad, on_pool);  // one part a thread, a small call on this one, or OpenMP's team
     });
   });
+  if (reference_kernel)
+    return reference::blocked_conv2d<T>(ctx, x, weight, bias, residual, stride, padding, dilation, activation, alpha, block, groups, out);
   if (after) apply_after(out, act, alpha);
 }
 

@@ -235,6 +235,27 @@ class UNetUp(nn.Module):
         return self.up1d(y.flatten(2)).flatten(1)  # [.., 2 * 384]
 
 
+class DilatedAspp(nn.Module):
+    """DeepLabV3's ASPP on a small map: 3x3 convolutions at dilation 2 (every tap live), at dilation 8 (only
+    the centre tap reads the 8x8 map: conv_tap_trim makes it 1x1), a pooled branch resized back, and a
+    stride-2 one at dilation 6 on the stem's map in channel blocks, for which oneDNN 2.6 has only its
+    reference kernel (paddle-cpp's reference blocked convolution runs it instead)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.d2 = nn.Conv2d(16, 16, 3, padding=2, dilation=2)
+        self.d8 = nn.Conv2d(16, 16, 3, padding=8, dilation=8)
+        self.s2 = nn.Conv2d(16, 16, 3, stride=2, padding=6, dilation=6)
+        self.pool = nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):  # x: [batch, 3, 8, 8]
+        f = F.relu(self.stem(x))
+        p = F.interpolate(F.relu(self.pool(F.adaptive_avg_pool2d(f, 1))), size=(8, 8), mode="bilinear", align_corners=False)
+        a = F.relu(self.d2(f)) + F.relu(self.d8(f)) + p
+        return torch.cat([a.flatten(1), self.s2(f).flatten(1)], dim=1)
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -430,6 +451,7 @@ FIXTURES = {
     "upsample_fpn": lambda: export("upsample_fpn", UpsampleFpn(), torch.randn(2, 3, 12, 10), 13),
     "audio_conv1d": lambda: export("audio_conv1d", AudioConv1d(), torch.randn(2, 2, 40), 13),
     "unet_up": lambda: export("unet_up", UNetUp(), torch.randn(2, 8, 3, 4), 13),
+    "dilated_aspp": lambda: export("dilated_aspp", DilatedAspp(), torch.randn(1, 3, 8, 8), 13),
     "hf_bert": lambda: hf_text("hf_bert"),
     "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,
