@@ -1,7 +1,8 @@
 // interpolate and its gradient on NCHW (ops.yaml). The taps of each axis are worked out once per call
 // (pd/kernels/interp_geometry.h, shared with the CUDA kernels); each output row then reads one input row
-// (nearest) or blends two resized along W (bilinear). The gradient gathers: each input element sums the outputs that read it in output order,
-// as the CUDA kernel does, so the two agree and no two threads write one element.
+// (nearest) or blends two resized along W (bilinear). The gradient gathers: each input element sums the
+// outputs that read it in output order, as the CUDA kernel does, so the two agree and no two threads
+// write one element.
 #include <algorithm>
 #include <vector>
 
@@ -25,17 +26,16 @@ struct Readers {
 
 Readers readers_of(const InterpAxis& a, const std::vector<InterpTap>& taps) {
   Readers r{std::vector<int64_t>(static_cast<size_t>(a.in)), std::vector<int64_t>(static_cast<size_t>(a.in))};
+  int64_t first = 0;  // never moves back as i grows (the CUDA kernel bisects instead)
   for (int64_t i = 0; i < a.in; ++i) {
-    int64_t o = 0;
-    while (o < a.out && taps[o].i1 < i) ++o;  // the axes are short; the CUDA kernel bisects
-    r.first[i] = o;
-    while (o < a.out && taps[o].i0 <= i) ++o;
-    r.end[i] = o;
+    while (first < a.out && taps[first].i1 < i) ++first;
+    int64_t end = first;
+    while (end < a.out && taps[end].i0 <= i) ++end;
+    r.first[i] = first;
+    r.end[i] = end;
   }
   return r;
 }
-
-}  // namespace
 
 // One thread's run of output rows: each output row blends two input rows already resized along W, kept
 // from the row before while they are the same rows (an 8x upsample resizes each input row once, not
@@ -83,6 +83,8 @@ class BilinearRows {
   std::vector<T> rows_[2];
   int64_t keys_[2] = {-1, -1};
 };
+
+}  // namespace
 
 template <typename T>
 void interpolate(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& size, const std::vector<double>& scales,
