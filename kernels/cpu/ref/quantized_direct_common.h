@@ -198,6 +198,14 @@ void balanced_blocks(int64_t count, int64_t most, F f) {
   }
 }
 
+// quantized_direct_vnni.cc: output row `oh` of image n with channel lanes, 16 a vector, from the padded
+// NHWC u8 input (s8 shifted by 128) and the weights packed [KH][groups][COp][4]; residual f32 or null.
+void vnni_conv_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, const float* residual, void* out,
+                   int64_t n, int64_t oh);
+// Pooled row `pr` of image n (PW pooled pixels, 2 x 2 windows of stride 2 pooled on the sums).
+void vnni_pool_row(const ConvShape& s, const Epilogue& e, const uint8_t* in, const int8_t* w, void* out, int64_t n, int64_t pr,
+                   int64_t PH, int64_t PW);
+
 // quantized_direct_avx2.cc: output row `oh` of image n with channel lanes, 8 a vector, from the padded
 // NHWC input (u8 for Path::avx2_u8, int16 values minus their zero point for Path::avx2) and the weights
 // packed [KH][groups][COp][4] (u8) or [2] (int16); residual: f32, u8 / i8 where e.residual_bytes, or null.
