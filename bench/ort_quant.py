@@ -8,7 +8,11 @@
 # rounds in alternation, median of each round's p50).
 #   usage: ORT_PY bench/ort_quant.py RUN_DIR [THREADS] [ROUNDS] [--pd-convert PATH] [--method percentile|minmax]
 #                                    [--percentile 99.99] [--samples 512] [--batch 64] [--accuracy-only]
-#                                    [--write-int8 PATH]
+#                                    [--write-int8 PATH] [--pd-int8 MODEL [--pd-infer PATH]]
+# With --pd-int8 (pd-quant's model of the same run), both int8 models are also scored against the f32
+# model's own logits on the test set: top-1 agreement (ties scored fairly) and the logits' SQNR (10 log10 of |f32|^2 over
+# |int8 - f32|^2). On a test set where a few samples in 10,000 separate two quantizers' accuracies,
+# that is the quantization error itself, without the test labels' noise.
 # RUN_DIR holds model.pdmodel and config.yaml (from pd-train); PATH defaults to $PD_CONVERT, else
 # build/tools/pd-convert. Needs numpy, onnx and onnxruntime (plus sympy for quant_pre_process).
 import argparse, contextlib, gc, io, json, os, shutil, statistics, subprocess, sys, tempfile
@@ -113,14 +117,39 @@ def quantize(f32_path, out_path, calib, input_name, args, tmp):
         raise
 
 
-def accuracy(path, x, y, threads):
+def ort_logits(path, x, threads):
+    sess = session(path, threads)
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: b})[0] for b in batches(x, 500)])
+
+
+def pd_logits(pd_infer, model, input_name, x, threads):
+    """pd-infer's outputs for x (its only output: the logits), in chunks of 2500 samples through .npy files."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for b in batches(x, 2500):
+            np.save(os.path.join(tmp, "x.npy"), np.ascontiguousarray(b))
+            subprocess.run([pd_infer, model, "-i", f"{input_name}={tmp}/x.npy", "-o", os.path.join(tmp, "out"),
+                            "--threads", str(threads)], check=True, stdout=subprocess.DEVNULL)
+            names = sorted(os.listdir(os.path.join(tmp, "out")))
+            if len(names) != 1:
+                sys.exit(f"ort_quant: pd-infer wrote {names} for {model}; expected one output (the logits)")
+            out.append(np.load(os.path.join(tmp, "out", names[0])))
+    return np.concatenate(out)
+
+
+def fidelity(logits, ref):
+    """(top-1 agreement with the reference logits, ties scored fairly as in scores(); SQNR of the logits in dB)."""
+    err = float(((logits - ref) ** 2).sum())
+    sqnr = 10 * np.log10(float((ref ** 2).sum()) / err) if err > 0 else float("inf")
+    return scores(logits, ref.argmax(1))[2], sqnr
+
+
+def scores(logits, y):
     """Test accuracy as argmax scores it, the number of samples whose top logit is tied, and the accuracy
     with each tie scored at its expected value under a fair tie-break. onnxruntime's int8 model quantizes
     the logits too (u8 on a grid of ~0.05), so ties are common there, and argmax gives each to the lowest
     class index: on Fashion-MNIST that alone lifted accuracy by 3-10 samples in 10,000 (session 30)."""
-    sess = session(path, threads)
-    name = sess.get_inputs()[0].name
-    logits = np.concatenate([sess.run(None, {name: b})[0] for b in batches(x, 500)])
     top = logits == logits.max(1, keepdims=True)
     tied = top.sum(1)
     fair = float((top[np.arange(len(y)), y] / tied).mean())
@@ -156,6 +185,8 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--accuracy-only", action="store_true", help="print the accuracies, time nothing")
     ap.add_argument("--write-int8", metavar="PATH", help="write the quantized ONNX model there and stop")
+    ap.add_argument("--pd-int8", metavar="MODEL", help="pd-quant's model of the run: score both int8 models against f32")
+    ap.add_argument("--pd-infer", default=os.environ.get("PD_INFER", os.path.join(ROOT, "build/tools/pd-infer")))
     args = ap.parse_args()
     import onnx, onnxruntime as ort
 
@@ -179,10 +210,23 @@ def main():
               f"QDQ, {len(calib)} calibration samples")
 
         x, y = test_set(config, shape)
-        acc = {m: accuracy(p, x, y, args.threads) for m, p in models.items()}
+        logits = {m: ort_logits(p, x, args.threads) for m, p in models.items()}
+        acc = {m: scores(l, y) for m, l in logits.items()}
+        fid = {}
+        if args.pd_int8:
+            pd = pd_logits(args.pd_infer, args.pd_int8, inp.name, x, args.threads)
+            fid = {"onnxruntime": fidelity(logits["int8"], logits["f32"]), "pd-quant": fidelity(pd, logits["f32"])}
+            fid_acc = scores(pd, y)[0]
         if args.accuracy_only:
-            print(" ".join(f"{m} {a[0]:.4f} {a[1]} {a[2]:.4f}" for m, a in acc.items()))  # MODEL ARGMAX TIES FAIR ...
+            # MODEL ARGMAX TIES FAIR ..., then with --pd-int8: fidelity ORT_AGREE ORT_SQNR PD_AGREE PD_SQNR PD_ACC
+            print(" ".join(f"{m} {a[0]:.4f} {a[1]} {a[2]:.4f}" for m, a in acc.items())
+                  + ("" if not fid else " fidelity " + " ".join(f"{a:.4f} {q:.2f}" for a, q in fid.values()) + f" {fid_acc:.4f}"))
             return
+        if fid:
+            print("\n| int8 model | test acc | top-1 agreement with f32 | logits' SQNR against f32 |\n|---|---|---|---|")
+            print(f"| pd-quant | {fid_acc:.4f} | {fid['pd-quant'][0]:.4f} | {fid['pd-quant'][1]:.2f} dB |")
+            print(f"| onnxruntime quantize_static | {accuracy_cell(acc['int8'])} | {fid['onnxruntime'][0]:.4f} | "
+                  f"{fid['onnxruntime'][1]:.2f} dB |")
         print(f"\n| run | batch | p50 ms (median of {args.rounds}) | speedup vs ORT f32 | test acc | model KiB |")
         print("|---|---|---|---|---|---|")
         names = {"f32": "onnxruntime f32", "int8": "onnxruntime int8 (quantize_static)"}

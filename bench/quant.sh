@@ -9,7 +9,8 @@
 # With ORT_PY set (a python with numpy, onnx and onnxruntime), a second table follows: the same model
 # exported by pd-convert and quantized by onnxruntime's quantize_static with pd-quant's defaults (QDQ,
 # u8 activations, percentile 99.99, s8 per-channel weights, the same 512 calibration samples), timed in
-# onnxruntime the same way (bench/ort_quant.py). --method, --percentile, --samples and --batch among
+# onnxruntime the same way (bench/ort_quant.py), and a last table scores both int8 models against the
+# f32 model's logits (top-1 agreement, SQNR). --method, --percentile, --samples and --batch among
 # the PD_QUANT FLAGS are passed on to it (methods: percentile, minmax).
 #   usage: [ORT_PY=PYTHON] bench/quant.sh RUN_DIR [THREADS] [ROUNDS] [PD_QUANT FLAGS...]   (RUN_DIR from pd-train)
 #   tools: $PD_OPT, $PD_INFER, $PD_QUANT, $PD_CONVERT (default build/tools/...)
@@ -70,5 +71,6 @@ if [[ -n ${ORT_PY:-} ]]; then
     esac
   done
   echo
-  "$ORT_PY" bench/ort_quant.py "$RUN" "$THREADS" "$ROUNDS" --pd-convert "${PD_CONVERT:-build/tools/pd-convert}" "${ort_flags[@]}"
+  "$ORT_PY" bench/ort_quant.py "$RUN" "$THREADS" "$ROUNDS" --pd-convert "${PD_CONVERT:-build/tools/pd-convert}" \
+    --pd-infer "$PD_INFER" --pd-int8 "$OUT/int8.pdmodel" "${ort_flags[@]}"
 fi
