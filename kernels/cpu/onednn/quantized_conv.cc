@@ -14,7 +14,6 @@
 #include "cpu/onednn/quantized_common.h"
 #include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
-#include "cpu/ref/quantized_winograd.h"
 #include "kernels.h"
 #include "pd/core/cpu_features.h"
 
@@ -479,9 +478,6 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
   const ConvOp op{x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale, residual_zero_point,
                   out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype, out};
   if (pointwise_as_linear(ctx, op, seven_bit) ||
-      reference::quantized_conv2d_winograd(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
-                                           residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups,
-                                           activation, alpha, channels_last, out_dtype, out) ||
       reference::quantized_conv2d_direct(ctx, seven_bit, x, x_scale, x_zero_point, weight, weight_scale, bias, residual,
                                          residual_scale, residual_zero_point, out_scale, out_zero_point, stride, padding, dilation,
                                          groups, activation, alpha, channels_last, out_dtype, out))

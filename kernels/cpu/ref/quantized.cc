@@ -8,7 +8,6 @@
 #include "cpu/common/parallel.h"
 #include "cpu/ref/quantize_entry.h"
 #include "cpu/ref/quantized_direct.h"
-#include "cpu/ref/quantized_winograd.h"
 #include "elementwise_ops.h"
 #include "kernels.h"
 
@@ -117,10 +116,7 @@ void quantized_conv2d(const KernelContext& ctx, const Tensor& x, const Tensor& x
                                padding, dilation, groups, activation, alpha, channels_last, out_dtype, false, out);
   const Epilogue epi("quantized_conv2d", x_scale, weight_scale, bias, out_scale, out_zero_point, activation, alpha, out_dtype);
   if (out.numel() == 0) return;
-  if (quantized_conv2d_winograd(ctx, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale, residual_zero_point,
-                                out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha, channels_last, out_dtype,
-                                out) ||
-      quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
+  if (quantized_conv2d_direct(ctx, /*seven_bit=*/false, x, x_scale, x_zero_point, weight, weight_scale, bias, residual, residual_scale,
                               residual_zero_point, out_scale, out_zero_point, stride, padding, dilation, groups, activation, alpha,
                               channels_last, out_dtype, out))
     return;
