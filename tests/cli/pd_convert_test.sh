@@ -14,7 +14,7 @@ DATA=$HERE/../data/onnx
 NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
 
 # 1. Every fixture imports and matches onnxruntime's saved output.
-for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up dilated_aspp; do
+for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up dilated_aspp transposed_pads; do
   input=input; [ $m = encoder ] && input=ids
   out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
         --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?

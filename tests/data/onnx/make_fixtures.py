@@ -368,6 +368,47 @@ def logic_ops():
     print(f"logic_ops: opset 13, {os.path.getsize(path)} bytes, output {out.shape}")
 
 
+def transposed_pads():
+    """ConvTranspose as exporters other than torch write it, by onnx.helper: asymmetric pads (with
+    output_padding), output_shape alone and with SAME_UPPER, auto_pad SAME_UPPER and SAME_LOWER with an
+    odd total padding (dilated, grouped), each flattened and concatenated; the spatial extents are fixed
+    (output_shape and SAME need them), the batch is dynamic."""
+    rng = np.random.default_rng(1)
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4, 5, 6])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", None])
+    n = helper.make_node
+    branches = [  # (weight shape, attributes)
+        ([4, 3, 3, 3], dict(strides=[2, 2], pads=[0, 1, 1, 0])),
+        ([4, 2, 3, 3], dict(strides=[2, 2], output_shape=[10, 12], group=2)),
+        ([4, 3, 3, 3], dict(strides=[2, 2], output_shape=[10, 12], auto_pad="SAME_UPPER")),
+        ([4, 3, 3, 3], dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+        ([4, 3, 3, 3], dict(strides=[2, 2], dilations=[2, 2], auto_pad="SAME_LOWER")),
+        ([4, 3, 3, 2], dict(strides=[2, 2], pads=[2, 0, 0, 1], output_padding=[1, 1])),
+    ]
+    nodes, inits, parts = [], [], []
+    for i, (ws, attrs) in enumerate(branches):
+        inits.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, ws, rng.standard_normal(ws).astype(np.float32).ravel()))
+        inputs = ["input", f"w{i}"]
+        if i % 2 == 0:  # every other one with a bias
+            cout = ws[1] * attrs.get("group", 1)
+            inits.append(helper.make_tensor(f"b{i}", TensorProto.FLOAT, [cout], rng.standard_normal(cout).astype(np.float32)))
+            inputs.append(f"b{i}")
+        nodes += [n("ConvTranspose", inputs, [f"t{i}"], **attrs), n("Flatten", [f"t{i}"], [f"f{i}"], axis=1)]
+        parts.append(f"f{i}")
+    nodes.append(n("Concat", parts, ["output"], axis=1))
+    m = helper.make_model(helper.make_graph(nodes, "transposed_pads", [x], [y], inits),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    path = os.path.join(HERE, "transposed_pads.onnx")
+    onnx.save(m, path)
+    feed = rng.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input": feed})[0]
+    np.save(os.path.join(HERE, "transposed_pads.input.npy"), feed)
+    np.save(os.path.join(HERE, "transposed_pads.output.npy"), out)
+    print(f"transposed_pads: opset 13, {os.path.getsize(path)} bytes, output {out.shape}")
+
+
 def broken():
     """Models every importer must refuse with a clear message."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -448,6 +489,7 @@ FIXTURES = {
     "class_token": lambda: export("class_token", ClassToken(), torch.randn(2, 3, 16, 16), 14),
     "token_mlp": lambda: export("token_mlp", TokenMlp(), torch.randn(2, 5, 8), 13, fold=True),
     "logic_ops": logic_ops,
+    "transposed_pads": transposed_pads,
     "upsample_fpn": lambda: export("upsample_fpn", UpsampleFpn(), torch.randn(2, 3, 12, 10), 13),
     "audio_conv1d": lambda: export("audio_conv1d", AudioConv1d(), torch.randn(2, 2, 40), 13),
     "unet_up": lambda: export("unet_up", UNetUp(), torch.randn(2, 8, 3, 4), 13),

@@ -197,28 +197,76 @@ void conv(NodeContext& c) {
   c.output(0, one_d ? without_unit_axis(c, y) : y);
 }
 
-// ConvTranspose as conv2d_transpose: symmetric pads (what torch writes; the extents a strided
-// convolution rounded away come back through output_padding).
+// ConvTranspose's pads [h_begin, w_begin, h_end, w_end]: as given, or derived from output_shape or
+// auto_pad SAME_* as onnxruntime does (total = the full extent - the asked one; SAME_UPPER puts the odd
+// one at the end, SAME_LOWER and output_shape alone at the beginning).
+Ints transpose_pads(NodeContext& c, ValueId x, const Shape& ws, const Ints& strides, const Ints& dilations,
+                    const Ints& output_padding, bool one_d) {
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    c.fail(fmt::format("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad));
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (!c.has_attr("output_shape") && !same) {
+    Ints pads = auto_pad == "VALID" ? Ints{} : c.attr_ints("pads");
+    if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
+    if (pads.size() != (one_d ? 2u : 4u)) c.fail(fmt::format("pads [{}] for a {}-D ConvTranspose", fmt::join(pads, ", "), one_d ? 1 : 2));
+    if (one_d) pads = {0, pads[0], 0, pads[1]};
+    return pads;
+  }
+  const Shape& xs = c.type(x).shape;
+  Ints wanted(2, 1);  // the output's spatial extents
+  if (c.has_attr("output_shape")) {
+    const Ints os = c.attr_ints("output_shape");
+    const size_t spatial = one_d ? 1 : 2;
+    if (os.size() != spatial && os.size() != spatial + 2)
+      c.fail(fmt::format("output_shape [{}] must give the {} spatial extents (or all {})", fmt::join(os, ", "), spatial, spatial + 2));
+    for (size_t d = 0; d < spatial; ++d) wanted[2 - spatial + d] = os[os.size() - spatial + d];
+  }
+  Ints pads(4, 0);
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = xs[2 + d];
+    if (in < 0) c.unsupported("ConvTranspose's output_shape or auto_pad SAME needs known spatial extents; give --input-shape NAME=DIMS");
+    if (!c.has_attr("output_shape")) wanted[d] = in * strides[d];
+    const int64_t full = (in - 1) * strides[d] + output_padding[d] + (ws[2 + d] - 1) * dilations[d] + 1;
+    const int64_t total = full - wanted[d];
+    if (total < 0)
+      c.unsupported(fmt::format("ConvTranspose's output_shape extent {} is past the full extent {} of the transposed convolution "
+                                "(no input reaches the rest; give output_padding instead)", wanted[d], full));
+    const int64_t small = total / 2, big = total - small;
+    pads[d] = auto_pad == "SAME_UPPER" ? small : big;
+    pads[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return pads;
+}
+
+// ConvTranspose as conv2d_transpose with the smaller of each axis's two pads; the rest of an asymmetric
+// pad is sliced off its result (torch writes symmetric pads; other exporters write output_shape, SAME_*
+// or asymmetric pads, which crop one side more).
 void conv_transpose(NodeContext& c) {
   ValueId x = c.input(0), w = c.input(1);
   const bool one_d = one_d_input(c, x, "ConvTranspose");
   if (rank_of(c, w) != rank_of(c, x)) c.fail(fmt::format("the weight is {}-D for a {}-D input", rank_of(c, w), rank_of(c, x)));
-  if (c.has_attr("output_shape")) c.unsupported("ConvTranspose's output_shape attribute (export with pads and output_padding)");
-  if (const std::string a = c.attr_string("auto_pad", "NOTSET"); a != "NOTSET" && a != "VALID")
-    c.unsupported(fmt::format("ConvTranspose with auto_pad {} (only explicit pads)", a));
   if (one_d) x = unit_axis(c, x), w = unit_axis(c, w);
-  Ints pads = c.attr_string("auto_pad", "NOTSET") == "VALID" ? Ints{} : c.attr_ints("pads");
-  if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
-  if (pads.size() != (one_d ? 2u : 4u)) c.fail(fmt::format("pads [{}] for a {}-D ConvTranspose", fmt::join(pads, ", "), one_d ? 1 : 2));
-  if (one_d) pads = {0, pads[0], 0, pads[1]};
-  if (pads[0] != pads[2] || pads[1] != pads[3])
-    c.unsupported(fmt::format("ConvTranspose with asymmetric pads [{}]", fmt::join(pads, ", ")));
+  const Ints strides = window_attr(c, "strides", 1, one_d), dilations = window_attr(c, "dilations", 1, one_d);
+  const Ints output_padding = window_attr(c, "output_padding", 0, one_d, 0);
+  const Ints pads = transpose_pads(c, x, c.type(w).shape, strides, dilations, output_padding, one_d);
+  for (int64_t p : pads)
+    if (p < 0) c.fail(fmt::format("pads [{}] must not be negative", fmt::join(pads, ", ")));
+  const Ints padding{std::min(pads[0], pads[2]), std::min(pads[1], pads[3])};
   std::vector<ValueId> bias;
   if (c.has_input(2)) bias.push_back(c.input(2));
-  const ValueId y = c.op("conv2d_transpose", {{x}, {w}, bias},
-                         {{"stride", window_attr(c, "strides", 1, one_d)}, {"padding", Ints{pads[0], pads[1]}},
-                          {"output_padding", window_attr(c, "output_padding", 0, one_d, 0)},
-                          {"dilation", window_attr(c, "dilations", 1, one_d)}, {"groups", c.attr_int("group", 1)}});
+  ValueId y = c.op("conv2d_transpose", {{x}, {w}, bias},
+                   {{"stride", strides}, {"padding", padding}, {"output_padding", output_padding},
+                    {"dilation", dilations}, {"groups", c.attr_int("group", 1)}});
+  Ints axes, starts, ends;
+  for (int d = 0; d < 2; ++d) {
+    if (pads[d] == pads[d + 2]) continue;
+    axes.push_back(2 + d);
+    starts.push_back(pads[d] - padding[d]);
+    const int64_t end_cut = pads[d + 2] - padding[d];  // counted from the end: the extent may be dynamic
+    ends.push_back(end_cut > 0 ? -end_cut : std::numeric_limits<int64_t>::max());
+  }
+  if (!axes.empty()) y = c.op("slice", {{y}}, {{"axes", axes}, {"starts", starts}, {"ends", ends}});
   c.output(0, one_d ? without_unit_axis(c, y) : y);
 }
 
