@@ -14,7 +14,7 @@ DATA=$HERE/../data/onnx
 NO_ORT=(--python /nonexistent/python)  # the saved outputs are the reference, whatever is installed
 
 # 1. Every fixture imports and matches onnxruntime's saved output.
-for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up dilated_aspp transposed_pads; do
+for m in convnet mobile_block dense_fire encoder shuffle_block window_block class_token token_mlp logic_ops upsample_fpn audio_conv1d unet_up dilated_aspp transposed_pads bicubic_up; do
   input=input; [ $m = encoder ] && input=ids
   out=$("$PD_CONVERT" "$DATA/$m.onnx" "$WORK/$m.pdmodel" --verify --report "${NO_ORT[@]}" \
         --input "$input=$DATA/$m.input.npy" --reference "output=$DATA/$m.output.npy" 2>&1); rc=$?
@@ -52,7 +52,7 @@ out=$(ONEDNN_VERBOSE=1 "$PD_INFER" "$WORK/dilated_aspp.pdmodel" --input "input=$
       --compare "output=$DATA/dilated_aspp.output.npy" --repeat 1 2>&1) || fail "pd-infer on the ASPP: $out"
 grep -q "onednn_verbose,exec,cpu,convolution,ref" <<< "$out" && fail "the ASPP ran oneDNN's reference convolution: $out"
 # Resize and ConvTranspose export back to ONNX and import again to the same numbers.
-for m in upsample_fpn unet_up; do
+for m in upsample_fpn unet_up bicubic_up; do
   out=$("$PD_CONVERT" "$WORK/$m.pdmodel" "$WORK/$m.back.onnx" --verify "${NO_ORT[@]}" 2>&1) || fail "$m to ONNX: $out"
   grep -q "verify vs re-import (round trip, bitwise): output: max abs 0, " <<< "$out" || fail "$m: the round trip differs: $out"
 done

@@ -177,19 +177,24 @@ network:
   - {name: up, type: conv2d_transpose, out_channels: 4, kernel_size: 3, stride: 2, padding: 1, output_padding: 1, groups: 2}
   - {name: bigger, type: upsample, scale_factor: 2, mode: bilinear}
   - {name: nearer, type: upsample, size: [5, 7]}
+  - {name: smoother, type: upsample, size: [9, 6], mode: bicubic, align_corners: true}
   - {type: flatten}
   - {name: logits, type: linear, out_features: 3}
 loss: {input: logits, label: label}
 )";
   pd::model::Network net(pd::model::parse_model_yaml(yaml, "decoder.yaml"));
   const Tensor x = ops::normal({2, 3, 8, 8}, 0, 1, 5);
-  const auto out = net.forward({{"image", x}}, true, 0, {"up", "bigger", "nearer", "logits"});
+  const auto out = net.forward({{"image", x}}, true, 0, {"up", "bigger", "nearer", "smoother", "logits"});
   CHECK(out.at("up").shape() == pd::Shape{2, 4, 8, 8});  // (4 - 1) * 2 - 2 + 3 + 1
   CHECK(out.at("bigger").shape() == pd::Shape{2, 4, 16, 16});
   CHECK(out.at("nearer").shape() == pd::Shape{2, 4, 5, 7});
   // nn.Upsample(scale_factor=2, mode="bilinear"): torch's half-pixel coordinates with its factor.
   const Tensor want = ops::interpolate(out.at("up"), {16, 16}, {2.0, 2.0}, "bilinear", "pytorch_half_pixel", "floor");
   CHECK(pd::test::max_abs_diff(out.at("bigger"), want) == 0.0f);
+  // nn.Upsample(size=(9, 6), mode="bicubic", align_corners=True): torch's a = -0.75 on corner-aligned
+  // coordinates.
+  const Tensor cubic = ops::interpolate(out.at("nearer"), {9, 6}, {}, "bicubic", "align_corners", "floor");
+  CHECK(pd::test::max_abs_diff(out.at("smoother"), cubic) == 0.0f);
   pd::backward(ops::sum(ops::mul(out.at("logits"), out.at("logits"))));
   for (auto& p : net.trainable()) {
     CAPTURE(p.name);

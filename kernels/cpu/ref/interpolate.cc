@@ -1,8 +1,8 @@
 // interpolate and its gradient on NCHW (ops.yaml). The taps of each axis are worked out once per call
 // (pd/kernels/interp_geometry.h, shared with the CUDA kernels); each output row then reads one input row
-// (nearest) or blends two resized along W (bilinear). The gradient gathers: each input element sums the
-// outputs that read it in output order, as the CUDA kernel does, so the two agree and no two threads
-// write one element.
+// (nearest), blends two resized along W (bilinear) or sums 4x4 taps (bicubic). The gradient gathers:
+// each input element sums the outputs that read it in output order, as the CUDA kernel does, so the two
+// agree and no two threads write one element.
 #include <algorithm>
 #include <vector>
 
@@ -84,17 +84,100 @@ class BilinearRows {
   int64_t keys_[2] = {-1, -1};
 };
 
+std::vector<CubicTap> cubic_taps_of(const InterpGeom& g, const InterpAxis& a) {
+  std::vector<CubicTap> t(static_cast<size_t>(a.out));
+  for (int64_t o = 0; o < a.out; ++o) t[o] = interp_cubic_tap(a, g.coord, o);
+  return t;
+}
+
+// An axis's bicubic taps with their weights in T.
+template <typename T>
+struct CubicAxis {
+  std::vector<CubicTap> taps;
+  std::vector<T> weights;  // 4 an output index
+
+  CubicAxis(const InterpGeom& g, const InterpAxis& a) : taps(cubic_taps_of(g, a)), weights(4 * taps.size()) {
+    for (size_t o = 0; o < taps.size(); ++o) cubic_weights<T>(taps[o], g.cubic_a, &weights[4 * o]);
+  }
+};
+
+// Bicubic output rows [begin, end) of all planes: each value the H taps' blend of the W taps' blends,
+// the CUDA kernel's order.
+template <typename T>
+void bicubic_rows(const InterpGeom& g, const CubicAxis<T>& ah, const CubicAxis<T>& aw, const T* x, T* out, int64_t begin,
+                  int64_t end) {
+  const int64_t H = g.h.in, W = g.w.in, oH = g.h.out, oW = g.w.out;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t oh = r % oH;
+    const CubicTap& h = ah.taps[oh];
+    const T* wh = &ah.weights[4 * oh];
+    const T* plane = x + (r / oH) * H * W;
+    T* o = out + r * oW;
+    for (int64_t ow = 0; ow < oW; ++ow) {
+      const CubicTap& w = aw.taps[ow];
+      const T* ww = &aw.weights[4 * ow];
+      T acc = 0;
+      for (int j = 0; j < 4; ++j) {
+        const T* row = plane + h.i[j] * W;
+        T across = 0;
+        for (int k = 0; k < 4; ++k) across += ww[k] * row[w.i[k]];
+        acc += wh[j] * across;
+      }
+      o[ow] = acc;
+    }
+  }
+}
+
+// For each input index along the axis, the bicubic outputs that read it: [first, end).
+Readers cubic_readers_of(const InterpAxis& a, const std::vector<CubicTap>& taps) {
+  Readers r{std::vector<int64_t>(static_cast<size_t>(a.in)), std::vector<int64_t>(static_cast<size_t>(a.in))};
+  int64_t first = 0;
+  for (int64_t i = 0; i < a.in; ++i) {
+    while (first < a.out && taps[first].i[3] < i) ++first;
+    int64_t end = first;
+    while (end < a.out && taps[end].i[0] <= i) ++end;
+    r.first[i] = first;
+    r.end[i] = end;
+  }
+  return r;
+}
+
+// interpolate_grad's gather for input rows [begin, end) of all planes; `weight(tap, i)` reads a tap's
+// weight for input index i.
+template <typename T, typename Tap, typename Weight>
+void gather_grad(const InterpGeom& g, const std::vector<Tap>& th, const std::vector<Tap>& tw, const Readers& rh, const Readers& rw,
+                 Weight weight, const T* gd, T* dd, int64_t r) {
+  const int64_t H = g.h.in, W = g.w.in, oH = g.h.out, oW = g.w.out;
+  const int64_t p = r / H, h = r % H;
+  const T* gp = gd + p * oH * oW;
+  for (int64_t w = 0; w < W; ++w) {
+    T acc = 0;
+    for (int64_t oh = rh.first[h]; oh < rh.end[h]; ++oh) {
+      const T wh = weight(th[oh], h);
+      for (int64_t ow = rw.first[w]; ow < rw.end[w]; ++ow) acc += wh * weight(tw[ow], w) * gp[oh * oW + ow];
+    }
+    dd[r * W + w] = acc;
+  }
+}
+
 }  // namespace
 
 template <typename T>
 void interpolate(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& size, const std::vector<double>& scales,
-                 const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode, Tensor& out) {
+                 const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode, double cubic_coeff_a,
+                 Tensor& out) {
   if (out.numel() == 0) return;
-  const InterpGeom g = make_interp_geom(x.shape(), out.shape(), scales, mode, coordinate_mode, nearest_mode);
-  const std::vector<InterpTap> th = taps_of(g, g.h), tw = taps_of(g, g.w);
+  const InterpGeom g = make_interp_geom(x.shape(), out.shape(), scales, mode, coordinate_mode, nearest_mode, cubic_coeff_a);
   const int64_t H = g.h.in, W = g.w.in, oH = g.h.out, oW = g.w.out;
   const T* xd = x.data<T>();
   T* od = out.data<T>();
+  if (g.mode == InterpMode::bicubic) {
+    const CubicAxis<T> ah(g, g.h), aw(g, g.w);
+    cpu::parallel_ranges_images(cpu::image_parts(g.planes, oH), g.planes * oH, oW * 20,
+                                [&](int64_t begin, int64_t end) { bicubic_rows(g, ah, aw, xd, od, begin, end); });
+    return;
+  }
+  const std::vector<InterpTap> th = taps_of(g, g.h), tw = taps_of(g, g.w);
   // Runs of whole output rows a thread, so that a run reuses the rows it resized.
   cpu::parallel_ranges_images(cpu::image_parts(g.planes, oH), g.planes * oH, oW * 4, [&](int64_t begin, int64_t end) {
     if (g.mode == InterpMode::nearest) {
@@ -118,26 +201,22 @@ void interpolate(const KernelContext& ctx, const Tensor& x, const std::vector<in
 template <typename T>
 void interpolate_grad(const KernelContext& ctx, const Tensor& grad, const std::vector<int64_t>& input_shape,
                       const std::vector<double>& scales, const std::string& mode, const std::string& coordinate_mode,
-                      const std::string& nearest_mode, Tensor& dx) {
+                      const std::string& nearest_mode, double cubic_coeff_a, Tensor& dx) {
   if (dx.numel() == 0) return;
-  const InterpGeom g = make_interp_geom(dx.shape(), grad.shape(), scales, mode, coordinate_mode, nearest_mode);
-  const std::vector<InterpTap> th = taps_of(g, g.h), tw = taps_of(g, g.w);
-  const Readers rh = readers_of(g.h, th), rw = readers_of(g.w, tw);
-  const int64_t H = g.h.in, W = g.w.in, oH = g.h.out, oW = g.w.out;
+  const InterpGeom g = make_interp_geom(dx.shape(), grad.shape(), scales, mode, coordinate_mode, nearest_mode, cubic_coeff_a);
   const T* gd = grad.data<T>();
   T* dd = dx.data<T>();
-  cpu::parallel_for(g.planes * H, W * 8, [&](int64_t r) {
-    const int64_t p = r / H, h = r % H;
-    const T* gp = gd + p * oH * oW;
-    for (int64_t w = 0; w < W; ++w) {
-      T acc = 0;
-      for (int64_t oh = rh.first[h]; oh < rh.end[h]; ++oh) {
-        const T wh = interp_weight<T>(th[oh], h);
-        for (int64_t ow = rw.first[w]; ow < rw.end[w]; ++ow) acc += wh * interp_weight<T>(tw[ow], w) * gp[oh * oW + ow];
-      }
-      dd[r * W + w] = acc;
-    }
-  });
+  if (g.mode == InterpMode::bicubic) {
+    const std::vector<CubicTap> th = cubic_taps_of(g, g.h), tw = cubic_taps_of(g, g.w);
+    const Readers rh = cubic_readers_of(g.h, th), rw = cubic_readers_of(g.w, tw);
+    const auto weight = [&g](const CubicTap& t, int64_t i) { return cubic_weight<T>(t, g.cubic_a, i); };
+    cpu::parallel_for(g.planes * g.h.in, g.w.in * 32, [&](int64_t r) { gather_grad(g, th, tw, rh, rw, weight, gd, dd, r); });
+    return;
+  }
+  const std::vector<InterpTap> th = taps_of(g, g.h), tw = taps_of(g, g.w);
+  const Readers rh = readers_of(g.h, th), rw = readers_of(g.w, tw);
+  const auto weight = [](const InterpTap& t, int64_t i) { return interp_weight<T>(t, i); };
+  cpu::parallel_for(g.planes * g.h.in, g.w.in * 8, [&](int64_t r) { gather_grad(g, th, tw, rh, rw, weight, gd, dd, r); });
 }
 
 }  // namespace pd::kernels::reference

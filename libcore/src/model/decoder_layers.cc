@@ -44,7 +44,7 @@ class ConvTranspose2d : public Layer {
 };
 
 // torch's nn.Upsample: by scale_factor (an integer or [h, w]) or to size, nearest (torch's: asymmetric
-// coordinates, indices truncated) or bilinear (align_corners as torch's flag).
+// coordinates, indices truncated), bilinear or bicubic (torch's a = -0.75; align_corners as torch's flag).
 class Upsample : public Layer {
  public:
   using Layer::Layer;
@@ -62,9 +62,9 @@ class Upsample : public Layer {
       size_ = {in[0][2] * f[0], in[0][3] * f[1]};
       scales_ = {static_cast<double>(f[0]), static_cast<double>(f[1])};
     }
-    mode_ = get_string("mode", "nearest", {"nearest", "bilinear"});
+    mode_ = get_string("mode", "nearest", {"nearest", "bilinear", "bicubic"});
     const bool corners = get_bool("align_corners", false);
-    if (corners && mode_ == "nearest") fail("align_corners", "applies to bilinear only (as in torch)");
+    if (corners && mode_ == "nearest") fail("align_corners", "applies to bilinear and bicubic only (as in torch)");
     coordinates_ = mode_ == "nearest" ? "asymmetric" : (corners ? "align_corners" : "pytorch_half_pixel");
   }
   Tensor forward(const std::vector<Tensor>& in, const ForwardCtx&) override {

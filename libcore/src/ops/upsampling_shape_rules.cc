@@ -11,9 +11,11 @@ namespace pd::infer {
 // as the factors a model asked for ([] or one positive factor an axis).
 namespace {
 void check_interpolate(const char* op, const std::vector<double>& scales, const std::string& mode, const std::string& coord,
-                       const std::string& round) {
-  PD_CHECK(mode == "nearest" || mode == "bilinear", ErrorCode::kInvalidArgument,
-           "{}: argument 'mode' must be nearest or bilinear, but received '{}'", op, mode);
+                       const std::string& round, double cubic_coeff_a) {
+  PD_CHECK(mode == "nearest" || mode == "bilinear" || mode == "bicubic", ErrorCode::kInvalidArgument,
+           "{}: argument 'mode' must be nearest, bilinear or bicubic, but received '{}'", op, mode);
+  PD_CHECK(std::isfinite(cubic_coeff_a), ErrorCode::kInvalidArgument, "{}: argument 'cubic_coeff_a' must be finite, but received {}", op,
+           cubic_coeff_a);
   PD_CHECK(coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" || coord == "asymmetric",
            ErrorCode::kInvalidArgument,
            "{}: argument 'coordinate_mode' must be half_pixel, pytorch_half_pixel, align_corners or asymmetric, but received '{}'", op,
@@ -27,10 +29,10 @@ void check_interpolate(const char* op, const std::vector<double>& scales, const 
 }  // namespace
 
 Shape interpolate(const char* op, In x, const std::vector<int64_t>& size, const std::vector<double>& scales, const std::string& mode,
-                  const std::string& coordinate_mode, const std::string& nearest_mode) {
+                  const std::string& coordinate_mode, const std::string& nearest_mode, double cubic_coeff_a) {
   check_rank(op, x, 4, "[N, C, H, W]");
   check_pair(op, "size", size, 1);
-  check_interpolate(op, scales, mode, coordinate_mode, nearest_mode);
+  check_interpolate(op, scales, mode, coordinate_mode, nearest_mode, cubic_coeff_a);
   const Shape& s = x.t.shape();
   PD_CHECK(s[0] * s[1] == 0 || (s[2] > 0 && s[3] > 0), ErrorCode::kShape, "{}: argument '{}' has an empty spatial axis: {}", op, x.name,
            shape_str(s));
@@ -38,9 +40,10 @@ Shape interpolate(const char* op, In x, const std::vector<int64_t>& size, const 
 }
 
 Shape interpolate_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<double>& scales,
-                       const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode) {
+                       const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode,
+                       double cubic_coeff_a) {
   check_rank(op, grad, 4, "[N, C, oH, oW]");
-  check_interpolate(op, scales, mode, coordinate_mode, nearest_mode);
+  check_interpolate(op, scales, mode, coordinate_mode, nearest_mode, cubic_coeff_a);
   const Shape& g = grad.t.shape();
   PD_CHECK(input_shape.size() == 4 && input_shape[0] == g[0] && input_shape[1] == g[1] && input_shape[2] > 0 && input_shape[3] > 0,
            ErrorCode::kShape, "{}: argument 'input_shape' {} does not match '{}' {}", op, shape_str(input_shape), grad.name, shape_str(g));

@@ -201,6 +201,24 @@ class UpsampleFpn(nn.Module):
         return torch.cat([self.head(a).flatten(1), b.flatten(1), c.flatten(1), d.flatten(1)], dim=1)
 
 
+class BicubicUp(nn.Module):
+    """Bicubic resizing as super-resolution and detection heads write it: torch's bicubic up by a factor
+    (half_pixel, Keys' a = -0.75), to a size with align_corners=True, and down by 0.6 (taps past the
+    edges); the batch is dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.head = nn.Conv2d(6, 3, 3, padding=1)
+
+    def forward(self, x):  # x: [batch, 3, 7, 9]
+        f = torch.relu(self.c1(x))
+        a = F.interpolate(f, scale_factor=2, mode="bicubic", align_corners=False)
+        b = F.interpolate(f, size=(11, 5), mode="bicubic", align_corners=True)
+        c = F.interpolate(a, scale_factor=0.6, mode="bicubic", align_corners=False)
+        return torch.cat([self.head(a).flatten(1), b.flatten(1), c.flatten(1)], dim=1)
+
+
 class AudioConv1d(nn.Module):
     """A 1-D convolution stack as audio and sequence models have (wav2vec2's feature encoder, TCNs): strided,
     dilated and grouped Conv1d, MaxPool1d, AvgPool1d, global average over time, a linear head."""
@@ -491,6 +509,7 @@ FIXTURES = {
     "logic_ops": logic_ops,
     "transposed_pads": transposed_pads,
     "upsample_fpn": lambda: export("upsample_fpn", UpsampleFpn(), torch.randn(2, 3, 12, 10), 13),
+    "bicubic_up": lambda: export("bicubic_up", BicubicUp(), torch.randn(2, 3, 7, 9), 13),
     "audio_conv1d": lambda: export("audio_conv1d", AudioConv1d(), torch.randn(2, 2, 40), 13),
     "unet_up": lambda: export("unet_up", UNetUp(), torch.randn(2, 8, 3, 4), 13),
     "dilated_aspp": lambda: export("dilated_aspp", DilatedAspp(), torch.randn(1, 3, 8, 8), 13),

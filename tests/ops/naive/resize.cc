@@ -24,6 +24,28 @@ int64_t nearest(const std::string& rounding, double x, int64_t in) {
   return std::clamp<int64_t>(static_cast<int64_t>(k), 0, in - 1);
 }
 
+// Keys' cubic convolution kernel at distance d with coefficient a, in its textbook expanded form.
+double keys(double d, double a) {
+  d = std::fabs(d);
+  if (d <= 1) return (a + 2) * d * d * d - (a + 3) * d * d + 1;
+  if (d < 2) return a * d * d * d - 5 * a * d * d + 8 * a * d - 4 * a;
+  return 0;
+}
+
+// Bicubic at coordinate (y, x): the 16 samples around it, each index clamped to the plane (edge values
+// repeat), weighted by the kernel at its distance from the coordinate (the fraction taken in f32).
+double bicubic(const double* plane, int64_t H, int64_t W, double y, double x, double a) {
+  const double fy = std::floor(y), fx = std::floor(x);
+  const double ty = static_cast<float>(y - fy), tx = static_cast<float>(x - fx);
+  double r = 0;
+  for (int j = -1; j <= 2; ++j)
+    for (int k = -1; k <= 2; ++k) {
+      const int64_t iy = std::clamp<int64_t>(static_cast<int64_t>(fy) + j, 0, H - 1), ix = std::clamp<int64_t>(static_cast<int64_t>(fx) + k, 0, W - 1);
+      r += keys(j - ty, a) * keys(k - tx, a) * plane[iy * W + ix];
+    }
+  return r;
+}
+
 }  // namespace
 
 PD_NAIVE_REF(interpolate) {
@@ -47,6 +69,8 @@ PD_NAIVE_REF(interpolate) {
         double r;
         if (mode == "nearest") {
           r = plane[nearest(rounding, y, H) * W + nearest(rounding, xw, W)];
+        } else if (mode == "bicubic") {
+          r = bicubic(plane, H, W, y, xw, get<double>(attrs, "cubic_coeff_a", -0.75));
         } else {
           const double cy = std::clamp(y, 0.0, static_cast<double>(H - 1)), cx = std::clamp(xw, 0.0, static_cast<double>(W - 1));
           const int64_t y0 = static_cast<int64_t>(std::floor(cy)), x0 = static_cast<int64_t>(std::floor(cx));

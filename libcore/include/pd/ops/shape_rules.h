@@ -122,9 +122,9 @@ Shape pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_sha
 Shape adaptive_pool2d(const char* op, In x, const std::vector<int64_t>& output_size);
 Shape adaptive_pool2d_grad(const char* op, In grad, const std::vector<int64_t>& input_shape);
 Shape interpolate(const char* op, In x, const std::vector<int64_t>& size, const std::vector<double>& scales, const std::string& mode,
-                  const std::string& coordinate_mode, const std::string& nearest_mode);
+                  const std::string& coordinate_mode, const std::string& nearest_mode, double cubic_coeff_a);
 Shape interpolate_grad(const char* op, In grad, const std::vector<int64_t>& input_shape, const std::vector<double>& scales,
-                       const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode);
+                       const std::string& mode, const std::string& coordinate_mode, const std::string& nearest_mode, double cubic_coeff_a);
 // The channel extent [C]: axis 1, or the last axis with channels_last.
 Shape channel(const char* op, In x, bool channels_last = false);
 Shape batch_norm(const char* op, In x, In scale, In bias, In running_mean, In running_var, bool channels_last = false);

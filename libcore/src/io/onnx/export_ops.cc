@@ -158,9 +158,10 @@ void interpolate(ExportContext& c) {
   const std::string roi = c.constant(Tensor::from_vector<float>({}, {0}), "roi");
   const std::string empty = c.constant(Tensor::from_vector<float>({}, {0}), "no_scales");
   auto* n = sizes_in.empty() ? c.node("Resize", {c.in(0), roi, scales_in}, {c.out()}) : c.node("Resize", {c.in(0), roi, empty, sizes_in}, {c.out()});
-  set_attr(n, "mode", mode == "bilinear" ? std::string("linear") : mode);
+  set_attr(n, "mode", mode == "bilinear" ? std::string("linear") : (mode == "bicubic" ? std::string("cubic") : mode));
   set_attr(n, "coordinate_transformation_mode", c.attr_string("coordinate_mode"));
   if (mode == "nearest") set_attr(n, "nearest_mode", rounding);
+  if (mode == "bicubic") set_attr(n, "cubic_coeff_a", c.attr_float("cubic_coeff_a"));
 }
 
 void batch_norm(ExportContext& c) {

@@ -1,4 +1,4 @@
-// ONNX Resize (opsets 10-19) and Upsample (7-9) as the interpolate op: nearest and (bi)linear resizing of
+// ONNX Resize (opsets 10-19) and Upsample (7-9) as the interpolate op: nearest, (bi)linear and cubic resizing of
 // the two spatial axes of an NCHW tensor, with the output extents and scales known at import time (a
 // constant, or the shape computation torch writes for F.interpolate(size=...)).
 #include <cmath>
@@ -53,15 +53,21 @@ Resized resized(NodeContext& c, ValueId x, size_t scales_input, size_t sizes_inp
 
 ValueId interpolate(NodeContext& c, ValueId x, const Resized& r, const std::string& mode, const std::string& coord,
                     const std::string& rounding) {
-  return c.op("interpolate", {{x}},
-              {{"size", r.size}, {"scales", r.scales}, {"mode", mode}, {"coordinate_mode", coord}, {"nearest_mode", rounding}});
+  AttrMap attrs{{"size", r.size}, {"scales", r.scales}, {"mode", mode}, {"coordinate_mode", coord}, {"nearest_mode", rounding}};
+  if (mode == "bicubic") {
+    // exclude_outside=1 renormalises the weights of taps past the edge; ours repeat the edge value (0).
+    if (c.attr_int("exclude_outside", 0) != 0) c.unsupported("cubic Resize with exclude_outside=1");
+    attrs["cubic_coeff_a"] = static_cast<double>(c.attr_float("cubic_coeff_a", -0.75));
+  }
+  return c.op("interpolate", {{x}}, attrs);
 }
 
 std::string interpolation_mode(NodeContext& c) {
   const std::string mode = c.attr_string("mode", "nearest");
   if (mode == "nearest") return "nearest";
   if (mode == "linear" || mode == "bilinear") return "bilinear";
-  c.unsupported(fmt::format("mode '{}' (nearest and linear are supported)", mode));
+  if (mode == "cubic" && c.node().op_type() == "Resize") return "bicubic";
+  c.unsupported(fmt::format("mode '{}' (nearest, linear{} are supported)", mode, c.node().op_type() == "Resize" ? " and cubic" : ""));
 }
 
 }  // namespace
