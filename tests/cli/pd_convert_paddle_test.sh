@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of pd-convert on PaddlePaddle models: the committed fixtures (tests/data/paddle, saved
 # by paddle.jit.save in PaddlePaddle 2.6 as ProgramDesc .pdmodel and in 3.3 as PIR .json, with
-# make_fixtures.py; the decoder's interpolations and transposed convolution) import and match Paddle's saved outputs within 1e-4 with identical argmax, keep their
+# make_fixtures.py; the decoder's interpolations and transposed convolution, the super-resolution head's
+# bicubic resizing) import and match Paddle's saved outputs within 1e-4 with identical argmax, keep their
 # dynamic batch through pd-infer, and export on to ONNX. With paddle installed ($PD_PADDLE_PYTHON), --verify
 # also runs paddle.inference. Bad input (truncated or corrupted programs, params of another model, missing
 # params, unsupported ops listed in full) exits 2 and writes nothing; damaged files never crash.
@@ -14,13 +15,13 @@ NO_RUNTIME=(--python /nonexistent/python)  # the saved outputs are the reference
 inputs_of() {  # the --input flags of fixture $1
   case $1 in
     *lenet) echo "--input image=$DATA/$1.input0.npy" ;;
-    *resnet|*decoder) echo "--input x=$DATA/$1.input0.npy" ;;
+    *resnet|*decoder|*superres) echo "--input x=$DATA/$1.input0.npy" ;;
     *encoder) echo "--input ids=$DATA/$1.input0.npy --input mask=$DATA/$1.input1.npy" ;;
   esac
 }
 
 # 1. Every fixture, both formats, imports and matches Paddle's saved output.
-for m in p2_lenet p2_resnet p2_encoder p2_decoder p3_lenet p3_resnet p3_encoder p3_decoder; do
+for m in p2_lenet p2_resnet p2_encoder p2_decoder p2_superres p3_lenet p3_resnet p3_encoder p3_decoder p3_superres; do
   src=$DATA/$m.pdmodel; format=ProgramDesc; output=fetch_name_0
   [ "${m:0:2}" = p3 ] && src=$DATA/$m.json && format=PIR
   [ "${m:0:2}" = p2 ] && output=$("$PD_CONVERT" "$src" "$WORK/probe.pdmodel" --report 2>&1 | sed -n 's/^outputs: \([^:]*\):.*/\1/p')
@@ -34,7 +35,7 @@ for m in p2_lenet p2_resnet p2_encoder p2_decoder p3_lenet p3_resnet p3_encoder 
   grep -q "^program: .*elementwise\|^program: .*matmul_v2" <<< "$out" && fail "$m: Paddle op names left in the program: $out"
 done
 # Both formats give the same program for the same model.
-for m in lenet resnet encoder decoder; do
+for m in lenet resnet encoder decoder superres; do
   p2=$("$PD_CONVERT" "$DATA/p2_$m.pdmodel" "$WORK/x.pdmodel" --report 2>&1 | grep '^program:')
   p3=$("$PD_CONVERT" "$DATA/p3_$m.json" "$WORK/x.pdmodel" --report 2>&1 | grep '^program:')
   [ "$p2" = "$p3" ] || fail "$m: 2.x and 3.x programs differ: '$p2' vs '$p3'"

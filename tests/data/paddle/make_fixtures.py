@@ -6,6 +6,7 @@ Run it with a PaddlePaddle 2.6 interpreter (ProgramDesc .pdmodel) and with a 3.x
     ~/.cache/pd-peers/paddle26/bin/python tests/data/paddle/make_fixtures.py   # writes p2_*
     ~/.cache/pd-peers/paddle3/bin/python tests/data/paddle/make_fixtures.py    # writes p3_*
     ... make_fixtures.py decoder                                               # only p*_decoder
+    ... make_fixtures.py superres                                              # only p*_superres
 
 (each venv: python3 -m venv DIR && DIR/bin/pip install "paddlepaddle==2.6.*" or "paddlepaddle==3.*").
 The files are committed so that CI needs no paddle.
@@ -119,6 +120,23 @@ class Decoder(nn.Layer):
         return paddle.concat([self.head(a + b + c).flatten(1), d.flatten(1)], axis=1)
 
 
+class SuperRes(nn.Layer):
+    """A super-resolution head: bicubic_interp_v2 up by a scale factor (half-pixel coordinates, a = -0.75),
+    to a size with align_corners, and down to a size (taps past the edges)."""
+
+    def __init__(self):
+        super().__init__()
+        self.feat = nn.Conv2D(3, 6, 3, padding=1)
+        self.head = nn.Conv2D(6, 3, 3, padding=1)
+
+    def forward(self, x):  # x: [batch, 3, 7, 9]
+        f = F.relu(self.feat(x))
+        a = F.interpolate(f, scale_factor=2, mode="bicubic", align_corners=False)  # [.., 14, 18]
+        b = F.interpolate(f, size=[11, 5], mode="bicubic", align_corners=True)
+        c = F.interpolate(a, size=[8, 10], mode="bicubic", align_corners=False)
+        return paddle.concat([self.head(a).flatten(1), b.flatten(1), c.flatten(1)], axis=1)
+
+
 def save(name, model, specs, inputs):
     model.eval()
     path = os.path.join(HERE, PREFIX + name)
@@ -135,9 +153,16 @@ def decoder():
     save("decoder", Decoder(), [paddle.static.InputSpec([None, 3, 10, 12], "float32", "x")], [x])
 
 
+def superres():
+    x = np.random.rand(2, 3, 7, 9).astype("float32")
+    save("superres", SuperRes(), [paddle.static.InputSpec([None, 3, 7, 9], "float32", "x")], [x])
+
+
 def main():
-    if sys.argv[1:] == ["decoder"]:  # the fixture added later, without remaking the others
+    if sys.argv[1:] == ["decoder"]:  # the fixtures added later, without remaking the others
         return decoder()
+    if sys.argv[1:] == ["superres"]:
+        return superres()
     img = np.random.rand(2, 1, 28, 28).astype("float32")
     save("lenet", LeNet(), [paddle.static.InputSpec([None, 1, 28, 28], "float32", "image")], [img])
     x = np.random.rand(2, 3, 16, 16).astype("float32")
@@ -148,6 +173,7 @@ def main():
     save("encoder", Encoder(), [paddle.static.InputSpec([None, 8], "int64", "ids"),
                                 paddle.static.InputSpec([None, 8], "float32", "mask")], [ids, mask])
     decoder()
+    superres()
 
 
 if __name__ == "__main__":

@@ -287,6 +287,7 @@ constexpr Entry kTable[] = {
     {"abs", unary<kAbs>},
     {"assign", assign},
     {"batch_norm", batch_norm},
+    {"bicubic_interp_v2", interp_v2},
     {"bilinear_interp_v2", interp_v2},
     {"cast", cast},
     {"clip", clip},

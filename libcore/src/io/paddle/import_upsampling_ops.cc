@@ -1,8 +1,10 @@
-// A decoder's upsampling ops: nearest_interp_v2 / bilinear_interp_v2 as interpolate, and
-// conv2d_transpose. Paddle's coordinate rules (phi's interpolate kernels) in ONNX Resize's terms:
-// bilinear with align_corners is align_corners, with align_mode 0 half_pixel, with align_mode 1
-// asymmetric; nearest rounds half up with align_corners, else truncates asymmetric coordinates. The
-// ratio is 1 / scale where a scale is given (the output then int(in * scale)), else in / out.
+// A decoder's upsampling ops: nearest_interp_v2 / bilinear_interp_v2 / bicubic_interp_v2 as
+// interpolate, and conv2d_transpose. Paddle's coordinate rules (phi's interpolate kernels) in ONNX
+// Resize's terms: bilinear with align_corners is align_corners, with align_mode 0 half_pixel, with
+// align_mode 1 asymmetric; bicubic is align_corners or half_pixel (align_mode does not apply; its
+// kernel's a is -0.75); nearest rounds half up with align_corners, else truncates asymmetric
+// coordinates. The ratio is 1 / scale where a scale is given (the output then int(in * scale)), else
+// in / out.
 #include <cmath>
 
 #include "import_converters.h"
@@ -17,7 +19,7 @@ void interp_v2(OpContext& c) {
   for (const char* slot : {"OutSize", "SizeTensor", "Scale"})
     if (c.has(slot)) c.unsupported(fmt::format("the output size from input '{}' (only from the attributes)", slot));
   const std::string method = c.attr_string("interp_method", "nearest");
-  if (method != "nearest" && method != "bilinear") c.unsupported(fmt::format("interp_method '{}'", method));
+  if (method != "nearest" && method != "bilinear" && method != "bicubic") c.unsupported(fmt::format("interp_method '{}'", method));
   const bool align_corners = c.attr_bool("align_corners", false);
   std::vector<double> scales = c.attr_floats("scale");
   if (scales.size() == 1) scales.push_back(scales[0]);
@@ -35,7 +37,7 @@ void interp_v2(OpContext& c) {
   if (size[0] < 1 || size[1] < 1) c.fail(fmt::format("output size [{}, {}] (out_h, out_w or scale) is not positive", size[0], size[1]));
   std::string coord = "asymmetric", rounding = "floor";
   if (align_corners) coord = "align_corners", rounding = "round_prefer_ceil";
-  else if (method == "bilinear" && c.attr_int("align_mode", 1) == 0) coord = "half_pixel";
+  else if (method == "bicubic" || (method == "bilinear" && c.attr_int("align_mode", 1) == 0)) coord = "half_pixel";
   c.out("Out", c.op("interpolate", {{x}},
                     {{"size", size}, {"scales", scales}, {"mode", method}, {"coordinate_mode", coord}, {"nearest_mode", rounding}}));
 }

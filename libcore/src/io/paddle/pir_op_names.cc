@@ -14,6 +14,7 @@ const std::vector<PirOpName>& pir_rows() {
       {"assign", "assign", {"X"}, {"Out"}, {}},
       {"batch_norm", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"}, {"Y"}, {}},
       {"batch_norm_", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"}, {"Y"}, {}},
+      {"bicubic_interp", "bicubic_interp_v2", {"X", "OutSize", "SizeTensor", "Scale"}, {"Out"}, {}},
       {"bilinear_interp", "bilinear_interp_v2", {"X", "OutSize", "SizeTensor", "Scale"}, {"Out"}, {}},
       {"cast", "cast", {"X"}, {"Out"}, {{"dtype", "out_dtype"}}},
       {"clip", "clip", {"X", "@min", "@max"}, {"Out"}, {}},
