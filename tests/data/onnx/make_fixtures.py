@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the ONNX fixtures of tests/cli/pd_convert_test.sh: small models exported by torch.onnx (the
-TorchScript exporter, as users' opset 13-17 files are made), each with an input and onnxruntime's output
+TorchScript exporter, as users' opset 13-17 files are made; dynamo_net by the default exporter of torch 2.9+,
+opset 20), each with an input and onnxruntime's output
 as .npy, and hand-made broken models for the error paths. Needs torch, onnx and onnxruntime:
 
     PY=$(bash ../shared/peers/torch2_venv.sh) && $PY tests/data/onnx/make_fixtures.py [NAME ...]
@@ -274,6 +275,29 @@ class DilatedAspp(nn.Module):
         return torch.cat([a.flatten(1), self.s2(f).flatten(1)], dim=1)
 
 
+class DynamoNet(nn.Module):
+    """What torch.onnx.export writes by default since torch 2.9 (its dynamo exporter, opset 20 in torch
+    2.15): BatchNorm folded into the Conv, ReduceMean / ReduceMax with their axes as an input (opset 18),
+    Resize with antialias and keep_aspect_ratio_policy, torch.chunk as a Split of explicit sizes, Gelu
+    (opset 20) in both forms, LayerNormalization, Reshape with allowzero; the batch is a torch.export Dim."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 10, 3, padding=1)
+        self.bn = nn.BatchNorm2d(10)
+        self.norm = nn.LayerNorm(8)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):  # x: [batch, 3, 8, 8]
+        f = F.avg_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        f = F.interpolate(f, scale_factor=2.0, mode="bilinear", align_corners=False)
+        a, b, c = torch.chunk(f, 3, dim=1)  # 4, 4 and 2 channels
+        pooled = F.pad(a, (1, 2, 0, 1)).mean(dim=(2, 3))
+        peak = b.amax(dim=(2, 3))
+        head = self.fc(F.gelu(self.norm(c.mean(dim=3).flatten(1)[:, :8])))
+        return torch.cat([pooled, peak, head, F.gelu(c, approximate="tanh").flatten(1)], dim=1)
+
+
 def randomize_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -300,6 +324,55 @@ def export(name, model, x, opset, dynamic_batch=True, input_name="input", fold=F
     np.save(os.path.join(HERE, name + ".output.npy"), out)
     ops = sorted({n.op_type for n in onnx.load(path).graph.node})
     print(f"{name}: opset {opset}, {os.path.getsize(path)} bytes, ops {ops}")
+
+
+def save_with_ort_output(name, path, feed, input_name="input"):
+    out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {input_name: feed})[0]
+    np.save(os.path.join(HERE, name + ".input.npy"), feed)
+    np.save(os.path.join(HERE, name + ".output.npy"), out)
+    m = onnx.load(path)
+    print(f"{name}: opset {m.opset_import[0].version}, {os.path.getsize(path)} bytes, ops {sorted({n.op_type for n in m.graph.node})}")
+
+
+def dynamo(name, model, x):
+    """Exported by torch.onnx.export's default exporter (dynamo=True; its default opset)."""
+    model.eval()
+    randomize_bn(model)
+    path = os.path.join(HERE, name + ".onnx")
+    torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
+                      dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=1024)},))
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    save_with_ort_output(name, path, x.numpy())
+
+
+def opset18_forms():
+    """The forms of opsets 18-21 the dynamo exporter does not happen to write, by onnx.helper at opset 21:
+    Split by num_outputs with a smaller last part (10 -> 4, 4, 2), Pad and Resize (by sizes) on named axes,
+    ReduceMax with axes as an input, ReduceMean with noop_with_empty_axes=1 and no axes (the identity),
+    AveragePool with its dilations attribute, Cast with saturate, Gelu; the batch is dynamic."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 10, 4, 4])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 16])
+    ints = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)
+    n = helper.make_node
+    nodes = [n("Split", ["input"], ["a", "b", "c"], axis=1, num_outputs=3),
+             n("Pad", ["a", "pads", "", "pad_axes"], ["a_padded"]),  # H 4 -> 5, W 4 -> 7
+             n("Resize", ["b", "", "", "sizes"], ["b_resized"], axes=[2, 3], mode="linear"),  # [.., 8, 6]
+             n("ReduceMax", ["a_padded", "hw"], ["a_max"], keepdims=0),
+             n("ReduceMean", ["b_resized", "hw"], ["b_mean"], keepdims=0),
+             n("Gelu", ["b_mean"], ["b_gelu"]),
+             n("ReduceMean", ["c"], ["c_same"], noop_with_empty_axes=1),
+             n("AveragePool", ["c_same"], ["c_pooled"], kernel_shape=[2, 2], strides=[2, 2], dilations=[1, 1]),
+             n("Flatten", ["c_pooled"], ["c_flat"], axis=1),
+             n("Cast", ["a_max"], ["a_cast"], to=TensorProto.FLOAT, saturate=1),
+             n("Concat", ["a_cast", "b_gelu", "c_flat"], ["output"], axis=1)]
+    consts = [ints("pads", [0, 1, 1, 2]), ints("pad_axes", [2, 3]), ints("sizes", [8, 6]), ints("hw", [2, 3])]
+    m = helper.make_model(helper.make_graph(nodes, "opset18_forms", [x], [y], consts),
+                          opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    onnx.checker.check_model(m, full_check=True)
+    path = os.path.join(HERE, "opset18_forms.onnx")
+    onnx.save(m, path)
+    save_with_ort_output("opset18_forms", path, np.random.default_rng(1).standard_normal((2, 10, 4, 4)).astype(np.float32))
 
 
 def hf_text(name):
@@ -443,9 +516,17 @@ def broken():
     onnx.save(m, os.path.join(HERE, "bad_unsupported.onnx"))
     # An opset newer than the range.
     m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
-                          opset_imports=[helper.make_opsetid("", 19)])
-    m.ir_version = 9
+                          opset_imports=[helper.make_opsetid("", 24)])
+    m.ir_version = 10
     onnx.save(m, os.path.join(HERE, "bad_opset.onnx"))
+    # An opset-18 form the opset-17 checker never sees, so that its converter must refuse it: antialias.
+    x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+    y4 = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 0.5, 0.5])
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="shrink", mode="linear", antialias=1)
+    m = helper.make_model(helper.make_graph([node], "g", [x4], [y4], [scales]), opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(HERE, "bad_antialias.onnx"))
     # An initializer whose bytes do not match its dims.
     w = helper.make_tensor("w", TensorProto.FLOAT, [4], np.ones(4, np.float32).tobytes(), raw=True)
     w.raw_data = np.ones(3, np.float32).tobytes()
@@ -513,6 +594,8 @@ FIXTURES = {
     "audio_conv1d": lambda: export("audio_conv1d", AudioConv1d(), torch.randn(2, 2, 40), 13),
     "unet_up": lambda: export("unet_up", UNetUp(), torch.randn(2, 8, 3, 4), 13),
     "dilated_aspp": lambda: export("dilated_aspp", DilatedAspp(), torch.randn(1, 3, 8, 8), 13),
+    "dynamo_net": lambda: dynamo("dynamo_net", DynamoNet(), torch.randn(3, 3, 8, 8)),
+    "opset18_forms": opset18_forms,
     "hf_bert": lambda: hf_text("hf_bert"),
     "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,

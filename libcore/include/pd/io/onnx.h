@@ -1,6 +1,7 @@
 // ONNX import and export (docs/pd-convert.md). Import maps every ONNX node onto ops of ops.yaml through
 // one table (libcore/src/io/onnx/import_ops.cc) and folds shape computations at import time with the
-// constant folding pd-opt runs; export writes any portable program at opset 11-17.
+// constant folding pd-opt runs (opsets 11-23: torch.onnx.export's default exporter writes 20); export
+// writes any portable program at opset 11-17.
 //
 //   pd::io::OnnxImportOptions opt;
 //   opt.input_shapes["input"] = {1, 3, 224, 224};        // optional: fixes dynamic extents
@@ -16,7 +17,8 @@
 namespace pd::io {
 
 inline constexpr int kOnnxMinOpset = 11;
-inline constexpr int kOnnxMaxOpset = 17;  // what Debian's libonnx checker and shape inference know
+inline constexpr int kOnnxMaxOpset = 17;        // export: what Debian's libonnx checker and shape inference know
+inline constexpr int kOnnxMaxImportOpset = 23;  // import: newer models are checked through an opset-17 view
 
 struct OnnxImportOptions {
   std::map<std::string, Shape> input_shapes;  // overrides the file's input extents (all of them, per input; -1 keeps one)

@@ -12,6 +12,7 @@
 
 #include "import_context.h"
 #include "onnx_tensor.h"
+#include "opset_view.h"
 #include "pd/io/onnx.h"
 #include "pd/io/tensor_file.h"
 #include "pd/ir/pass.h"
@@ -441,31 +442,40 @@ ir::Program import_onnx(const std::string& path, const OnnxImportOptions& option
            "{}: not a readable ONNX model (the protobuf does not parse: truncated or corrupted?)", path);
   PD_CHECK(model.has_graph(), ErrorCode::kParse, "{}: the ONNX model has no graph", path);
   const int opset = default_opset(model);
-  PD_CHECK(opset >= kOnnxMinOpset && opset <= kOnnxMaxOpset, ErrorCode::kNotImplemented,
+  PD_CHECK(opset >= kOnnxMinOpset && opset <= kOnnxMaxImportOpset, ErrorCode::kNotImplemented,
            "{}: opset {} is out of the supported range {}-{} (re-export with opset_version={} for example)", path,
-           opset < 0 ? std::string("(none for the default domain)") : std::to_string(opset), kOnnxMinOpset, kOnnxMaxOpset, 13);
+           opset < 0 ? std::string("(none for the default domain)") : std::to_string(opset), kOnnxMinOpset,
+           kOnnxMaxImportOpset, opset > kOnnxMaxImportOpset ? 20 : 13);
   apply_input_shapes(model.mutable_graph(), options.input_shapes);
   check_supported(model.graph());
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  // The checker and shape inference know opsets up to 17: a newer model goes through its opset-17 view,
+  // whose inferred value_info (the names of dynamic extents) comes back to the model.
+  const bool newer = opset > onnx_import::kCheckerMaxOpset;
+  onnx::ModelProto view;
+  if (newer) view = onnx_import::opset17_view(model, dir);
+  onnx::ModelProto& checked = newer ? view : model;
   try {
     onnx::checker::CheckerContext ctx;
-    ctx.set_ir_version(static_cast<int>(model.ir_version()));
+    ctx.set_ir_version(static_cast<int>(checked.ir_version()));
     std::unordered_map<std::string, int> opsets;
-    for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+    for (const auto& o : checked.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
     ctx.set_opset_imports(opsets);
-    ctx.set_model_dir(std::filesystem::path(path).parent_path().string());
+    ctx.set_model_dir(dir);
     onnx::checker::LexicalScopeContext lex;
-    onnx::checker::check_graph(model.graph(), ctx, lex);
+    onnx::checker::check_graph(checked.graph(), ctx, lex);
   } catch (const std::exception& e) {
     raise(ErrorCode::kParse, "{}: the ONNX checker refuses the model: {}", path, e.what());
   }
   check_window_attrs(model.graph(), path);
   try {
-    onnx::shape_inference::InferShapes(model);
+    onnx::shape_inference::InferShapes(checked);
   } catch (const std::exception& e) {
     raise(ErrorCode::kParse, "{}: ONNX shape inference fails: {}", path, e.what());
   }
+  if (newer) *model.mutable_graph()->mutable_value_info() = checked.graph().value_info();
 
-  Importer importer(model, std::filesystem::path(path).parent_path().string());
+  Importer importer(model, dir);
   importer.set_opset(opset);
   for (const auto& n : model.graph().node())
     for (const std::string& in : n.input()) importer.used_.insert(in);

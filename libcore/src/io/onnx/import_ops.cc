@@ -102,6 +102,13 @@ void hardsigmoid(NodeContext& c) {
 
 void softplus(NodeContext& c) { c.output(0, c.op("softplus", {{c.input(0)}})); }
 
+// Gelu (opset 20): the exact form by erf, or its tanh approximation.
+void gelu(NodeContext& c) {
+  const std::string approximate = c.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") c.fail(fmt::format("approximate '{}' (none or tanh)", approximate));
+  c.output(0, c.op(approximate == "none" ? "gelu" : "gelu_tanh", {{c.input(0)}}));
+}
+
 void clip(NodeContext& c) {
   const double inf = std::numeric_limits<double>::infinity();
   const double lo = c.has_input(1) ? c.constant_scalar(1, "Clip's min") : -inf;
@@ -292,6 +299,7 @@ void average_pool(NodeContext& c) {
   if (one_d) x = unit_axis(c, x);
   if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
   const Ints kernel = window_attr(c, "kernel_shape", 1, one_d);
+  if (window_attr(c, "dilations", 1, one_d) != Ints{1, 1}) c.unsupported("AveragePool with dilations is not supported");
   const Ints strides = window_attr(c, "strides", 1, one_d);
   const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
   const ValueId before = x;
@@ -399,10 +407,11 @@ Ints reduce_axes(NodeContext& c, bool axes_as_input) {
   return c.attr_ints("axes", {});
 }
 
-template <const char* Op, bool AxesInputSince13>
+// ReduceSum took its axes as an input from opset 13, the other reductions from opset 18.
+template <const char* Op, int AxesInputSince>
 void reduce(NodeContext& c) {
   const ValueId x = c.input(0);
-  Ints axes = reduce_axes(c, AxesInputSince13 && c.opset() >= 13);
+  Ints axes = reduce_axes(c, c.opset() >= AxesInputSince);
   if (axes.empty() && c.attr_int("noop_with_empty_axes", 0)) return c.output(0, x);
   for (int64_t& a : axes) a = norm_axis(c, a, rank_of(c, x));
   c.output(0, c.op(Op, {{x}}, {{"axis", axes}, {"keepdim", c.attr_int("keepdims", 1) != 0}}));
@@ -446,6 +455,7 @@ const std::map<std::string, Converter>& table() {
       {"Flatten", flatten},
       {"Gather", gather},
       {"GatherElements", gather_elements},
+      {"Gelu", gelu},
       {"Gemm", gemm},
       {"GlobalAveragePool", global_average_pool},
       {"GlobalMaxPool", global_max_pool},
@@ -475,10 +485,10 @@ const std::map<std::string, Converter>& table() {
       {"Pow", binary<k_pow>},
       {"Range", range},
       {"Reciprocal", reciprocal},
-      {"ReduceMax", reduce<k_max, false>},
-      {"ReduceMean", reduce<k_mean, false>},
-      {"ReduceMin", reduce<k_min, false>},
-      {"ReduceSum", reduce<k_sum, true>},
+      {"ReduceMax", reduce<k_max, 18>},
+      {"ReduceMean", reduce<k_mean, 18>},
+      {"ReduceMin", reduce<k_min, 18>},
+      {"ReduceSum", reduce<k_sum, 13>},
       {"Relu", unary<k_relu>},
       {"Reshape", reshape},
       {"Resize", resize},

@@ -1,4 +1,4 @@
-// ONNX Resize (opsets 10-19) and Upsample (7-9) as the interpolate op: nearest, (bi)linear and cubic resizing of
+// ONNX Resize (opsets 10-23) and Upsample (7-9) as the interpolate op: nearest, (bi)linear and cubic resizing of
 // the two spatial axes of an NCHW tensor, with the output extents and scales known at import time (a
 // constant, or the shape computation torch writes for F.interpolate(size=...)).
 #include <cmath>
@@ -15,15 +15,39 @@ struct Resized {
 
 constexpr size_t kNoInput = ~size_t{0};
 
+// Resize's `axes` (opset 18): the axes its scales or sizes are given for, in order; the others keep their
+// extent. Empty for all four.
+Ints resized_axes(NodeContext& c) {
+  Ints axes = c.attr_ints("axes", {});
+  std::vector<bool> seen(4, false);
+  for (int64_t& a : axes) {
+    a = norm_axis(c, a, 4);
+    if (seen[static_cast<size_t>(a)]) c.fail(fmt::format("axis {} appears twice in axes", a));
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return axes;
+}
+
+// `given` (one entry per axis of `axes`) over all four axes, `fill` per axis elsewhere.
+template <typename T>
+std::vector<T> on_all_axes(NodeContext& c, const Ints& axes, const std::vector<T>& given, std::vector<T> fill) {
+  if (axes.empty()) return given;
+  if (given.size() != axes.size()) c.fail(fmt::format("{} scales or sizes for {} axes", given.size(), axes.size()));
+  for (size_t i = 0; i < axes.size(); ++i) fill[static_cast<size_t>(axes[i])] = given[i];
+  return fill;
+}
+
 // The spatial output extents and scales from Resize's `scales` or `sizes` input (Upsample: scales only).
-Resized resized(NodeContext& c, ValueId x, size_t scales_input, size_t sizes_input) {
+Resized resized(NodeContext& c, ValueId x, size_t scales_input, size_t sizes_input, const Ints& axes = {}) {
   const Shape& s = c.type(x).shape;
   if (s.size() != 4) c.unsupported(fmt::format("resizing a {}-D tensor (only 4-D NCHW is supported)", s.size()));
   if (s[2] < 0 || s[3] < 0) c.unsupported("resizing needs known spatial extents; give --input-shape NAME=DIMS");
   const bool by_sizes = sizes_input != kNoInput && c.has_input(sizes_input) &&
                         !(c.is_constant(sizes_input) && c.constant(sizes_input, "Resize's sizes").numel() == 0);
   if (by_sizes) {
-    const SymbolicInts sizes = c.ints(sizes_input, "Resize's sizes");
+    SymbolicInts sizes = c.ints(sizes_input, "Resize's sizes");
+    sizes.values = on_all_axes(c, axes, sizes.values, Ints(s.begin(), s.end()));
+    sizes.symbols = on_all_axes(c, axes, sizes.symbols, std::vector<std::string>(4));
     if (sizes.values.size() != 4) c.fail(fmt::format("sizes {} must have 4 entries for a 4-D input", sizes.str()));
     if (!sizes.symbols[2].empty() || !sizes.symbols[3].empty())
       c.unsupported(fmt::format("sizes {} with a dynamic spatial extent", sizes.str()));
@@ -36,7 +60,8 @@ Resized resized(NodeContext& c, ValueId x, size_t scales_input, size_t sizes_inp
     return {{sizes.values[2], sizes.values[3]}, {}};
   }
   if (!c.has_input(scales_input)) c.fail("neither scales nor sizes is given");
-  const std::vector<double> v = c.constant(scales_input, "Resize's scales").to_vector<double>();
+  const std::vector<double> v =
+      on_all_axes(c, axes, c.constant(scales_input, "Resize's scales").to_vector<double>(), std::vector<double>(4, 1.0));
   if (v.size() != 4) c.fail(fmt::format("scales has {} entries; a 4-D input takes 4", v.size()));
   if (v[0] != 1.0 || v[1] != 1.0) c.unsupported(fmt::format("scales [{}, {}, ...] resize the batch or channel axis", v[0], v[1]));
   Resized r{{}, {v[2], v[3]}};
@@ -78,7 +103,6 @@ void resize(NodeContext& c) {
   if (c.opset() < 11)  // opset 10's Resize is Upsample's arithmetic: asymmetric coordinates, indices by truncation
     return c.output(0, interpolate(c, x, resized(c, x, 1, kNoInput), mode, "asymmetric", "floor"));
   if (c.attr_int("antialias", 0) != 0) c.unsupported("antialias=1");
-  if (c.has_attr("axes")) c.unsupported("Resize with an axes attribute (give scales or sizes for all 4 axes)");
   const std::string coord = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" && coord != "asymmetric")
     c.unsupported(fmt::format("coordinate_transformation_mode '{}' (half_pixel, pytorch_half_pixel, align_corners and asymmetric "
@@ -86,7 +110,7 @@ void resize(NodeContext& c) {
   const std::string rounding = mode == "nearest" ? c.attr_string("nearest_mode", "round_prefer_floor") : "floor";
   if (rounding != "floor" && rounding != "ceil" && rounding != "round_prefer_floor" && rounding != "round_prefer_ceil")
     c.fail(fmt::format("nearest_mode '{}' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil", rounding));
-  c.output(0, interpolate(c, x, resized(c, x, 2, 3), mode, coord, rounding));
+  c.output(0, interpolate(c, x, resized(c, x, 2, 3, resized_axes(c)), mode, coord, rounding));
 }
 
 void upsample(NodeContext& c) {

@@ -232,6 +232,16 @@ void split(NodeContext& c) {
   const ValueId x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, x));
   Ints sections = c.opset() >= 13 ? (c.has_input(1) ? c.constant_ints(1, "Split's split") : Ints{}) : c.attr_ints("split", {});
+  if (sections.empty() && c.has_attr("num_outputs")) {  // opset 18: parts of ceil(extent / n), the last smaller
+    const int64_t n = c.attr_int("num_outputs", 0), extent = c.type(x).shape[axis];
+    if (n != static_cast<int64_t>(c.num_outputs()))
+      c.fail(fmt::format("num_outputs {} but the node has {} outputs", n, c.num_outputs()));
+    if (extent < 0) c.unsupported("a Split of a dynamic extent by num_outputs; give --input-shape NAME=DIMS");
+    const int64_t part = (extent + n - 1) / n;
+    if (part * (n - 1) >= extent) c.fail(fmt::format("cannot split extent {} into {} parts of {}", extent, n, part));
+    sections.assign(n - 1, part);
+    sections.push_back(extent - part * (n - 1));
+  }
   if (sections.empty()) {
     const int64_t n = static_cast<int64_t>(c.num_outputs()), extent = c.type(x).shape[axis];
     if (extent < 0) c.unsupported("an equal Split of a dynamic extent; give --input-shape NAME=DIMS");
@@ -393,14 +403,33 @@ void expand(NodeContext& c) {
   c.output(0, y);
 }
 
+// Pad's [begins..., ends...] over every axis; from opset 18 its `axes` input names the axes the pads are for.
+static Ints full_rank_pads(NodeContext& c, const Ints& pads, size_t r) {
+  if (!c.has_input(3)) {
+    if (pads.size() != 2 * r) c.fail(fmt::format("{} pads for rank {}", pads.size(), r));
+    return pads;
+  }
+  const Ints axes = c.constant_ints(3, "Pad's axes");
+  if (pads.size() != 2 * axes.size()) c.fail(fmt::format("{} pads for {} axes", pads.size(), axes.size()));
+  Ints full(2 * r, 0);
+  std::vector<bool> seen(r, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<size_t>(norm_axis(c, axes[i], static_cast<int64_t>(r)));
+    if (seen[a]) c.fail(fmt::format("axis {} appears twice in Pad's axes", axes[i]));
+    seen[a] = true;
+    full[a] = pads[i];
+    full[a + r] = pads[i + axes.size()];
+  }
+  return full;
+}
+
 void pad(NodeContext& c) {
   const std::string mode = c.attr_string("mode", "constant");
   if (mode != "constant") c.unsupported(fmt::format("Pad mode '{}' (only constant)", mode));
-  const Ints pads = c.constant_ints(1, "Pad's pads");
-  const double value = c.has_input(2) ? c.constant_scalar(2, "Pad's constant_value") : 0.0;
   const ValueId x = c.input(0);
   const size_t r = static_cast<size_t>(rank_of(c, x));
-  if (pads.size() != 2 * r) c.fail(fmt::format("{} pads for rank {}", pads.size(), r));
+  const Ints pads = full_rank_pads(c, c.constant_ints(1, "Pad's pads"), r);
+  const double value = c.has_input(2) ? c.constant_scalar(2, "Pad's constant_value") : 0.0;
   Ints ours;  // F.pad order: last axis first, [begin, end]
   for (size_t d = r; d-- > 0;) {
     ours.push_back(pads[d]);
