@@ -307,6 +307,14 @@ def randomize_bn(m):
             mod.bias.data.uniform_(-0.2, 0.2)
 
 
+def save_with_ort_output(name, path, feed, input_name="input"):
+    out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {input_name: feed})[0]
+    np.save(os.path.join(HERE, name + ".input.npy"), feed)
+    np.save(os.path.join(HERE, name + ".output.npy"), out)
+    m = onnx.load(path)
+    print(f"{name}: opset {m.opset_import[0].version}, {os.path.getsize(path)} bytes, ops {sorted({n.op_type for n in m.graph.node})}")
+
+
 def export(name, model, x, opset, dynamic_batch=True, input_name="input", fold=False):
     model.eval()
     randomize_bn(model)
@@ -317,21 +325,7 @@ def export(name, model, x, opset, dynamic_batch=True, input_name="input", fold=F
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=[input_name], output_names=["output"],
                       dynamic_axes=axes, do_constant_folding=fold, dynamo=False)
     onnx.checker.check_model(onnx.load(path))
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    feed = x.numpy()
-    out = sess.run(None, {input_name: feed})[0]
-    np.save(os.path.join(HERE, name + ".input.npy"), feed)
-    np.save(os.path.join(HERE, name + ".output.npy"), out)
-    ops = sorted({n.op_type for n in onnx.load(path).graph.node})
-    print(f"{name}: opset {opset}, {os.path.getsize(path)} bytes, ops {ops}")
-
-
-def save_with_ort_output(name, path, feed, input_name="input"):
-    out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {input_name: feed})[0]
-    np.save(os.path.join(HERE, name + ".input.npy"), feed)
-    np.save(os.path.join(HERE, name + ".output.npy"), out)
-    m = onnx.load(path)
-    print(f"{name}: opset {m.opset_import[0].version}, {os.path.getsize(path)} bytes, ops {sorted({n.op_type for n in m.graph.node})}")
+    save_with_ort_output(name, path, x.numpy(), input_name)
 
 
 def dynamo(name, model, x):
@@ -373,6 +367,33 @@ def opset18_forms():
     path = os.path.join(HERE, "opset18_forms.onnx")
     onnx.save(m, path)
     save_with_ort_output("opset18_forms", path, np.random.default_rng(1).standard_normal((2, 10, 4, 4)).astype(np.float32))
+
+
+def gather_nd():
+    """GatherND with indices known at import time, as the dynamo exporter writes mask[arange(b)[:, None],
+    arange(s)] in HF transformers' attention masks: tuples over every position in order (the data itself),
+    pairs picking rows (one negative), and single indices picking whole planes."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [3, 4, 5])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, [3, 45])
+    grid = np.stack(np.meshgrid(np.arange(3), np.arange(4), indexing="ij"), axis=-1).astype(np.int64)
+    consts = [helper.make_tensor("grid", TensorProto.INT64, grid.shape, grid.flatten()),
+              helper.make_tensor("pairs", TensorProto.INT64, [3, 2], [0, 1, 2, 3, -1, 0]),
+              helper.make_tensor("planes", TensorProto.INT64, [1, 1], [2]),
+              helper.make_tensor("rows", TensorProto.INT64, [2], [3, -1]),
+              helper.make_tensor("row", TensorProto.INT64, [2], [1, -1])]
+    n = helper.make_node
+    nodes = [n("GatherND", ["input", "grid"], ["same"]), n("Reshape", ["same", "rows"], ["same_rows"]),
+             n("GatherND", ["input", "pairs"], ["picked"]),  # [3, 5]
+             n("GatherND", ["input", "planes"], ["plane"]), n("Reshape", ["plane", "row"], ["plane_row"]),
+             n("Expand", ["plane_row", "rows3"], ["plane_rows"]),
+             n("Concat", ["same_rows", "picked", "plane_rows"], ["output"], axis=1)]
+    consts.append(helper.make_tensor("rows3", TensorProto.INT64, [2], [3, 20]))
+    m = helper.make_model(helper.make_graph(nodes, "gather_nd", [x], [y], consts), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.checker.check_model(m, full_check=True)
+    path = os.path.join(HERE, "gather_nd.onnx")
+    onnx.save(m, path)
+    save_with_ort_output("gather_nd", path, np.random.default_rng(2).standard_normal((3, 4, 5)).astype(np.float32))
 
 
 def hf_text(name):
@@ -596,6 +617,7 @@ FIXTURES = {
     "dilated_aspp": lambda: export("dilated_aspp", DilatedAspp(), torch.randn(1, 3, 8, 8), 13),
     "dynamo_net": lambda: dynamo("dynamo_net", DynamoNet(), torch.randn(3, 3, 8, 8)),
     "opset18_forms": opset18_forms,
+    "gather_nd": gather_nd,
     "hf_bert": lambda: hf_text("hf_bert"),
     "hf_gpt2": lambda: hf_text("hf_gpt2"),
     "broken": broken,

@@ -52,6 +52,7 @@ void concat(NodeContext& c);
 void split(NodeContext& c);
 void slice(NodeContext& c);
 void gather(NodeContext& c);
+void gather_nd(NodeContext& c);
 void gather_elements(NodeContext& c);
 void expand(NodeContext& c);
 void pad(NodeContext& c);

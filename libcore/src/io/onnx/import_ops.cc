@@ -455,6 +455,7 @@ const std::map<std::string, Converter>& table() {
       {"Flatten", flatten},
       {"Gather", gather},
       {"GatherElements", gather_elements},
+      {"GatherND", gather_nd},
       {"Gelu", gelu},
       {"Gemm", gemm},
       {"GlobalAveragePool", global_average_pool},

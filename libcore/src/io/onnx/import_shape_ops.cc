@@ -317,6 +317,49 @@ void gather(NodeContext& c) {
   c.output(0, parts.size() == 1 ? parts[0] : c.op("concat", {parts}, {{"axis", axis}}));
 }
 
+// GatherND with indices known at import time (the dynamo exporter's attention masks: mask[arange(batch)[:, None],
+// arange(seq)] over a fixed batch and sequence): the indexed axes flattened into one, the index tuples turned
+// into positions along it, one gather. Tuples that walk every position in order read the data as it is.
+void gather_nd(NodeContext& c) {
+  if (c.attr_int("batch_dims", 0) != 0) c.unsupported("GatherND with batch_dims other than 0");
+  if (!c.is_constant(1))
+    c.unsupported("GatherND with indices computed at run time; fix the dynamic extents they depend on with --input-shape NAME=DIMS");
+  const ValueId data = c.input(0);
+  const Tensor idx = c.constant(1, "GatherND's indices");
+  const Shape ds = c.type(data).shape;  // a copy: adding ops moves the program's values
+  const Shape& is = idx.shape();
+  if (is.empty()) c.fail("GatherND's indices must have rank 1 or more");
+  const auto k = static_cast<size_t>(is.back());
+  if (k < 1 || k > ds.size()) c.fail(fmt::format("index tuples of {} for data of rank {}", k, ds.size()));
+  Ints strides(k, 1);
+  int64_t positions = 1;
+  for (size_t d = k; d-- > 0;) {
+    if (ds[d] < 0) c.unsupported(fmt::format("GatherND over a dynamic extent (axis {}); give --input-shape NAME=DIMS", d));
+    strides[d] = positions;
+    positions *= ds[d];
+  }
+  const Ints tuples = idx.to_vector<int64_t>();
+  Ints linear;
+  bool in_order = true;
+  for (size_t t = 0; t * k < tuples.size(); ++t) {
+    int64_t at = 0;
+    for (size_t d = 0; d < k; ++d) {
+      const int64_t i = tuples[t * k + d], j = i < 0 ? i + ds[d] : i;
+      if (j < 0 || j >= ds[d]) c.fail(fmt::format("index {} is out of range for extent {} (axis {})", i, ds[d], d));
+      at += j * strides[d];
+    }
+    in_order = in_order && at == static_cast<int64_t>(linear.size());
+    linear.push_back(at);
+  }
+  const Shape lead(is.begin(), is.end() - 1);
+  if (in_order && lead == Shape(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(k))) return c.output(0, data);
+  Shape flat{positions};
+  for (size_t d = k; d < ds.size(); ++d) flat.push_back(ds[d]);
+  const ValueId rows = k == 1 ? data : c.op("reshape", {{data}}, {{"shape", flat}});
+  const ValueId at = c.param(Tensor::from_vector(linear, lead), "gather_nd_positions");
+  c.output(0, c.op("gather", {{rows}, {at}}, {{"axis", int64_t{0}}}));
+}
+
 // GatherElements is take_along_axis; where the indices are shorter than the data outside the axis (ONNX
 // and torch.gather allow it), the data is sliced to their extents first.
 void gather_elements(NodeContext& c) {
