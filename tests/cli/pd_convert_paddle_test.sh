@@ -2,7 +2,7 @@
 # End-to-end checks of pd-convert on PaddlePaddle models: the committed fixtures (tests/data/paddle, saved
 # by paddle.jit.save in PaddlePaddle 2.6 as ProgramDesc .pdmodel and in 3.3 as PIR .json, with
 # make_fixtures.py; the decoder's interpolations and transposed convolution, the super-resolution head's
-# bicubic resizing) import and match Paddle's saved outputs within 1e-4 with identical argmax, keep their
+# bicubic resizing, the segmentation head's sizes from paddle.shape) import and match Paddle's saved outputs within 1e-4 with identical argmax, keep their
 # dynamic batch through pd-infer, and export on to ONNX. With paddle installed ($PD_PADDLE_PYTHON), --verify
 # also runs paddle.inference. Bad input (truncated or corrupted programs, params of another model, missing
 # params, unsupported ops listed in full) exits 2 and writes nothing; damaged files never crash.
@@ -15,13 +15,13 @@ NO_RUNTIME=(--python /nonexistent/python)  # the saved outputs are the reference
 inputs_of() {  # the --input flags of fixture $1
   case $1 in
     *lenet) echo "--input image=$DATA/$1.input0.npy" ;;
-    *resnet|*decoder|*superres) echo "--input x=$DATA/$1.input0.npy" ;;
+    *resnet|*decoder|*superres|*seghead) echo "--input x=$DATA/$1.input0.npy" ;;
     *encoder) echo "--input ids=$DATA/$1.input0.npy --input mask=$DATA/$1.input1.npy" ;;
   esac
 }
 
 # 1. Every fixture, both formats, imports and matches Paddle's saved output.
-for m in p2_lenet p2_resnet p2_encoder p2_decoder p2_superres p3_lenet p3_resnet p3_encoder p3_decoder p3_superres; do
+for m in p2_lenet p2_resnet p2_encoder p2_decoder p2_superres p2_seghead p3_lenet p3_resnet p3_encoder p3_decoder p3_superres p3_seghead; do
   src=$DATA/$m.pdmodel; format=ProgramDesc; output=fetch_name_0
   [ "${m:0:2}" = p3 ] && src=$DATA/$m.json && format=PIR
   [ "${m:0:2}" = p2 ] && output=$("$PD_CONVERT" "$src" "$WORK/probe.pdmodel" --report 2>&1 | sed -n 's/^outputs: \([^:]*\):.*/\1/p')
@@ -35,7 +35,7 @@ for m in p2_lenet p2_resnet p2_encoder p2_decoder p2_superres p3_lenet p3_resnet
   grep -q "^program: .*elementwise\|^program: .*matmul_v2" <<< "$out" && fail "$m: Paddle op names left in the program: $out"
 done
 # Both formats give the same program for the same model.
-for m in lenet resnet encoder decoder superres; do
+for m in lenet resnet encoder decoder superres seghead; do
   p2=$("$PD_CONVERT" "$DATA/p2_$m.pdmodel" "$WORK/x.pdmodel" --report 2>&1 | grep '^program:')
   p3=$("$PD_CONVERT" "$DATA/p3_$m.json" "$WORK/x.pdmodel" --report 2>&1 | grep '^program:')
   [ "$p2" = "$p3" ] || fail "$m: 2.x and 3.x programs differ: '$p2' vs '$p3'"
@@ -49,6 +49,18 @@ out=$("$PD_INFER" "$WORK/p2_lenet.pdmodel" --batch 2 --repeat 1 --output-dir "$W
 [ -s "$WORK/out2/save_infer_model_scale_0.tmp_0.npy" ] || fail "the output with '/' in its name was not written: $(ls -R "$WORK/out2")"
 out=$("$PD_CONVERT" "$DATA/p2_lenet.pdmodel" "$WORK/lenet_b3.pdmodel" --input-shape image=3x1x28x28 --report 2>&1) || fail "--input-shape: $out"
 grep -q "inputs: image: f32\[3, 1, 28, 28\]" <<< "$out" || fail "--input-shape not applied: $out"
+# Resized to paddle.shape(x)[2:] with the spatial extents left to run time (PaddleSeg's default export):
+# refused by name until --input-shape fixes them, then the numbers of the fixed-size export.
+for m in p2_seghead_any_size p3_seghead_any_size; do
+  src=$DATA/$m.pdmodel; [ "${m:0:2}" = p3 ] && src=$DATA/$m.json
+  out=$("$PD_CONVERT" "$src" "$WORK/any.pdmodel" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "the output size from input 'OutSize' .*known only at run time; give --input-shape" <<< "$out" ||
+    fail "$m without --input-shape: expected exit 2 naming OutSize, got $rc: $out"
+  fixed=${m%_any_size}
+  output=$("$PD_CONVERT" "$src" "$WORK/probe.pdmodel" --input-shape x=2x3x12x10 --report 2>&1 | sed -n 's/^outputs: \([^:]*\):.*/\1/p')
+  out=$("$PD_CONVERT" "$src" "$WORK/any.pdmodel" --input-shape x=2x3x12x10 --verify "${NO_RUNTIME[@]}" \
+        --input "x=$DATA/$fixed.input0.npy" --reference "$output=$DATA/$fixed.output.npy" 2>&1) || fail "$m with --input-shape: $out"
+done
 
 # 3. On to ONNX: a Paddle model exports, and the ONNX file imports back to the same outputs.
 # shellcheck disable=SC2046

@@ -7,6 +7,7 @@ Run it with a PaddlePaddle 2.6 interpreter (ProgramDesc .pdmodel) and with a 3.x
     ~/.cache/pd-peers/paddle3/bin/python tests/data/paddle/make_fixtures.py    # writes p3_*
     ... make_fixtures.py decoder                                               # only p*_decoder
     ... make_fixtures.py superres                                              # only p*_superres
+    ... make_fixtures.py seghead                                               # only p*_seghead
 
 (each venv: python3 -m venv DIR && DIR/bin/pip install "paddlepaddle==2.6.*" or "paddlepaddle==3.*").
 The files are committed so that CI needs no paddle.
@@ -137,6 +138,23 @@ class SuperRes(nn.Layer):
         return paddle.concat([self.head(a).flatten(1), b.flatten(1), c.flatten(1)], axis=1)
 
 
+class SegHead(nn.Layer):
+    """A PaddleSeg head: logits resized back to the input's extents read by paddle.shape (OutSize: a slice
+    of the shape, cast to int32), and features to a size given extent by extent (SizeTensor: 0-D slices)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, stride=2, padding=1)
+        self.cls = nn.Conv2D(8, 3, 1)
+
+    def forward(self, x):  # x: [batch, 3, 12, 10]
+        f = F.relu(self.stem(x))
+        logit = F.interpolate(self.cls(f), paddle.shape(x)[2:], mode="bilinear", align_corners=False)
+        h, w = paddle.shape(x)[2], paddle.shape(x)[3]
+        up = F.interpolate(f, size=[h, w], mode="nearest")
+        return paddle.concat([logit.flatten(1), up.flatten(1)], axis=1)
+
+
 def save(name, model, specs, inputs):
     model.eval()
     path = os.path.join(HERE, PREFIX + name)
@@ -158,11 +176,20 @@ def superres():
     save("superres", SuperRes(), [paddle.static.InputSpec([None, 3, 7, 9], "float32", "x")], [x])
 
 
+def seghead():
+    x = np.random.rand(2, 3, 12, 10).astype("float32")
+    model = SegHead()
+    save("seghead", model, [paddle.static.InputSpec([None, 3, 12, 10], "float32", "x")], [x])
+    # The same weights with the spatial extents left to run time, as PaddleSeg exports by default.
+    save("seghead_any_size", model, [paddle.static.InputSpec([None, 3, None, None], "float32", "x")], [x])
+
+
+LATER = {"decoder": decoder, "superres": superres, "seghead": seghead}  # added later: made alone, the rest kept
+
+
 def main():
-    if sys.argv[1:] == ["decoder"]:  # the fixtures added later, without remaking the others
-        return decoder()
-    if sys.argv[1:] == ["superres"]:
-        return superres()
+    if len(sys.argv) == 2 and sys.argv[1] in LATER:
+        return LATER[sys.argv[1]]()
     img = np.random.rand(2, 1, 28, 28).astype("float32")
     save("lenet", LeNet(), [paddle.static.InputSpec([None, 1, 28, 28], "float32", "image")], [img])
     x = np.random.rand(2, 3, 16, 16).astype("float32")
@@ -172,8 +199,8 @@ def main():
     mask[1, 5:] = 0.0
     save("encoder", Encoder(), [paddle.static.InputSpec([None, 8], "int64", "ids"),
                                 paddle.static.InputSpec([None, 8], "float32", "mask")], [ids, mask])
-    decoder()
-    superres()
+    for make in LATER.values():
+        make()
 
 
 if __name__ == "__main__":

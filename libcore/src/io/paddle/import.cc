@@ -64,6 +64,9 @@ class Importer {
   ir::ValueId value(const std::string& name, const OpContext& c) {
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
+    if (auto s = shape_values_.find(name); s != shape_values_.end())
+      c.unsupported(fmt::format("reads '{}', the shape {} with extents known only at run time; give --input-shape "
+                                "NAME=DIMS to fix them", name, s->second.extents));
     auto t = tensors_.find(name);
     if (t == tensors_.end()) c.fail(fmt::format("reads '{}', which no earlier op computes", name));
     return values_[name] = program_.add_param(program_.unique_name(name), t->second);
@@ -93,8 +96,18 @@ class Importer {
     return "";
   }
   void bind(const std::string& name, ir::ValueId v, const OpContext& c) {
-    if (values_.count(name)) c.fail(fmt::format("writes '{}' a second time (programs in SSA form only)", name));
+    if (values_.count(name) || shape_values_.count(name))
+      c.fail(fmt::format("writes '{}' a second time (programs in SSA form only)", name));
     values_[name] = v;
+  }
+  void bind_shape(const std::string& name, const ShapeValue& s, const OpContext& c) {
+    if (values_.count(name) || shape_values_.count(name))
+      c.fail(fmt::format("writes '{}' a second time (programs in SSA form only)", name));
+    shape_values_[name] = s;
+  }
+  const ShapeValue* shape_value(const std::string& name) const {
+    auto it = shape_values_.find(name);
+    return it == shape_values_.end() ? nullptr : &it->second;
   }
 
  private:
@@ -137,6 +150,7 @@ class Importer {
   const PaddleImportOptions& options_;
   ir::Program program_;
   std::map<std::string, ir::ValueId> values_;
+  std::map<std::string, ShapeValue> shape_values_;  // shapes with run-time extents (ShapeValue)
   std::map<std::string, int64_t> readers_;
   std::map<std::string, const PaddleOp*> producers_;
   int64_t folded_ = 0, fused_ = 0;
@@ -171,6 +185,7 @@ ir::ValueId OpContext::value(const std::string& var) const { return im_.value(va
 const ir::ValueType& OpContext::type(ir::ValueId v) const { return im_.program().value(v).type; }
 const Tensor* OpContext::constant(const std::string& var) const { return im_.constant(var); }
 int64_t OpContext::readers(const std::string& var) const { return im_.readers(var); }
+const ShapeValue* OpContext::shape_value(const std::string& var) const { return im_.shape_value(var); }
 std::string OpContext::origin(const std::string& var) const { return im_.origin(var); }
 ir::Program& OpContext::program() const { return im_.program(); }
 
@@ -264,6 +279,17 @@ void OpContext::outs(const std::string& slot, const std::vector<ir::ValueId>& vs
 }
 
 void OpContext::count_fused() { ++im_.fused(); }
+
+void OpContext::out_shape(const std::string& slot, const ShapeValue& s) {
+  auto it = op_.outputs.find(slot);
+  if (it == op_.outputs.end() || it->second.size() != 1) fail(fmt::format("output '{}' must be one variable", slot));
+  if (std::any_of(s.extents.begin(), s.extents.end(), [](int64_t e) { return e < 0; }))
+    return im_.bind_shape(it->second[0], s, *this);
+  const Shape dims = s.scalar ? Shape{} : Shape{static_cast<int64_t>(s.extents.size())};
+  ir::ValueId v = param(Tensor::from_vector<int64_t>(s.extents, dims), it->second[0]);
+  if (s.dtype != DType::i64) v = op("cast", {{v}}, {{"dtype", s.dtype}});
+  out(slot, v);
+}
 
 void OpContext::out(const std::string& slot, ir::ValueId v) {
   auto it = op_.outputs.find(slot);

@@ -13,6 +13,14 @@ namespace pd::io::paddle_import {
 
 class Importer;
 
+// A shape computed in the program (Paddle's shape op, then slices and casts of it) that holds an extent
+// known only at run time (-1): kept out of the program; what reads a whole shape gets a constant.
+struct ShapeValue {
+  std::vector<int64_t> extents;
+  DType dtype = DType::i64;
+  bool scalar = false;  // one extent as a 0-D tensor (a slice with decrease_axis)
+};
+
 class OpContext {
  public:
   OpContext(Importer& importer, const PaddleOp& op) : im_(importer), op_(op) {}
@@ -28,6 +36,9 @@ class OpContext {
   const ir::ValueType& type(ir::ValueId v) const;
   // The tensor of a parameter or program constant, without adding it to the program (nullptr otherwise).
   const Tensor* constant(const std::string& var) const;
+  // The shape `var` holds where it has an extent known only at run time (nullptr otherwise: a shape known
+  // whole is a constant).
+  const ShapeValue* shape_value(const std::string& var) const;
   // How many ops read variable `var`, a fetch counting as one.
   int64_t readers(const std::string& var) const;
   // The parameter `var` is a reshape (reshape2, unsqueeze2, squeeze2, assign) of, or "" (names for
@@ -57,6 +68,7 @@ class OpContext {
   ir::ValueId scalar(double v, DType dtype);  // a 0-D constant, named after the op's output
   void out(const std::string& slot, ir::ValueId v);
   void outs(const std::string& slot, const std::vector<ir::ValueId>& vs);  // a list output (split)
+  void out_shape(const std::string& slot, const ShapeValue& s);            // a constant where known whole
   void count_fused();  // a bias add taken into the op before it (PaddleImportReport::fused)
   ir::Program& program() const;
 

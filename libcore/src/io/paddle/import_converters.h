@@ -49,6 +49,7 @@ void flatten2(OpContext& c);
 void unsqueeze2(OpContext& c);
 void squeeze2(OpContext& c);
 void concat(OpContext& c);
+void shape(OpContext& c);
 void slice(OpContext& c);
 void split(OpContext& c);
 void assign(OpContext& c);

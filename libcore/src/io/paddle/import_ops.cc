@@ -328,6 +328,7 @@ constexpr Entry kTable[] = {
     {"reshape2", reshape2},
     {"rsqrt", unary<kRsqrt>},
     {"scale", scale},
+    {"shape", shape},
     {"sigmoid", unary<kSigmoid>},
     {"silu", unary<kSilu>},
     {"slice", slice},

@@ -1,5 +1,5 @@
 // Paddle converters of shapes, data movement and constants: reshape, transpose, flatten, (un)squeeze,
-// concat, slice, split, assign, cast, fill_constant. Named by the table in import_ops.cc.
+// concat, slice, split, assign, cast, fill_constant, and shape (with slices and casts of it). Named by the table in import_ops.cc.
 #include <cstdlib>
 
 #include "import_converters.h"
@@ -88,9 +88,37 @@ void concat(OpContext& c) {
   c.out("Out", c.op("concat", {xs}, {{"axis", norm_axis(c, c.attr_int("axis", 0), rank_of(c, xs[0]))}}));
 }
 
+// shape: the input's extents, known at import but for those known only at run time (ShapeValue).
+void shape(OpContext& c) {
+  const PaddleVar* declared = c.declared("Out");
+  c.out_shape("Out", {c.type(c.in("Input")).shape, declared ? declared->dtype : DType::i32, false});
+}
+
+namespace {
+
+// A slice of a shape (paddle.shape(x)[2:], paddle.shape(x)[0]).
+void slice_shape(OpContext& c, const ShapeValue& s) {
+  const Ints axes = c.attr_ints("axes"), starts = c.attr_ints("starts"), ends = c.attr_ints("ends");
+  if (axes != Ints{0} || starts.size() != 1 || ends.size() != 1)
+    c.fail(fmt::format("a slice of a shape takes axes [0] and one start and end, got axes {}, starts {}, ends {}", axes,
+                       starts, ends));
+  const auto n = static_cast<int64_t>(s.extents.size());
+  const int64_t b = std::clamp<int64_t>(starts[0] < 0 ? starts[0] + n : starts[0], 0, n);
+  const int64_t e = std::clamp<int64_t>(ends[0] < 0 ? ends[0] + n : ends[0], b, n);
+  ShapeValue out{Ints(s.extents.begin() + b, s.extents.begin() + e), s.dtype, false};
+  if (!c.attr_ints("decrease_axis").empty()) {
+    if (out.extents.size() != 1) c.fail(fmt::format("decrease_axis on a slice of {} extents", out.extents.size()));
+    out.scalar = true;
+  }
+  c.out_shape("Out", out);
+}
+
+}  // namespace
+
 void slice(OpContext& c) {
   for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"})
     if (c.has(s)) c.unsupported(fmt::format("bounds computed at run time ({})", s));
+  if (const ShapeValue* s = c.shape_value(c.in_name("Input"))) return slice_shape(c, *s);
   const ValueId x = c.in("Input");
   const int64_t rank = rank_of(c, x);
   Ints axes = c.attr_ints("axes"), starts = c.attr_ints("starts"), ends = c.attr_ints("ends");
@@ -132,7 +160,11 @@ void split(OpContext& c) {
 
 void assign(OpContext& c) { c.out("Out", c.in("X")); }
 
-void cast(OpContext& c) { c.out("Out", c.op("cast", {{c.in("X")}}, {{"dtype", dtype_attr(c, "out_dtype")}})); }
+void cast(OpContext& c) {
+  const DType to = dtype_attr(c, "out_dtype");
+  if (const ShapeValue* s = c.shape_value(c.in_name("X"))) return c.out_shape("Out", {s->extents, to, s->scalar});
+  c.out("Out", c.op("cast", {{c.in("X")}}, {{"dtype", to}}));
+}
 
 void fill_constant(OpContext& c) {
   if (c.has("ShapeTensor") || c.has("ShapeTensorList") || c.has("ValueTensor")) c.unsupported("a shape or value computed at run time");

@@ -4,24 +4,58 @@
 // align_mode 1 asymmetric; bicubic is align_corners or half_pixel (align_mode does not apply; its
 // kernel's a is -0.75); nearest rounds half up with align_corners, else truncates asymmetric
 // coordinates. The ratio is 1 / scale where a scale is given (the output then int(in * scale)), else
-// in / out.
+// in / out. Sizes may come from inputs known at import time (OutSize, SizeTensor, Scale), as
+// F.interpolate(x, paddle.shape(y)[2:]) writes them.
 #include <cmath>
 
 #include "import_converters.h"
 
 namespace pd::io::paddle_import {
 
+namespace {
+
+// The values of input variable `var`, known at import time (a constant, or a shape computed in the
+// program: paddle.shape(y)[2:]).
+std::vector<double> known_values(OpContext& c, const std::string& var, const char* slot) {
+  if (const Tensor* t = c.constant(var)) return t->to_vector<double>();
+  if (const ShapeValue* s = c.shape_value(var))
+    c.unsupported(fmt::format("the output size from input '{}' ('{}': the shape {}) holds extents known only at run "
+                              "time; give --input-shape NAME=DIMS to fix them", slot, var, s->extents));
+  c.unsupported(fmt::format("the output size from input '{}' ('{}') is computed at run time", slot, var));
+}
+
+// The output size from the inputs, which take precedence over the attributes as in phi's kernels:
+// SizeTensor (one-value tensors) over everything, OutSize over scale; the Scale input replaces the
+// attribute. Empty where the inputs do not say.
+Ints size_from_inputs(OpContext& c) {
+  Ints size;
+  if (c.has("SizeTensor")) {
+    for (const std::string& var : c.op().inputs.at("SizeTensor")) {
+      const std::vector<double> v = known_values(c, var, "SizeTensor");
+      if (v.size() != 1) c.fail(fmt::format("SizeTensor '{}' holds {} values (one each)", var, v.size()));
+      size.push_back(static_cast<int64_t>(v[0]));
+    }
+  } else if (c.has("OutSize")) {
+    for (double v : known_values(c, c.in_name("OutSize"), "OutSize")) size.push_back(static_cast<int64_t>(v));
+  }
+  if (!size.empty() && size.size() != 2) c.fail(fmt::format("output size {} (2 extents for a 4-D input)", size));
+  return size;
+}
+
+}  // namespace
+
 void interp_v2(OpContext& c) {
   require_nchw(c);
   const ValueId x = c.in("X");
   const Shape& s = c.type(x).shape;
   if (s.size() != 4) c.unsupported(fmt::format("input of rank {} (only 4-D NCHW resizing)", s.size()));
-  for (const char* slot : {"OutSize", "SizeTensor", "Scale"})
-    if (c.has(slot)) c.unsupported(fmt::format("the output size from input '{}' (only from the attributes)", slot));
   const std::string method = c.attr_string("interp_method", "nearest");
   if (method != "nearest" && method != "bilinear" && method != "bicubic") c.unsupported(fmt::format("interp_method '{}'", method));
   const bool align_corners = c.attr_bool("align_corners", false);
-  std::vector<double> scales = c.attr_floats("scale");
+  const Ints given = size_from_inputs(c);
+  std::vector<double> scales = c.has("SizeTensor") ? std::vector<double>{}
+                               : c.has("Scale")    ? known_values(c, c.in_name("Scale"), "Scale")
+                                                   : c.attr_floats("scale");
   if (scales.size() == 1) scales.push_back(scales[0]);
   Ints size{c.attr_int("out_h", -1), c.attr_int("out_w", -1)};
   if (scales.size() == 2 && scales[0] > 0 && scales[1] > 0) {
@@ -34,6 +68,9 @@ void interp_v2(OpContext& c) {
   } else {
     scales.clear();
   }
+  if (!given.empty() && !scales.empty())  // phi's coordinates would follow the scale, its extents the size
+    c.unsupported("an output size from OutSize together with a scale");
+  if (!given.empty()) size = given;
   if (size[0] < 1 || size[1] < 1) c.fail(fmt::format("output size [{}, {}] (out_h, out_w or scale) is not positive", size[0], size[1]));
   std::string coord = "asymmetric", rounding = "floor";
   if (align_corners) coord = "align_corners", rounding = "round_prefer_ceil";

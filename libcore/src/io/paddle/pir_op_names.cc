@@ -51,6 +51,8 @@ const std::vector<PirOpName>& pir_rows() {
       {"scale", "scale", {"X", "@scale"}, {"Out"}, {}},
       {"sigmoid", "sigmoid", {"X"}, {"Out"}, {}},
       {"silu", "silu", {"X"}, {"Out"}, {}},
+      {"shape", "shape", {"Input"}, {"Out"}, {}},
+      {"shape64", "shape", {"Input"}, {"Out"}, {}},
       {"slice", "slice", {"Input", "@starts", "@ends"}, {"Out"}, {}},
       {"softmax", "softmax", {"X"}, {"Out"}, {}},
       {"split", "split", {"X", "@sections", "@axis"}, {"Out"}, {}},
