@@ -140,7 +140,8 @@ class SuperRes(nn.Layer):
 
 class SegHead(nn.Layer):
     """A PaddleSeg head: logits resized back to the input's extents read by paddle.shape (OutSize: a slice
-    of the shape, cast to int32), and features to a size given extent by extent (SizeTensor: 0-D slices)."""
+    of the shape, cast to int32), features to a size given extent by extent (SizeTensor: 0-D slices) and
+    down by a scale held in a tensor (Scale)."""
 
     def __init__(self):
         super().__init__()
@@ -152,7 +153,8 @@ class SegHead(nn.Layer):
         logit = F.interpolate(self.cls(f), paddle.shape(x)[2:], mode="bilinear", align_corners=False)
         h, w = paddle.shape(x)[2], paddle.shape(x)[3]
         up = F.interpolate(f, size=[h, w], mode="nearest")
-        return paddle.concat([logit.flatten(1), up.flatten(1)], axis=1)
+        down = F.interpolate(f, scale_factor=paddle.full([2], 0.5), mode="bilinear", align_corners=False, align_mode=0)
+        return paddle.concat([logit.flatten(1), up.flatten(1), down.flatten(1)], axis=1)
 
 
 def save(name, model, specs, inputs):

@@ -234,7 +234,7 @@ void split(NodeContext& c) {
   Ints sections = c.opset() >= 13 ? (c.has_input(1) ? c.constant_ints(1, "Split's split") : Ints{}) : c.attr_ints("split", {});
   if (sections.empty() && c.has_attr("num_outputs")) {  // opset 18: parts of ceil(extent / n), the last smaller
     const int64_t n = c.attr_int("num_outputs", 0), extent = c.type(x).shape[axis];
-    if (n != static_cast<int64_t>(c.num_outputs()))
+    if (n < 1 || n != static_cast<int64_t>(c.num_outputs()))
       c.fail(fmt::format("num_outputs {} but the node has {} outputs", n, c.num_outputs()));
     if (extent < 0) c.unsupported("a Split of a dynamic extent by num_outputs; give --input-shape NAME=DIMS");
     const int64_t part = (extent + n - 1) / n;
