@@ -93,7 +93,37 @@ Program torch_sdpa_export(bool nan_guard_read_twice = false) {
   return p;
 }
 
+// As torch's dynamo exporter writes it (torch.onnx.export's default since torch 2.9): k^T with the heads
+// merged into the batch, k [N, 4, 12, 8] -> [N*4, 12, 8] -> transpose [0, 2, 1] -> [N, 4, 8, 12], sqrt(scale)
+// on q and on k^T, no mask. `merged` other than {-1, 12, 8} regroups k's values: no transpose of k.
+Program dynamo_export(std::vector<int64_t> merged_shape = {-1, 12, 8}) {
+  Program p;
+  ValueId q = p.add_input("q", {DType::f32, {-1, 4, 10, 8}});
+  ValueId k = p.add_input("k", {DType::f32, {-1, 4, 12, 8}});
+  ValueId v = p.add_input("v", {DType::f32, {-1, 4, 12, 8}});
+  ValueId c = p.add_param("sqrt_scale", pd::Tensor::full_scalar(std::sqrt(0.35), DType::f32));
+  ValueId merged = p.add_op("reshape", {{k}}, {{"shape", merged_shape}})[0];
+  ValueId flipped = p.add_op("transpose", {{merged}}, {{"perm", std::vector<int64_t>{0, 2, 1}}})[0];
+  ValueId kt = p.add_op("reshape", {{flipped}}, {{"shape", std::vector<int64_t>{-1, 4, 8, 12}}})[0];
+  ValueId scores = p.add_op("matmul", {{p.add_op("mul", {{q}, {c}})[0]}, {p.add_op("mul", {{kt}, {c}})[0]}})[0];
+  ValueId probs = p.add_op("softmax", {{scores}}, {{"axis", int64_t{-1}}})[0];
+  p.mark_output(p.add_op("matmul", {{probs}, {v}})[0], "out");
+  return p;
+}
+
 }  // namespace
+
+TEST_CASE("attention_fuse: the dynamo exporter's form (heads merged into the batch for k^T) becomes one attention", "[pass][transformer]") {
+  const Program p = dynamo_export();
+  const Program q = fused(p);
+  CHECK(count_ops(q, "scaled_dot_product_attention") == 1);
+  CHECK(q.ops().size() == 1);
+  CHECK(max_difference(p, q) < 1e-5f);
+  // k's values regrouped ([N*4, 24, 4]) before the transpose: the scores are not q k^T.
+  const Program regrouped = dynamo_export({-1, 24, 4});
+  CHECK(count_ops(fused(regrouped), "scaled_dot_product_attention") == 0);
+  CHECK(fused(regrouped).ops().size() == regrouped.ops().size());
+}
 
 TEST_CASE("attention_fuse: torch's opset-14 form (k by length, NaN rows zeroed) becomes one attention", "[pass][transformer]") {
   const Program p = torch_sdpa_export();

@@ -9,6 +9,8 @@
 // k^T as one transpose [0, 2, 3, 1] of k's [batch, len, heads, dim] (the fused op gets k through a
 // [0, 2, 1, 3] transpose), and softmax's NaN rows zeroed, `where(isnan(p), 0, p)` (IsNaN as imported,
 // `(p == p) == false`), which the fused kernel does itself: a row with nothing to attend gives zeros.
+// torch's dynamo export (torch.onnx.export's default in torch 2.9+) writes k^T with the heads merged into
+// the batch: k [b, h, l, d] reshaped to [b*h, l, d], transposed [0, 2, 1] and reshaped back to [b, h, d, l].
 // Preconditions, cheapest first: every intermediate is read only by the next op of the chain and is not
 // a graph output (it disappears); the factors are scalar constants; the mask has the scores' dtype and
 // broadcasts to the scores without growing them (the add's result has the scores' shape); q, k, v are
@@ -46,6 +48,25 @@ int32_t softmax_with_nan_rows_zeroed(const Program& p, ValueId v, std::vector<in
   if (same < 0 || input_of(p, same, 0) != s || input_of(p, same, 1) != s || p.is_output(s) || p.users(s).size() != 2) return -1;
   chain.insert(chain.end(), {where, is_nan, same});
   return sv.producer;
+}
+
+// k for k^T = reshape(transpose(reshape(k, [b*h, l, d]), [0, 2, 1]), [b, h, d, l]) (the three ops go in
+// `chain`), or kNoValue.
+ValueId heads_merged_key(const Program& p, ValueId kt, std::vector<int32_t>& chain) {
+  const int32_t back = chain_producer(p, kt, "reshape");
+  if (back < 0) return kNoValue;
+  const int32_t tr = chain_producer(p, input_of(p, back, 0), "transpose");
+  if (tr < 0 || attr_ints(p.ops()[tr], "perm") != std::vector<int64_t>{0, 2, 1}) return kNoValue;
+  const int32_t merge = chain_producer(p, input_of(p, tr, 0), "reshape");
+  if (merge < 0) return kNoValue;
+  const ValueId k = input_of(p, merge, 0);
+  const Shape &k4 = p.value(k).type.shape, &merged = p.value(input_of(p, tr, 0)).type.shape, &t4 = p.value(kt).type.shape;
+  if (k4.size() != 4 || merged.size() != 3 || t4.size() != 4) return kNoValue;
+  const int64_t b = k4[0], h = k4[1], l = k4[2], d = k4[3];
+  if (h < 1 || l < 1 || d < 1 || merged[1] != l || merged[2] != d || t4[1] != h || t4[2] != d || t4[3] != l) return kNoValue;
+  if (b < 0 ? merged[0] >= 0 || t4[0] >= 0 : merged[0] != b * h || t4[0] != b) return kNoValue;
+  chain.insert(chain.end(), {back, tr, merge});
+  return k;
 }
 
 // Peels `x * c`, `c * x` and `x / c` with scalar constants c off v, multiplying them into m.scale.
@@ -119,7 +140,12 @@ std::optional<AttentionMatch> find_attention(const Program& p, int32_t i) {
   ValueId kt = peel_factors(p, input_of(p, qk, 1), m);
   if (!attr_bool(p.ops()[qk], "transpose_y")) {
     const int32_t tr = chain_producer(p, kt, "transpose");
-    if (tr < 0) return std::nullopt;
+    if (tr < 0) {
+      m.k = heads_merged_key(p, kt, m.chain);
+      if (m.k == kNoValue || !shapes_fit(p, m)) return std::nullopt;
+      m.chain.push_back(i);
+      return m;
+    }
     const std::vector<int64_t> perm = attr_ints(p.ops()[tr], "perm");
     m.k_by_len = perm == std::vector<int64_t>{0, 2, 3, 1};
     if (perm != std::vector<int64_t>{0, 1, 3, 2} && !m.k_by_len) return std::nullopt;
