@@ -6,7 +6,8 @@
 # and lowered at load, as onnxruntime's session optimises) against onnxruntime on the same .onnx file
 # (ORT_ENABLE_ALL), both with THREADS threads, timed in alternation for ROUNDS rounds at each batch of
 # BATCHES (median of the per-round p50s: the machine is shared and noisy).
-#   usage: [MODELS="resnet18 ..."] [BATCHES="1 8"] bench/onnx_zoo.sh [THREADS] [ROUNDS]
+# EXPORTER=dynamo exports with torch.onnx.export's default exporter (dynamo, opset 20 in torch 2.15) instead.
+#   usage: [MODELS="resnet18 ..."] [BATCHES="1 8"] [EXPORTER=dynamo] bench/onnx_zoo.sh [THREADS] [ROUNDS]
 #   (PY: a python with torch, torchvision, onnxruntime; default the venv of ../shared/peers/torch2_venv.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +22,9 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 source bench/common.sh  # field, median
 
-export_model() {  # NAME -> $OUT/NAME.onnx (bench/tv_export.py: random weights, 224x224, opset 13)
-  "$PY" bench/tv_export.py "$1" "$OUT/$1.onnx" 2>/dev/null
+EXPORTER=${EXPORTER:-torchscript}
+export_model() {  # NAME -> $OUT/NAME.onnx (bench/tv_export.py: random weights, 224x224, opset 13 or the exporter's)
+  "$PY" bench/tv_export.py "$1" "$OUT/$1.onnx" "$EXPORTER" >/dev/null 2>&1 || { echo "onnx_zoo.sh: exporting $1 failed" >&2; exit 1; }
 }
 
 ort_p50() {  # MODEL BATCH: p50 ms of onnxruntime on the same file
@@ -43,7 +45,7 @@ print("%.4f" % statistics.median(ms))
 PY
 }
 
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads $THREADS; $ROUNDS alternating rounds"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads $THREADS; $ROUNDS alternating rounds; exporter $EXPORTER"
 echo "| model | batch | import s | max abs diff vs onnxruntime (argmax) | pd-infer p50 ms | onnxruntime p50 ms | pd / ort (rounds) |"
 echo "|---|---|---|---|---|---|---|"
 for model in $MODELS; do

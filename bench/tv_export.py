@@ -6,7 +6,9 @@
 # input "input", output "logits". "segmentation.NAME" is torchvision.models.segmentation's NAME (21 classes,
 # no aux head), its "out" map [batch, 21, 224, 224] as the output: DeepLabV3, FCN and LR-ASPP, whose heads
 # resize with F.interpolate.
-#   usage: PY bench/tv_export.py NAME OUT.onnx   (PY with torch and torchvision)
+# With "dynamo" after OUT.onnx: torch.onnx.export's default exporter instead (dynamo, its opset: 20 in
+# torch 2.15; the batch a torch.export Dim, traced at batch 2 since torch specialises extents of 1).
+#   usage: PY bench/tv_export.py NAME OUT.onnx [dynamo]   (PY with torch and torchvision; dynamo: onnxscript)
 import sys
 
 import torch
@@ -24,7 +26,7 @@ class SegmentationOut(torch.nn.Module):
         return self.model(x)["out"]
 
 
-def export(name, path):
+def export(name, path, exporter="torchscript"):
     torch.manual_seed(0)
     if name.startswith("segmentation."):
         seg = getattr(torchvision.models.segmentation, name.split(".", 1)[1])(weights=None, weights_backbone=None, aux_loss=False)
@@ -42,10 +44,15 @@ def export(name, path):
         if isinstance(head, torch.nn.Linear):
             head.weight.normal_(0, 0.02)
             head.bias.uniform_(-0.1, 0.1)
+    if exporter == "dynamo":
+        batch = torch.export.Dim("batch", min=1, max=1024)
+        torch.onnx.export(m, (torch.randn(2, 3, 224, 224),), path, input_names=["input"], output_names=["logits"],
+                          dynamic_shapes=({0: batch},))
+        return
     opset = 14 if name.startswith("vit_") else 13
     torch.onnx.export(m, torch.randn(1, 3, 224, 224), path, opset_version=opset, input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
 
 
 if __name__ == "__main__":
-    export(sys.argv[1], sys.argv[2])
+    export(*sys.argv[1:4])

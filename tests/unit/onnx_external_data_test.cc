@@ -1,5 +1,5 @@
 // ONNX fields that reach code which trusts them: external data entries (a bad offset, a location outside
-// the model's directory) and window attributes that libonnx's shape inference divides by. Each is refused
+// the model's directory), window attributes that libonnx's shape inference divides by, a Gather's rank. Each is refused
 // with pd::Error (found with the fuzz targets).
 #include <unistd.h>
 
@@ -94,5 +94,20 @@ TEST_CASE("onnx: a Conv stride of 0 is refused before shape inference divides by
   bytes[ints + 3] = 0;
   pd::io::write_file_atomic(path, bytes);
   CHECK_THAT(error_of([&] { pd::io::import_onnx(path); }), Catch::Contains("attribute strides holds 0"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("onnx: a Gather of a 0-D tensor is refused before its axis is read", "[onnx]") {
+  // fuzz_onnx found it: the converter read the extent of axis 0 of a scalar (regress_gather_scalar_data.onnx).
+  const std::string f32_scalar = field(1, varint_field(1, 1) + field(2, ""));
+  const std::string index = varint_field(2, 7) + field(8, "i") + field(9, std::string(8, '\0'));  // int64 0-D: 0
+  const std::string node = field(1, "x") + field(1, "i") + field(2, "y") + field(4, "Gather");
+  const std::string graph = field(1, node) + field(2, "g") + field(5, index) + field(11, field(1, "x") + field(2, f32_scalar)) +
+                            field(12, field(1, "y") + field(2, f32_scalar));
+  const auto dir = std::filesystem::temp_directory_path() / ("pd_onnx_gather_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "gather.onnx").string();
+  std::ofstream(path, std::ios::binary) << varint_field(1, 7) + field(7, graph) + field(8, field(1, "") + varint_field(2, 13));
+  CHECK_THAT(error_of([&] { pd::io::import_onnx(path); }), Catch::Contains("Gather's data must have rank 1 or more"));
   std::filesystem::remove_all(dir);
 }

@@ -298,6 +298,7 @@ void gather(NodeContext& c) {
     return c.output_ints(0, out);
   }
   const ValueId data = c.input(0);
+  if (rank_of(c, data) == 0) c.fail("Gather's data must have rank 1 or more");
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), rank_of(c, data));
   if (!const_indices && c.is_constant(0) && axis == 0 && rank_of(c, data) == 2)
     return c.output(0, c.op("embedding", {{c.input(1)}, {data}}));
