@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
-#include "pd/io/tensor_file.h"
 
 namespace pd::io::onnx_util {
 namespace {
@@ -50,13 +50,23 @@ std::string external_bytes(const TP& t, const std::string& model_dir, const std:
   const fs::path file = fs::path(model_dir) / rel;
   PD_CHECK(fs::exists(file), ErrorCode::kIO, "{}: external data file '{}' is missing (looked for {})", where, location,
            file.string());
-  const std::string all = read_file_bytes(file.string());
-  PD_CHECK(offset >= 0 && static_cast<size_t>(offset) <= all.size(), ErrorCode::kParse,
-           "{}: external data offset {} is past the end of '{}' ({} bytes)", where, offset, location, all.size());
-  const size_t n = length < 0 ? all.size() - offset : static_cast<size_t>(length);
-  PD_CHECK(offset + n <= all.size(), ErrorCode::kParse, "{}: external data [{}, {}) is past the end of '{}' ({} bytes)",
-           where, offset, offset + n, location, all.size());
-  return all.substr(offset, n);
+  // Only the tensor's bytes are read: torch's dynamo exporter puts every weight in one file.
+  std::error_code ec;
+  const auto size = static_cast<uint64_t>(fs::file_size(file, ec));
+  PD_CHECK(!ec, ErrorCode::kIO, "{}: cannot read external data file '{}': {}", where, location, ec.message());
+  const auto start = static_cast<uint64_t>(offset);
+  PD_CHECK(start <= size, ErrorCode::kParse, "{}: external data offset {} is past the end of '{}' ({} bytes)", where,
+           offset, location, size);
+  const uint64_t n = length < 0 ? size - start : static_cast<uint64_t>(length);
+  PD_CHECK(n <= size - start, ErrorCode::kParse, "{}: external data [{}, {}) is past the end of '{}' ({} bytes)", where,
+           offset, start + n, location, size);
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(n, '\0');
+  in.seekg(static_cast<std::streamoff>(start));
+  in.read(bytes.data(), static_cast<std::streamsize>(n));
+  PD_CHECK(in && static_cast<uint64_t>(in.gcount()) == n, ErrorCode::kIO, "{}: reading {} bytes of '{}' at offset {} failed",
+           where, n, location, offset);
+  return bytes;
 }
 
 }  // namespace
