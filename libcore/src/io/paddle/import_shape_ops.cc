@@ -1,5 +1,6 @@
 // Paddle converters of shapes, data movement and constants: reshape, transpose, flatten, (un)squeeze,
-// concat, slice, split, assign, cast, fill_constant, and shape (with slices and casts of it). Named by the table in import_ops.cc.
+// concat, slice, split, assign, cast, fill_constant, and shape (with slices and casts of it). Named by the
+// table in import_ops.cc.
 #include <cstdlib>
 
 #include "import_converters.h"

@@ -24,6 +24,13 @@ std::vector<double> known_values(OpContext& c, const std::string& var, const cha
   c.unsupported(fmt::format("the output size from input '{}' ('{}') is computed at run time", slot, var));
 }
 
+// One output extent read from a tensor: a whole number from 1 to 2^31 (a cast of anything else is undefined).
+int64_t extent_of(OpContext& c, double v, const char* slot) {
+  if (!(v >= 1 && v <= 2147483648.0) || v != std::floor(v))
+    c.fail(fmt::format("input '{}' gives the output extent {} (a whole number from 1 to 2^31 expected)", slot, v));
+  return static_cast<int64_t>(v);
+}
+
 // The output size from the inputs, which take precedence over the attributes as in phi's kernels:
 // SizeTensor (one-value tensors) over everything, OutSize over scale; the Scale input replaces the
 // attribute. Empty where the inputs do not say.
@@ -33,10 +40,10 @@ Ints size_from_inputs(OpContext& c) {
     for (const std::string& var : c.op().inputs.at("SizeTensor")) {
       const std::vector<double> v = known_values(c, var, "SizeTensor");
       if (v.size() != 1) c.fail(fmt::format("SizeTensor '{}' holds {} values (one each)", var, v.size()));
-      size.push_back(static_cast<int64_t>(v[0]));
+      size.push_back(extent_of(c, v[0], "SizeTensor"));
     }
   } else if (c.has("OutSize")) {
-    for (double v : known_values(c, c.in_name("OutSize"), "OutSize")) size.push_back(static_cast<int64_t>(v));
+    for (double v : known_values(c, c.in_name("OutSize"), "OutSize")) size.push_back(extent_of(c, v, "OutSize"));
   }
   if (!size.empty() && size.size() != 2) c.fail(fmt::format("output size {} (2 extents for a 4-D input)", size));
   return size;
