@@ -51,12 +51,22 @@ void squeeze(NodeContext& c);
 void concat(NodeContext& c);
 void split(NodeContext& c);
 void slice(NodeContext& c);
+void expand(NodeContext& c);
+void pad(NodeContext& c);
+
+// Indexing: import_index_ops.cc.
 void gather(NodeContext& c);
 void gather_nd(NodeContext& c);
 void gather_elements(NodeContext& c);
-void expand(NodeContext& c);
-void pad(NodeContext& c);
 void scatter_nd(NodeContext& c);
+
+// Convolution and pooling: import_conv_ops.cc.
+void conv(NodeContext& c);
+void conv_transpose(NodeContext& c);
+void max_pool(NodeContext& c);
+void average_pool(NodeContext& c);
+void global_average_pool(NodeContext& c);
+void global_max_pool(NodeContext& c);
 
 // Resize and Upsample as interpolate: import_resize.cc.
 void resize(NodeContext& c);
